@@ -1,0 +1,162 @@
+/*
+ * gemm: C = epilogue(A @ B) through one composite, A (M, K) and B (K, N)
+ * streamed from HBM, C written back to HBM. Epilogues: none, bias (a row
+ * of N values, loaded into TCM first), relu, add (C = A @ B + D, D loaded
+ * into TCM first).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "bench/bench_util.h"
+
+typedef struct gemm_args {
+	int64_t M, K, N;
+	kb_dtype dt;
+	const char *epilogue;
+	uint64_t a, b, c, extra;
+} gemm_args;
+
+static void gemm_kernel(kb_tl *tl, void *p)
+{
+	const gemm_args *g = p;
+	int64_t sa[2] = { g->M, g->K }, sb[2] = { g->K, g->N }, sc[2] = { g->M, g->N };
+	kb_tl_op epi = { .op = g->epilogue, .scope = KB_TL_OUTPUT_TILE };
+	kb_tl_composite_desc d = {
+		.op = "gemm",
+		.a = kb_tl_ref(tl, g->a, g->dt, 2, sa),
+		.b = kb_tl_ref(tl, g->b, g->dt, 2, sb),
+		.out = kb_tl_ref(tl, g->c, g->dt, 2, sc),
+	};
+
+	if (strcmp(g->epilogue, "bias") == 0) {
+		int64_t sn[1] = { g->N };
+
+		epi.args[0] = (kb_tl_arg){ "bias", kb_tl_load(tl, kb_tl_ref(tl, g->extra, g->dt, 1, sn), NULL) };
+	} else if (strcmp(g->epilogue, "add") == 0) {
+		epi.args[0] = (kb_tl_arg){ "other", kb_tl_load(tl, kb_tl_ref(tl, g->extra, g->dt, 2, sc), NULL) };
+	}
+	if (strcmp(g->epilogue, "none") != 0) {
+		d.epilogue = &epi;
+		d.n_epilogue = 1;
+	}
+	kb_tl_composite(tl, &d);
+}
+
+/* The same computation on the host, in double, with plain loops. */
+static void reference(const gemm_args *g, const double *a, const double *b, const double *x,
+		      double *c)
+{
+	kb__ref_gemm(a, b, c, g->M, g->K, g->N);
+	for (int64_t i = 0; i < g->M; i++)
+		for (int64_t j = 0; j < g->N; j++) {
+			double *v = &c[i * g->N + j];
+
+			if (strcmp(g->epilogue, "bias") == 0)
+				*v += x[j];
+			else if (strcmp(g->epilogue, "add") == 0)
+				*v += x[i * g->N + j];
+			else if (strcmp(g->epilogue, "relu") == 0 && *v < 0)
+				*v = 0;
+		}
+}
+
+static int check(kb_simulation *sim, const gemm_args *g, const double *a, const double *b,
+		 const double *x, kb_result *res, kb_error *err)
+{
+	size_t n = (size_t)(g->M * g->N);
+	double *want = malloc(n * sizeof(*want));
+	float *got = malloc(n * sizeof(*got));
+	int rc = want && got ? KB_OK : kb__err(err, KB_ENOMEM, "out of memory checking the result");
+
+	if (!rc)
+		rc = kb__bench_output(sim, g->dt, g->c, n, got, err);
+	if (!rc) {
+		reference(g, a, b, x, want);
+		kb__bench_errors(got, want, n, res);
+	}
+	free(want);
+	free(got);
+	return rc;
+}
+
+static int run_gemm(kb_bench_ctx *ctx, kb_result *res, kb_error *err)
+{
+	gemm_args g = { kb__bench_int(ctx, "M"), kb__bench_int(ctx, "K"), kb__bench_int(ctx, "N"),
+			KB_FP16, kb__bench_str(ctx, "epilogue"), 0, 0, 0, 0 };
+	kb_sim_options so = kb__bench_sim_options(ctx, 1);
+	int64_t sa[2] = { g.M, g.K }, sb[2] = { g.K, g.N }, sc[2] = { g.M, g.N }, sn[1] = { g.N };
+	double *ha = NULL, *hb = NULL, *hx = NULL, std = kb__bench_real(ctx, "input_std");
+	const char *dir = ctx->opt->dump_dir;
+	kb_simulation *sim = NULL;
+	kb_rng rng;
+	int rc, has_x = strcmp(g.epilogue, "bias") == 0 || strcmp(g.epilogue, "add") == 0;
+
+	kb_dtype_parse(kb__bench_str(ctx, "dtype"), &g.dt);
+	kb__rng_seed(&rng, (uint64_t)kb__bench_int(ctx, "seed"));
+	rc = kb_simulation_create(&sim, ctx->topo, &so, err);
+	if (!rc && so.data) {
+		rc = kb__bench_input(sim, &rng, g.dt, 2, sa, std, &g.a, &ha, err);
+		if (!rc)
+			rc = kb__bench_input(sim, &rng, g.dt, 2, sb, std, &g.b, &hb, err);
+		if (!rc && has_x)
+			rc = kb__bench_input(sim, &rng, g.dt, strcmp(g.epilogue, "bias") ? 2 : 1,
+					     strcmp(g.epilogue, "bias") ? sc : sn, std, &g.extra, &hx, err);
+	} else if (!rc) {
+		rc = kb_simulation_alloc(sim, g.dt, 2, sa, 0, &g.a, err);
+		if (!rc)
+			rc = kb_simulation_alloc(sim, g.dt, 2, sb, 0, &g.b, err);
+		if (!rc && has_x)
+			rc = kb_simulation_alloc(sim, g.dt, 2, sc, 0, &g.extra, err);
+	}
+	if (!rc)
+		rc = kb_simulation_alloc(sim, g.dt, 2, sc, 0, &g.c, err);
+	if (!rc)
+		rc = kb_simulation_launch(sim, gemm_kernel, &g, 0, 1, err);
+	if (!rc)
+		rc = kb_simulation_run(sim, res, err);
+	if (!rc) {
+		const kb_topo_params *tp = kb__simulation_params(sim);
+
+		res->tiles = (uint64_t)((g.M + (int64_t)tp->gemm.tile_m - 1) / (int64_t)tp->gemm.tile_m) *
+			     (uint64_t)((g.N + (int64_t)tp->gemm.tile_n - 1) / (int64_t)tp->gemm.tile_n);
+		res->dispatch_per_tile_ns = (double)res->dispatch_ps / (double)res->tiles / 1000.0;
+	}
+	if (!rc && so.data)
+		rc = check(sim, &g, ha, hb, hx, res, err);
+	if (!rc && so.data && dir) {
+		rc = kb__bench_dump(sim, dir, "a", g.dt, 2, sa, g.a, err);
+		if (!rc)
+			rc = kb__bench_dump(sim, dir, "b", g.dt, 2, sb, g.b, err);
+		if (!rc)
+			rc = kb__bench_dump(sim, dir, "c", g.dt, 2, sc, g.c, err);
+		if (!rc && has_x)
+			rc = kb__bench_dump(sim, dir, strcmp(g.epilogue, "bias") ? "d" : "bias", g.dt,
+					    strcmp(g.epilogue, "bias") ? 2 : 1,
+					    strcmp(g.epilogue, "bias") ? sc : sn, g.extra, err);
+	}
+	if (rc)
+		kb_result_clear(res);
+	kb_simulation_destroy(sim);
+	free(ha);
+	free(hb);
+	free(hx);
+	return rc;
+}
+
+static const kb_param_info params[] = {
+	{ "M", KB_PARAM_INT, "256", "rows of A and C", NULL, 1, 1 << 20 },
+	{ "K", KB_PARAM_INT, "256", "columns of A, rows of B", NULL, 1, 1 << 20 },
+	{ "N", KB_PARAM_INT, "256", "columns of B and C", NULL, 1, 1 << 20 },
+	{ "dtype", KB_PARAM_STRING, "fp16", "element type", "fp16|fp32|bf16", 0, 0 },
+	{ "epilogue", KB_PARAM_STRING, "none", "op applied to each output tile", "none|bias|relu|add", 0, 0 },
+	{ "seed", KB_PARAM_INT, "1", "seed of the inputs (data mode)", NULL, 0, 9e18 },
+	{ "input_std", KB_PARAM_REAL, "1", "standard deviation of the inputs", NULL, 0, 1e6 },
+};
+
+const kb_bench_def kb__bench_gemm = {
+	{ "gemm", "C = epilogue(A @ B) through one GEMM composite", params,
+	  sizeof(params) / sizeof(params[0]) },
+	run_gemm,
+};

@@ -1,0 +1,393 @@
+/*
+ * GQA decode attention, o = softmax(q k^T / sqrt(d)) v per KV head, with
+ * q (H_kv, G, d), k and v (H_kv, S_kv, d) in their natural layouts, o
+ * (H_kv, G, d). Q.K^T reads K transposed (KB_TL_TRANS_B), so the result is
+ * exact for any input, not only near-uniform attention.
+ *
+ * Each KV head's sequence is split into P contiguous ranges of KV tiles
+ * (flash-decoding), one PE each; every PE runs the online softmax over its
+ * range, and the partial (m, l, O) states are gathered through PE_IPCQ to
+ * the head's first PE, which merges them and writes o. A gather, not a
+ * tree: P is small (a few PEs per head), one IPCQ hop per partial keeps the
+ * merge off the critical path of the other PEs, and the merge of P - 1
+ * partials on one PE is a handful of MATH commands.
+ *
+ * opt3 (ADR-0060 baseline): software pipelining; per KV tile the next
+ * tile's K and V loads are issued before this tile's compute; Q.K^T is a
+ * GEMM composite with a scale epilogue; the online-softmax update is eight
+ * separate MATH commands (the steps softmax_merge fuses); P.V is a GEMM
+ * composite accumulating into O.
+ * opt2 (ADR-0065): two composites per tile: #1 Q.K^T (+ scale) and #2 the
+ * softmax_merge prologue + P.V GEMM + add epilogue into O.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "bench/bench_util.h"
+
+typedef struct decode_args {
+	int64_t G, d, S, T;       /* query heads per KV head, head dim, KV length, tile */
+	uint32_t H, P;
+	kb_dtype dt;
+	uint64_t q, k, v, o;
+	int opt2;
+} decode_args;
+
+/* Tile range [t0, t1) of part p; the last tile may be ragged. */
+static void part_range(const decode_args *a, uint32_t p, int64_t *t0, int64_t *t1)
+{
+	int64_t tiles = (a->S + a->T - 1) / a->T;
+
+	*t0 = tiles * p / a->P;
+	*t1 = tiles * (p + 1) / a->P;
+}
+
+static int64_t tile_rows(const decode_args *a, int64_t j)
+{
+	int64_t rest = a->S - j * a->T;
+
+	return rest < a->T ? rest : a->T;
+}
+
+static kb_tl_tensor *kv_ref(kb_tl *tl, const decode_args *a, uint64_t base, uint32_t h, int64_t j)
+{
+	int64_t shape[2] = { tile_rows(a, j), a->d };
+	uint64_t off = ((uint64_t)h * (uint64_t)a->S + (uint64_t)(j * a->T)) * (uint64_t)a->d;
+
+	return kb_tl_ref(tl, base + off * kb_dtype_size(a->dt), a->dt, 2, shape);
+}
+
+/* A GEMM-less composite: out = op(x, y) with optional epilogue. */
+static kb_tl_tensor *math(kb_tl *tl, const char *op, kb_tl_tensor *x, kb_tl_tensor *y,
+			  kb_tl_tensor *out, const kb_tl_op *epi)
+{
+	kb_tl_composite_desc d = { .op = op, .a = x, .b = y, .out = out, .epilogue = epi,
+				   .n_epilogue = epi ? 1 : 0 };
+
+	return kb_tl_composite(tl, &d);
+}
+
+/* S = (Q K^T) * scale */
+static kb_tl_tensor *scores(kb_tl *tl, const decode_args *a, kb_tl_tensor *q, kb_tl_tensor *k)
+{
+	kb_tl_op scale = { .op = "scale", .extras = { { "scale", 1.0 / sqrt((double)a->d) } } };
+	kb_tl_composite_desc d = { .op = "gemm", .a = q, .b = k, .flags = KB_TL_TRANS_B,
+				   .epilogue = &scale, .n_epilogue = 1 };
+
+	return kb_tl_composite(tl, &d);
+}
+
+typedef struct state {
+	kb_tl_tensor *q, *m, *l, *o;
+} state;
+
+static void opt2_tile(kb_tl *tl, const decode_args *a, uint32_t h, int64_t j, state *s)
+{
+	kb_tl_tensor *S;
+
+	kb_tl_scope_begin(tl);
+	S = scores(tl, a, s->q, kv_ref(tl, a, a->k, h, j));
+	{
+		kb_tl_recipe_call merge = { "softmax_merge",
+					    { { "s", S }, { "m", s->m }, { "l", s->l }, { "O", s->o } } };
+		kb_tl_op add = { .op = "add", .args = { { "other", s->o } } };
+		kb_tl_composite_desc d = { .op = "gemm", .b = kv_ref(tl, a, a->v, h, j), .out = s->o,
+					   .prologue = &merge, .n_prologue = 1,
+					   .epilogue = &add, .n_epilogue = 1 };
+
+		kb_tl_composite(tl, &d);
+	}
+	kb_tl_scope_end(tl);
+}
+
+/* The eight online-softmax steps as separate MATH commands, then P.V. */
+static void opt3_compute(kb_tl *tl, const decode_args *a, kb_tl_tensor *k, kb_tl_tensor *v, state *s)
+{
+	kb_tl_tensor *S, *m_loc, *m_new, *corr, *P, *l_loc;
+	kb_tl_op add_lloc = { .op = "add" }, add_o = { .op = "add", .args = { { "other", s->o } } };
+	kb_tl_composite_desc pv;
+
+	kb_tl_scope_begin(tl);
+	S = scores(tl, a, s->q, k);
+	m_loc = math(tl, "rmax", S, NULL, NULL, NULL);
+	m_new = math(tl, "max_elem", s->m, m_loc, NULL, NULL);
+	corr = math(tl, "exp_diff", s->m, m_new, NULL, NULL);
+	P = math(tl, "exp_diff", S, m_new, NULL, NULL);
+	l_loc = math(tl, "rsum", P, NULL, NULL, NULL);
+	add_lloc.args[0] = (kb_tl_arg){ "other", l_loc };
+	math(tl, "mul_bcast", s->l, corr, s->l, &add_lloc);     /* l = l * corr + l_loc */
+	math(tl, "mul_bcast", s->o, corr, s->o, NULL);          /* O = O * corr */
+	math(tl, "copy", m_new, NULL, s->m, NULL);              /* m = m_new */
+	pv = (kb_tl_composite_desc){ .op = "gemm", .a = P, .b = v, .out = s->o,
+				     .epilogue = &add_o, .n_epilogue = 1 };
+	kb_tl_composite(tl, &pv);                               /* O = O + P V */
+	kb_tl_scope_end(tl);
+}
+
+static void opt3_range(kb_tl *tl, const decode_args *a, uint32_t h, int64_t t0, int64_t t1, state *s)
+{
+	int64_t full[2] = { a->T, a->d };
+	kb_tl_tensor *kb[2], *vb[2], *kn = NULL, *vn = NULL;
+
+	kb[0] = kb_tl_alloc(tl, a->dt, 2, full);
+	kb[1] = kb_tl_alloc(tl, a->dt, 2, full);
+	vb[0] = kb_tl_alloc(tl, a->dt, 2, full);
+	vb[1] = kb_tl_alloc(tl, a->dt, 2, full);
+	for (int64_t j = t0; j < t1 && !kb_tl_failed(tl); j++) {
+		/* The ragged last tile gets buffers of its own size. */
+		int ragged = tile_rows(a, j) != a->T;
+
+		if (j == t0) {
+			kn = kb_tl_load(tl, kv_ref(tl, a, a->k, h, j), ragged ? NULL : kb[j & 1]);
+			vn = kb_tl_load(tl, kv_ref(tl, a, a->v, h, j), ragged ? NULL : vb[j & 1]);
+		}
+		{
+			kb_tl_tensor *kc = kn, *vc = vn;
+
+			if (j + 1 < t1) {
+				int nr = tile_rows(a, j + 1) != a->T;
+
+				kn = kb_tl_load(tl, kv_ref(tl, a, a->k, h, j + 1), nr ? NULL : kb[(j + 1) & 1]);
+				vn = kb_tl_load(tl, kv_ref(tl, a, a->v, h, j + 1), nr ? NULL : vb[(j + 1) & 1]);
+			}
+			opt3_compute(tl, a, kc, vc, s);
+		}
+	}
+}
+
+/* Merges a partner's partial (m2, l2, O2) into s. */
+static void merge_partial(kb_tl *tl, state *s, kb_tl_tensor *m2, kb_tl_tensor *l2, kb_tl_tensor *o2)
+{
+	kb_tl_tensor *m_new, *c1, *c2, *t;
+	kb_tl_op add;
+
+	kb_tl_scope_begin(tl);
+	m_new = math(tl, "max_elem", s->m, m2, NULL, NULL);
+	c1 = math(tl, "exp_diff", s->m, m_new, NULL, NULL);
+	c2 = math(tl, "exp_diff", m2, m_new, NULL, NULL);
+	t = math(tl, "mul_bcast", l2, c2, NULL, NULL);
+	add = (kb_tl_op){ .op = "add", .args = { { "other", t } } };
+	math(tl, "mul_bcast", s->l, c1, s->l, &add);            /* l = l c1 + l2 c2 */
+	t = math(tl, "mul_bcast", o2, c2, NULL, NULL);
+	add = (kb_tl_op){ .op = "add", .args = { { "other", t } } };
+	math(tl, "mul_bcast", s->o, c1, s->o, &add);            /* O = O c1 + O2 c2 */
+	math(tl, "copy", m_new, NULL, s->m, NULL);
+	kb_tl_scope_end(tl);
+}
+
+static void decode_kernel(kb_tl *tl, void *p)
+{
+	const decode_args *a = p;
+	uint32_t id = kb_tl_program_id(tl), h = id / a->P, part = id % a->P;
+	uint32_t root = kb_tl_pe(tl) - part;
+	int64_t sq[2] = { a->G, a->d }, sv[2] = { a->G, 1 }, t0, t1;
+	uint64_t qoff = (uint64_t)h * (uint64_t)(a->G * a->d) * kb_dtype_size(a->dt);
+	state s;
+
+	s.q = kb_tl_load(tl, kb_tl_ref(tl, a->q + qoff, a->dt, 2, sq), NULL);
+	s.m = kb_tl_full(tl, KB_FP32, 2, sv, -INFINITY);
+	s.l = kb_tl_full(tl, KB_FP32, 2, sv, 0.0);
+	s.o = kb_tl_full(tl, KB_FP32, 2, sq, 0.0);
+	part_range(a, part, &t0, &t1);
+	if (a->opt2)
+		for (int64_t j = t0; j < t1 && !kb_tl_failed(tl); j++)
+			opt2_tile(tl, a, h, j, &s);
+	else
+		opt3_range(tl, a, h, t0, t1, &s);
+	if (part != 0) {
+		kb_tl_send(tl, s.m, root, 0);
+		kb_tl_send(tl, s.l, root, 1);
+		kb_tl_send(tl, s.o, root, 2);
+		return;
+	}
+	for (uint32_t q = 1; q < a->P; q++) {
+		kb_tl_tensor *m2, *l2, *o2;
+
+		kb_tl_scope_begin(tl);
+		m2 = kb_tl_alloc(tl, KB_FP32, 2, sv);
+		l2 = kb_tl_alloc(tl, KB_FP32, 2, sv);
+		o2 = kb_tl_alloc(tl, KB_FP32, 2, sq);
+		kb_tl_recv(tl, m2, root + q, 0);
+		kb_tl_recv(tl, l2, root + q, 1);
+		kb_tl_recv(tl, o2, root + q, 2);
+		merge_partial(tl, &s, m2, l2, o2);
+		kb_tl_scope_end(tl);
+	}
+	{
+		kb_tl_composite_desc fin = { .op = "div", .a = s.o, .b = s.l,
+					     .out = kb_tl_ref(tl, a->o + qoff, a->dt, 2, sq) };
+
+		kb_tl_composite(tl, &fin);                      /* o = O / l */
+	}
+}
+
+static int check(kb_simulation *sim, const decode_args *a, double *const host[3], kb_result *res,
+		 kb_error *err)
+{
+	size_t n = (size_t)a->H * (size_t)(a->G * a->d);
+	double *want = malloc(n * sizeof(*want));
+	float *got = malloc(n * sizeof(*got));
+	int rc = want && got ? KB_OK : kb__err(err, KB_ENOMEM, "out of memory checking the result");
+
+	if (!rc)
+		rc = kb__bench_output(sim, a->dt, a->o, n, got, err);
+	for (uint32_t h = 0; !rc && h < a->H; h++) {
+		size_t qo = (size_t)h * (size_t)(a->G * a->d), ko = (size_t)h * (size_t)(a->S * a->d);
+
+		kb__ref_attention(host[0] + qo, host[1] + ko, host[2] + ko, want + qo, a->G, a->S, a->d,
+				  1.0 / sqrt((double)a->d));
+	}
+	if (!rc)
+		kb__bench_errors(got, want, n, res);
+	free(want);
+	free(got);
+	return rc;
+}
+
+/* Makes the topology hold H_kv * P PEs over C clusters. */
+static int fit_topology(kb_bench_ctx *ctx, uint32_t pes, uint32_t clusters, kb_error *err)
+{
+	double c = 0, per = 0;
+	char buf[32];
+	int rc;
+
+	kb_topology_get_number(ctx->topo, "clusters", &c, err);
+	kb_topology_get_number(ctx->topo, "pes_per_cluster", &per, err);
+	if ((uint32_t)c != clusters) {
+		snprintf(buf, sizeof(buf), "%u", clusters);
+		rc = kb_topology_set(ctx->topo, "clusters", buf, err);
+		if (rc)
+			return rc;
+	}
+	if ((uint64_t)per * clusters < pes) {
+		snprintf(buf, sizeof(buf), "%u", (pes + clusters - 1) / clusters);
+		rc = kb_topology_set(ctx->topo, "pes_per_cluster", buf, err);
+		if (rc)
+			return rc;
+	}
+	return KB_OK;
+}
+
+static int dump(kb_simulation *sim, const decode_args *a, const char *dir, kb_error *err)
+{
+	int64_t sq[3] = { a->H, a->G, a->d }, skv[3] = { a->H, a->S, a->d };
+	int rc = kb__bench_dump(sim, dir, "q", a->dt, 3, sq, a->q, err);
+
+	if (!rc)
+		rc = kb__bench_dump(sim, dir, "k", a->dt, 3, skv, a->k, err);
+	if (!rc)
+		rc = kb__bench_dump(sim, dir, "v", a->dt, 3, skv, a->v, err);
+	if (!rc)
+		rc = kb__bench_dump(sim, dir, "o", a->dt, 3, sq, a->o, err);
+	return rc;
+}
+
+static int setup_inputs(kb_simulation *sim, decode_args *a, const kb_bench_ctx *ctx,
+			double *host[3], kb_error *err)
+{
+	int64_t sq[3] = { a->H, a->G, a->d }, skv[3] = { a->H, a->S, a->d };
+	double std = kb__bench_real(ctx, "input_std");
+	kb_rng rng;
+	int rc;
+
+	kb__rng_seed(&rng, (uint64_t)kb__bench_int(ctx, "seed"));
+	if (!ctx->opt->data) {
+		rc = kb_simulation_alloc(sim, a->dt, 3, sq, 0, &a->q, err);
+		if (!rc)
+			rc = kb_simulation_alloc(sim, a->dt, 3, skv, 0, &a->k, err);
+		if (!rc)
+			rc = kb_simulation_alloc(sim, a->dt, 3, skv, 0, &a->v, err);
+	} else {
+		rc = kb__bench_input(sim, &rng, a->dt, 3, sq, std, &a->q, &host[0], err);
+		if (!rc)
+			rc = kb__bench_input(sim, &rng, a->dt, 3, skv, std, &a->k, &host[1], err);
+		if (!rc)
+			rc = kb__bench_input(sim, &rng, a->dt, 3, skv, std, &a->v, &host[2], err);
+	}
+	if (!rc)
+		rc = kb_simulation_alloc(sim, a->dt, 3, sq, 0, &a->o, err);
+	return rc;
+}
+
+static int run_decode(kb_bench_ctx *ctx, kb_result *res, kb_error *err, int opt2)
+{
+	decode_args a = { kb__bench_int(ctx, "G"), kb__bench_int(ctx, "d"), kb__bench_int(ctx, "S_kv"),
+			  kb__bench_int(ctx, "TILE"), (uint32_t)kb__bench_int(ctx, "H_kv"),
+			  (uint32_t)kb__bench_int(ctx, "P"), KB_FP16, 0, 0, 0, 0, opt2 };
+	uint32_t clusters = (uint32_t)kb__bench_int(ctx, "C"), pes = a.H * a.P;
+	int64_t tiles = (a.S + a.T - 1) / a.T;
+	double *host[3] = { NULL, NULL, NULL };
+	kb_simulation *sim = NULL;
+	kb_sim_options so;
+	int rc;
+
+	kb_dtype_parse(kb__bench_str(ctx, "dtype"), &a.dt);
+	if (a.P > tiles)
+		return kb__err(err, KB_ERANGE, "P = %u PEs per head exceeds the %lld KV tiles of S_kv = %lld",
+			       a.P, (long long)tiles, (long long)a.S);
+	if (clusters > pes)
+		return kb__err(err, KB_ERANGE, "C = %u clusters for %u PEs: every cluster needs a PE",
+			       clusters, pes);
+	rc = fit_topology(ctx, pes, clusters, err);
+	so = kb__bench_sim_options(ctx, pes);
+	if (!rc)
+		rc = kb_simulation_create(&sim, ctx->topo, &so, err);
+	if (!rc)
+		rc = setup_inputs(sim, &a, ctx, host, err);
+	if (!rc)
+		rc = kb_simulation_launch(sim, decode_kernel, &a, 0, pes, err);
+	if (!rc)
+		rc = kb_simulation_run(sim, res, err);
+	if (!rc) {
+		res->tiles = (uint64_t)tiles * a.H;
+		res->dispatch_per_tile_ns = (double)res->dispatch_ps / (double)res->tiles / 1000.0;
+	}
+	if (!rc && so.data)
+		rc = check(sim, &a, host, res, err);
+	if (!rc && so.data && ctx->opt->dump_dir)
+		rc = dump(sim, &a, ctx->opt->dump_dir, err);
+	if (rc)
+		kb_result_clear(res);
+	kb_simulation_destroy(sim);
+	for (int i = 0; i < 3; i++)
+		free(host[i]);
+	return rc;
+}
+
+static int run_opt2(kb_bench_ctx *ctx, kb_result *res, kb_error *err)
+{
+	return run_decode(ctx, res, err, 1);
+}
+
+static int run_opt3(kb_bench_ctx *ctx, kb_result *res, kb_error *err)
+{
+	return run_decode(ctx, res, err, 0);
+}
+
+static const kb_param_info params[] = {
+	{ "G", KB_PARAM_INT, "8", "query heads per KV head", NULL, 1, 4096 },
+	{ "d", KB_PARAM_INT, "128", "head dimension", NULL, 1, 4096 },
+	{ "S_kv", KB_PARAM_INT, "4096", "KV sequence length", NULL, 1, 1 << 26 },
+	{ "TILE", KB_PARAM_INT, "64", "KV tile (rows per step)", NULL, 1, 65536 },
+	{ "dtype", KB_PARAM_STRING, "fp16", "element type of q, k, v, o", "fp16|fp32|bf16", 0, 0 },
+	{ "H_kv", KB_PARAM_INT, "1", "KV heads", NULL, 1, 1024 },
+	{ "P", KB_PARAM_INT, "1", "PEs per KV head (split-KV)", NULL, 1, 1024 },
+	{ "C", KB_PARAM_INT, "1", "clusters the PEs are placed over", NULL, 1, 1024 },
+	{ "seed", KB_PARAM_INT, "1", "seed of the inputs (data mode)", NULL, 0, 9e18 },
+	{ "input_std", KB_PARAM_REAL, "1", "standard deviation of the inputs", NULL, 0, 1e6 },
+};
+
+const kb_bench_def kb__bench_decode_opt2 = {
+	{ "gqa_decode_opt2", "GQA decode, two composites per KV tile (softmax_merge recipe, ADR-0065)",
+	  params, sizeof(params) / sizeof(params[0]) },
+	run_opt2,
+};
+
+const kb_bench_def kb__bench_decode_opt3 = {
+	{ "gqa_decode_opt3", "GQA decode, software-pipelined baseline (about ten commands per KV tile)",
+	  params, sizeof(params) / sizeof(params[0]) },
+	run_opt3,
+};

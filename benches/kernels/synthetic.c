@@ -1,0 +1,173 @@
+/*
+ * The synthetic model of the core alone, in the spirit of PHOLD (ROSS, SST):
+ * `lps` LPs exchange messages with seeded pseudo-random delays (at least the
+ * lookahead) and targets. Each LP owns its generator, so nothing depends on
+ * scheduling. An LP handles up to events/lps events (the first events % lps
+ * LPs one more) and forwards one message per handled event; a message that
+ * reaches an LP whose quota is spent ends there. `work` burns CPU per event
+ * to stand in for an engine's real work (for the parallel benchmarks).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/err.h"
+#include "bench/bench_impl.h"
+#include "oplog/oplog.h"
+#include "runtime/numerics.h"
+#include "sim/sim.h"
+
+typedef struct phold_lp {
+	kb_rng rng;
+	uint64_t quota, handled;
+	uint32_t id, n_lps;
+	kb_time lookahead, spread;
+	double remote;
+	uint64_t work;
+	uint64_t sink;
+} phold_lp;
+
+static uint64_t burn(uint64_t iters, uint64_t x)
+{
+	for (uint64_t i = 0; i < iters; i++)
+		x = x * 6364136223846793005u + 1442695040888963407u;
+	return x;
+}
+
+static int forward(kb_lp *lp, phold_lp *s)
+{
+	kb_event ev = { .type = 1 };
+	kb_time delay = s->lookahead + kb__rng_below(&s->rng, s->spread + 1);
+	uint32_t dst = s->id;
+
+	if (s->n_lps > 1 && kb__rng_uniform(&s->rng) < s->remote) {
+		dst = (uint32_t)kb__rng_below(&s->rng, s->n_lps - 1);
+		if (dst >= s->id)
+			dst++;
+	}
+	ev.w[0] = s->handled;
+	return kb__lp_send(lp, dst, delay, &ev);
+}
+
+static int phold_start(kb_lp *lp)
+{
+	phold_lp *s = kb__lp_state(lp);
+
+	return s->quota ? forward(lp, s) : KB_OK;
+}
+
+static int phold_event(kb_lp *lp, const kb_event *ev)
+{
+	phold_lp *s = kb__lp_state(lp);
+	kb_oplog_lane *lane = kb__lp_lane(lp);
+	char extra[48];
+
+	if (s->handled >= s->quota)
+		return KB_OK;
+	s->handled++;
+	s->sink = burn(s->work, s->sink + ev->w[0]);
+	if (lane) {
+		kb_oplog_record r = { kb__lp_now(lp), kb__lp_now(lp), s->id, "lp", "event",
+				      s->handled - 1, NULL, -1, -1, NULL, 0 };
+
+		snprintf(extra, sizeof(extra), ",\"src\":%" PRIu32, ev->src);
+		if (kb__oplog_emit(lane, &r, extra))
+			return kb__lp_fail(lp, KB_ENOMEM, "cannot buffer an op_log record");
+	}
+	return forward(lp, s);
+}
+
+static const kb_lp_type phold_type = { "lp", phold_start, phold_event, NULL };
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int run_synthetic(kb_bench_ctx *ctx, kb_result *res, kb_error *err)
+{
+	uint32_t n = (uint32_t)kb__bench_int(ctx, "lps");
+	uint64_t total = (uint64_t)kb__bench_int(ctx, "events"), seed = (uint64_t)kb__bench_int(ctx, "seed");
+	kb_time la = kb__cycles_to_ps(kb__bench_real(ctx, "lookahead_ns"), 1.0);
+	kb_oplog_options oo = { ctx->opt->oplog_path, ctx->opt->trace_path, ctx->opt->on_record,
+				ctx->opt->payload };
+	kb_sim_config cfg = { ctx->opt->threads, la, la, la, 0, NULL };
+	phold_lp *lps = calloc(n, sizeof(*lps));
+	kb_oplog *log = NULL;
+	kb_sim *sim = NULL;
+	double t0;
+	int rc;
+
+	if (!lps)
+		return kb__err(err, KB_ENOMEM, "out of memory for %u LPs", n);
+	if (ctx->opt->data) {
+		free(lps);
+		return kb__err(err, KB_EINVAL, "the synthetic model has no data mode");
+	}
+	rc = kb__oplog_create(&log, &oo, err);
+	cfg.oplog = log;
+	if (!rc && !(sim = kb__sim_create(&cfg, err)))
+		rc = err ? err->code : KB_ENOMEM;
+	for (uint32_t i = 0; !rc && i < n; i++) {
+		phold_lp *s = &lps[i];
+
+		kb__rng_seed(&s->rng, seed * 0x9e3779b97f4a7c15u + i);
+		s->quota = total / n + (i < total % n);
+		s->id = i;
+		s->n_lps = n;
+		s->lookahead = la;
+		s->spread = 2 * kb__cycles_to_ps(kb__bench_real(ctx, "mean_ns"), 1.0);
+		s->remote = kb__bench_real(ctx, "remote");
+		s->work = (uint64_t)kb__bench_int(ctx, "work");
+		if (kb__sim_add_lp(sim, &phold_type, s, i, 0) != i)
+			rc = kb__err(err, KB_ENOMEM, "out of memory adding LPs");
+	}
+	t0 = now_s();
+	if (!rc)
+		rc = kb__sim_run(sim, err);
+	if (log) {
+		kb_error ferr;
+		int frc = kb__oplog_finish(log, res->oplog_sha256, &res->records, &ferr);
+
+		if (!rc && frc) {
+			kb__err_copy(err, &ferr);
+			rc = frc;
+		}
+	}
+	if (!rc) {
+		const kb_sim_stats *st = kb__sim_stats(sim);
+
+		res->wall_s = now_s() - t0;
+		res->sim_time_ps = st->end_time;
+		res->events = st->events;
+		res->workers = st->workers;
+		res->events_per_s = res->wall_s > 0 ? (double)st->events / res->wall_s : 0;
+		res->dispatch_per_tile_ns = 0.0 / 0.0;
+		res->max_abs_err = res->max_rel_err = 0.0 / 0.0;
+	}
+	kb__sim_destroy(sim);
+	kb__oplog_destroy(log);
+	free(lps);
+	return rc;
+}
+
+static const kb_param_info params[] = {
+	{ "lps", KB_PARAM_INT, "16", "logical processes", NULL, 1, 65536 },
+	{ "events", KB_PARAM_INT, "100000", "events to handle in all", NULL, 0, 1e10 },
+	{ "seed", KB_PARAM_INT, "1", "seed of every LP's generator", NULL, 0, 9e18 },
+	{ "lookahead_ns", KB_PARAM_REAL, "1", "smallest message delay (the window)", NULL, 0.001, 1e6 },
+	{ "mean_ns", KB_PARAM_REAL, "10", "mean extra delay (uniform over [0, 2 mean])", NULL, 0, 1e6 },
+	{ "remote", KB_PARAM_REAL, "0.9", "probability a message goes to another LP", NULL, 0, 1 },
+	{ "work", KB_PARAM_INT, "0", "busy-loop iterations per event", NULL, 0, 1e9 },
+};
+
+const kb_bench_def kb__bench_synthetic = {
+	{ "synthetic", "PHOLD-style model of the simulation core alone", params,
+	  sizeof(params) / sizeof(params[0]) },
+	run_synthetic,
+};

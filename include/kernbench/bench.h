@@ -1,0 +1,116 @@
+/*
+ * Built-in benches: list them, read their parameters, run one by name.
+ *
+ * Thread rules: every function may be called from any thread; runs of
+ * different benches (or the same bench) on different threads at the same
+ * time are independent. A kb_result is owned by the caller.
+ */
+#ifndef KERNBENCH_BENCH_H
+#define KERNBENCH_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernbench/common.h"
+#include "kernbench/oplog.h"
+#include "kernbench/topology.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum kb_param_type { KB_PARAM_INT = 0, KB_PARAM_REAL, KB_PARAM_STRING } kb_param_type;
+
+/* One parameter of a bench, with its default as text. */
+typedef struct kb_param_info {
+	const char *name;
+	kb_param_type type;
+	const char *default_value;
+	const char *help;
+	const char *choices;     /* for strings: "a|b|c"; NULL when free-form */
+	double min, max;         /* numeric range (inclusive) */
+} kb_param_info;
+
+typedef struct kb_bench_info {
+	const char *name;
+	const char *help;
+	const kb_param_info *params;
+	size_t n_params;
+} kb_bench_info;
+
+/* Number of built-in benches, and the i-th one (NULL past the end). */
+KB_API size_t kb_bench_count(void);
+KB_API const kb_bench_info *kb_bench_get(size_t i);
+/* Looks a bench up by name; NULL when unknown. */
+KB_API const kb_bench_info *kb_bench_find(const char *name);
+
+/* Busy time of one engine of one PE. */
+typedef struct kb_engine_busy {
+	uint32_t pe;
+	const char *eng;
+	uint64_t busy_ps;
+} kb_engine_busy;
+
+/* What a run reports (the figures of `kernbench run --json`). */
+typedef struct kb_result {
+	char bench[64];
+	int threads;             /* as requested: 0 one per engine, 1 sequential, N */
+	unsigned workers;        /* worker threads actually used */
+	int data;                /* data mode */
+	uint64_t sim_time_ps;
+	uint64_t events;
+	uint64_t records;        /* op_log records */
+	uint64_t commands;       /* dispatched commands (all PEs) */
+	uint64_t dispatch_ps;    /* PE_CPU time spent dispatching (all PEs) */
+	uint64_t tiles;          /* KV tiles (decode) or output tiles (gemm); 0 if none */
+	double dispatch_per_tile_ns;  /* dispatch_ps / tiles / 1000 per PE; NaN without tiles */
+	double wall_s;
+	double events_per_s;
+	char oplog_sha256[65];
+	double max_abs_err;      /* data mode; NaN otherwise */
+	double max_rel_err;      /* data mode; NaN otherwise */
+	uint32_t pes;            /* PEs used */
+	kb_engine_busy *busy;    /* per PE per engine; n_busy entries */
+	size_t n_busy;
+	char *params_json;       /* the effective parameters as a JSON object */
+} kb_result;
+
+/* Frees what a kb_result owns (not the struct). Accepts NULL. */
+KB_API void kb_result_clear(kb_result *res);
+/* The result as one JSON object (the `run --json` line); free with kb_free. */
+KB_API char *kb_result_to_json(const kb_result *res);
+
+/* Options of one run. Use KB_RUN_OPTIONS_INIT. */
+typedef struct kb_run_options {
+	int threads;             /* 0: one thread per engine (default), 1: sequential, N */
+	int data;                /* nonzero: data mode */
+	const char *oplog_path;  /* NULL: no file (the hash is computed anyway) */
+	const char *trace_path;  /* Chrome/Perfetto trace, NULL: none */
+	const char *dump_dir;    /* data mode: write .npy tensors here, NULL: none */
+	kb_oplog_cb on_record;   /* NULL: none */
+	void *payload;
+} kb_run_options;
+#define KB_RUN_OPTIONS_INIT { 0, 0, NULL, NULL, NULL, NULL, NULL }
+
+/* A list of "name=value" parameter assignments. */
+typedef struct kb_params kb_params;
+KB_API int kb_params_create(kb_params **out);
+/* Adds or replaces "name=value"; KB_EINVAL on a malformed assignment. */
+KB_API int kb_params_set(kb_params *p, const char *name, const char *value, kb_error *err);
+KB_API int kb_params_set_assignment(kb_params *p, const char *name_eq_value, kb_error *err);
+KB_API void kb_params_destroy(kb_params *p);
+
+/*
+ * Runs a bench. params may be NULL (all defaults); topo may be NULL (the
+ * embedded default). Unknown or out-of-range parameters are KB_ENOTFOUND /
+ * KB_ERANGE / KB_EPARSE naming the parameter; simulation and validation
+ * errors are returned with their message. res is filled on success and
+ * must be cleared with kb_result_clear.
+ */
+KB_API int kb_bench_run(const char *bench, const kb_params *params, const kb_topology *topo,
+			const kb_run_options *opt, kb_result *res, kb_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

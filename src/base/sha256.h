@@ -1,0 +1,17 @@
+/* SHA-256 of a byte stream (nettle), as lowercase hex. */
+#ifndef KB_BASE_SHA256_H
+#define KB_BASE_SHA256_H
+
+#include <nettle/sha2.h>
+#include <stddef.h>
+
+typedef struct kb_sha256 {
+	struct sha256_ctx ctx;
+} kb_sha256;
+
+void kb__sha256_init(kb_sha256 *s);
+void kb__sha256_update(kb_sha256 *s, const void *data, size_t len);
+/* Writes 64 hex digits and a NUL into hex[65]. */
+void kb__sha256_hex(kb_sha256 *s, char hex[65]);
+
+#endif

@@ -1,0 +1,95 @@
+/* Helpers shared by the benches: seeded inputs, downloads, .npy dumps. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/err.h"
+#include "base/fp16.h"
+#include "bench/bench_util.h"
+#include "runtime/npy.h"
+
+int kb__bench_input(kb_simulation *sim, kb_rng *rng, kb_dtype dt, int rank, const int64_t *shape,
+		    double std, uint64_t *addr, double **host, kb_error *err)
+{
+	size_t n = 1, es = kb_dtype_size(dt);
+	float *f = NULL;
+	void *raw = NULL;
+	int rc;
+
+	for (int i = 0; i < rank; i++)
+		n *= (size_t)shape[i];
+	*host = NULL;
+	rc = kb_simulation_alloc(sim, dt, rank, shape, 0, addr, err);
+	if (rc)
+		return rc;
+	f = malloc(n * sizeof(*f));
+	raw = malloc(n * es);
+	*host = malloc(n * sizeof(**host));
+	if (!f || !raw || !*host) {
+		rc = kb__err(err, KB_ENOMEM, "out of memory for a %zu-element input", n);
+		goto done;
+	}
+	for (size_t i = 0; i < n; i++)
+		f[i] = (float)(kb__rng_normal(rng) * std);
+	kb__store_f32(raw, dt, f, n);
+	/* The reference sees exactly the stored (rounded) values. */
+	kb__load_f32(f, raw, dt, n);
+	for (size_t i = 0; i < n; i++)
+		(*host)[i] = f[i];
+	rc = kb_simulation_upload(sim, *addr, raw, n * es, err);
+done:
+	if (rc) {
+		free(*host);
+		*host = NULL;
+	}
+	free(f);
+	free(raw);
+	return rc;
+}
+
+int kb__bench_output(kb_simulation *sim, kb_dtype dt, uint64_t addr, size_t n, float *out,
+		     kb_error *err)
+{
+	void *raw = malloc(n * kb_dtype_size(dt));
+	int rc;
+
+	if (!raw)
+		return kb__err(err, KB_ENOMEM, "out of memory downloading %zu elements", n);
+	rc = kb_simulation_download(sim, addr, raw, n * kb_dtype_size(dt), err);
+	if (!rc)
+		kb__load_f32(out, raw, dt, n);
+	free(raw);
+	return rc;
+}
+
+int kb__bench_dump(kb_simulation *sim, const char *dir, const char *name, kb_dtype dt, int rank,
+		   const int64_t *shape, uint64_t addr, kb_error *err)
+{
+	size_t n = 1;
+	char path[4096];
+	void *raw;
+	int rc;
+
+	if (!dir)
+		return KB_OK;
+	if (mkdir(dir, 0777) && errno != EEXIST)
+		return kb__err(err, KB_EIO, "cannot create dump directory '%s': %s", dir, strerror(errno));
+	for (int i = 0; i < rank; i++)
+		n *= (size_t)shape[i];
+	raw = malloc(n * kb_dtype_size(dt));
+	if (!raw)
+		return kb__err(err, KB_ENOMEM, "out of memory dumping %s", name);
+	snprintf(path, sizeof(path), "%s/%s.npy", dir, name);
+	rc = kb_simulation_download(sim, addr, raw, n * kb_dtype_size(dt), err);
+	if (!rc)
+		rc = kb__npy_write(path, dt, rank, shape, raw, err);
+	free(raw);
+	return rc;
+}
+
+void kb__bench_errors(const float *got, const double *want, size_t n, kb_result *res)
+{
+	kb__err_stats(got, want, n, &res->max_abs_err, &res->max_rel_err);
+}

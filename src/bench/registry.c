@@ -1,0 +1,313 @@
+/* The built-in benches: lookup, parameter validation, the run wrapper and
+ * the result's JSON. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "base/err.h"
+#include "bench/bench_impl.h"
+#include "bench/params.h"
+
+static const kb_bench_def *const benches[] = {
+	&kb__bench_synthetic,
+	&kb__bench_gemm,
+	&kb__bench_decode_opt2,
+	&kb__bench_decode_opt3,
+};
+#define N_BENCHES (sizeof(benches) / sizeof(benches[0]))
+
+KB_API size_t kb_bench_count(void)
+{
+	return N_BENCHES;
+}
+
+KB_API const kb_bench_info *kb_bench_get(size_t i)
+{
+	return i < N_BENCHES ? &benches[i]->info : NULL;
+}
+
+static const kb_bench_def *find_def(const char *name)
+{
+	for (size_t i = 0; name && i < N_BENCHES; i++)
+		if (strcmp(benches[i]->info.name, name) == 0)
+			return benches[i];
+	return NULL;
+}
+
+KB_API const kb_bench_info *kb_bench_find(const char *name)
+{
+	const kb_bench_def *d = find_def(name);
+
+	return d ? &d->info : NULL;
+}
+
+static const kb_param_info *param_info(const kb_bench_info *b, const char *name)
+{
+	for (size_t i = 0; i < b->n_params; i++)
+		if (strcmp(b->params[i].name, name) == 0)
+			return &b->params[i];
+	return NULL;
+}
+
+static const char *value_of(const kb_bench_ctx *ctx, const char *name)
+{
+	const char *v = kb__params_get(ctx->params, name);
+	const kb_param_info *pi = param_info(ctx->info, name);
+
+	return v ? v : pi ? pi->default_value : NULL;
+}
+
+int64_t kb__bench_int(const kb_bench_ctx *ctx, const char *name)
+{
+	const char *v = value_of(ctx, name);
+
+	return v ? strtoll(v, NULL, 10) : 0;
+}
+
+double kb__bench_real(const kb_bench_ctx *ctx, const char *name)
+{
+	const char *v = value_of(ctx, name);
+
+	return v ? strtod(v, NULL) : 0.0;
+}
+
+const char *kb__bench_str(const kb_bench_ctx *ctx, const char *name)
+{
+	const char *v = value_of(ctx, name);
+
+	return v ? v : "";
+}
+
+kb_sim_options kb__bench_sim_options(const kb_bench_ctx *ctx, uint32_t pes)
+{
+	kb_sim_options o = KB_SIM_OPTIONS_INIT;
+
+	o.threads = ctx->opt->threads;
+	o.data = ctx->opt->data;
+	o.oplog_path = ctx->opt->oplog_path;
+	o.trace_path = ctx->opt->trace_path;
+	o.on_record = ctx->opt->on_record;
+	o.payload = ctx->opt->payload;
+	o.pes = pes;
+	return o;
+}
+
+static int choice_ok(const char *choices, const char *v)
+{
+	size_t n = strlen(v);
+
+	for (const char *c = choices; c && *c;) {
+		const char *bar = strchr(c, '|');
+		size_t len = bar ? (size_t)(bar - c) : strlen(c);
+
+		if (len == n && strncmp(c, v, n) == 0)
+			return 1;
+		c = bar ? bar + 1 : NULL;
+	}
+	return 0;
+}
+
+/* One value against its parameter's type and range. */
+static int check_value(const kb_bench_info *b, const kb_param_info *pi, const char *v, kb_error *err)
+{
+	char *end;
+	double x;
+
+	if (pi->type == KB_PARAM_STRING) {
+		if (pi->choices && !choice_ok(pi->choices, v))
+			return kb__err(err, KB_ERANGE, "%s: parameter %s = '%s' is not one of %s", b->name,
+				       pi->name, v, pi->choices);
+		return KB_OK;
+	}
+	errno = 0;
+	if (pi->type == KB_PARAM_INT) {
+		long long i = strtoll(v, &end, 10);
+
+		x = (double)i;
+		if (!*v || *end || errno)
+			return kb__err(err, KB_EPARSE, "%s: parameter %s = '%s' is not an integer", b->name,
+				       pi->name, v);
+	} else {
+		x = strtod(v, &end);
+		if (!*v || *end || errno || !isfinite(x))
+			return kb__err(err, KB_EPARSE, "%s: parameter %s = '%s' is not a finite number",
+				       b->name, pi->name, v);
+	}
+	if (x < pi->min || x > pi->max)
+		return kb__err(err, KB_ERANGE, "%s: parameter %s = %s is out of range [%g, %g]", b->name,
+			       pi->name, v, pi->min, pi->max);
+	return KB_OK;
+}
+
+static int check_params(const kb_bench_info *b, const kb_params *p, kb_error *err)
+{
+	for (size_t i = 0; i < kb__params_count(p); i++) {
+		const char *name = kb__params_name(p, i);
+		const kb_param_info *pi = param_info(b, name);
+
+		if (!pi) {
+			char known[400] = "";
+			size_t used = 0;
+
+			for (size_t k = 0; k < b->n_params && used < sizeof(known); k++)
+				used += (size_t)snprintf(known + used, sizeof(known) - used, "%s%s",
+							 k ? ", " : "", b->params[k].name);
+			return kb__err(err, KB_ENOTFOUND, "%s has no parameter '%s' (known: %s)", b->name,
+				       name, known);
+		}
+		if (check_value(b, pi, kb__params_value(p, i), err))
+			return err ? err->code : KB_EINVAL;
+	}
+	return KB_OK;
+}
+
+static char *params_json(const kb_bench_info *b, const kb_params *p)
+{
+	json_t *o = json_object();
+	char *s;
+
+	for (size_t i = 0; o && i < b->n_params; i++) {
+		const kb_param_info *pi = &b->params[i];
+		const char *v = kb__params_get(p, pi->name);
+
+		if (!v)
+			v = pi->default_value;
+		if (pi->type == KB_PARAM_INT)
+			json_object_set_new(o, pi->name, json_integer(strtoll(v, NULL, 10)));
+		else if (pi->type == KB_PARAM_REAL)
+			json_object_set_new(o, pi->name, json_real(strtod(v, NULL)));
+		else
+			json_object_set_new(o, pi->name, json_string(v));
+	}
+	s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+	json_decref(o);
+	return s;
+}
+
+KB_API int kb_bench_run(const char *bench, const kb_params *params, const kb_topology *topo,
+			const kb_run_options *opt, kb_result *res, kb_error *err)
+{
+	const kb_bench_def *def = find_def(bench);
+	kb_run_options dflt = KB_RUN_OPTIONS_INIT;
+	kb_bench_ctx ctx = { 0 };
+	int rc;
+
+	kb_error_clear(err);
+	if (!res)
+		return kb__err(err, KB_EINVAL, "kb_bench_run: res is NULL");
+	memset(res, 0, sizeof(*res));
+	if (!def) {
+		char known[256] = "";
+		size_t used = 0;
+
+		for (size_t i = 0; i < N_BENCHES && used < sizeof(known); i++)
+			used += (size_t)snprintf(known + used, sizeof(known) - used, "%s%s", i ? ", " : "",
+						 benches[i]->info.name);
+		return kb__err(err, KB_ENOTFOUND, "unknown bench '%s' (known: %s)", bench ? bench : "(null)",
+			       known);
+	}
+	rc = check_params(&def->info, params, err);
+	if (rc)
+		return rc;
+	if (!opt)
+		opt = &dflt;
+	if (opt->dump_dir && !opt->data)
+		return kb__err(err, KB_EINVAL, "dumping tensors needs data mode");
+	ctx.info = &def->info;
+	ctx.params = params;
+	ctx.opt = opt;
+	rc = topo ? ((ctx.topo = kb_topology_clone(topo)) ? KB_OK
+							   : kb__err(err, KB_ENOMEM, "out of memory"))
+		  : kb_topology_default(&ctx.topo, err);
+	if (rc)
+		return rc;
+	rc = def->run(&ctx, res, err);
+	kb_topology_destroy(ctx.topo);
+	if (rc) {
+		kb_result_clear(res);
+		return rc;
+	}
+	snprintf(res->bench, sizeof(res->bench), "%s", def->info.name);
+	res->threads = opt->threads;
+	res->data = opt->data;
+	res->params_json = params_json(&def->info, params);
+	return KB_OK;
+}
+
+KB_API void kb_result_clear(kb_result *res)
+{
+	if (!res)
+		return;
+	free(res->busy);
+	free(res->params_json);
+	res->busy = NULL;
+	res->params_json = NULL;
+	res->n_busy = 0;
+}
+
+static json_t *real_or_null(double v)
+{
+	return isfinite(v) ? json_real(v) : json_null();
+}
+
+static json_t *busy_json(const kb_result *r)
+{
+	json_t *pes = json_array();
+
+	for (uint32_t p = 0; pes && p < r->pes; p++) {
+		json_t *o = json_object();
+
+		json_object_set_new(o, "pe", json_integer(p));
+		for (size_t i = 0; i < r->n_busy; i++) {
+			const kb_engine_busy *b = &r->busy[i];
+
+			if (b->pe != p)
+				continue;
+			json_object_set_new(o, b->eng, json_integer((json_int_t)b->busy_ps));
+		}
+		json_array_append_new(pes, o);
+	}
+	return pes;
+}
+
+KB_API char *kb_result_to_json(const kb_result *r)
+{
+	json_t *o = json_object(), *params;
+	char *s;
+
+	if (!o || !r)
+		return NULL;
+	json_object_set_new(o, "bench", json_string(r->bench));
+	params = r->params_json ? json_loads(r->params_json, 0, NULL) : NULL;
+	json_object_set_new(o, "params", params ? params : json_object());
+	json_object_set_new(o, "threads", json_integer(r->threads));
+	json_object_set_new(o, "workers", json_integer(r->workers));
+	json_object_set_new(o, "data", json_boolean(r->data));
+	json_object_set_new(o, "pes", json_integer(r->pes));
+	json_object_set_new(o, "sim_time_ps", json_integer((json_int_t)r->sim_time_ps));
+	json_object_set_new(o, "events", json_integer((json_int_t)r->events));
+	json_object_set_new(o, "records", json_integer((json_int_t)r->records));
+	json_object_set_new(o, "commands", json_integer((json_int_t)r->commands));
+	json_object_set_new(o, "dispatch_ps", json_integer((json_int_t)r->dispatch_ps));
+	if (r->tiles) {
+		json_object_set_new(o, "tiles", json_integer((json_int_t)r->tiles));
+		json_object_set_new(o, "dispatch_per_tile_ns", real_or_null(r->dispatch_per_tile_ns));
+	}
+	json_object_set_new(o, "wall_s", json_real(r->wall_s));
+	json_object_set_new(o, "events_per_s", json_real(r->events_per_s));
+	json_object_set_new(o, "oplog_sha256", json_string(r->oplog_sha256));
+	if (r->data) {
+		json_object_set_new(o, "max_abs_err", real_or_null(r->max_abs_err));
+		json_object_set_new(o, "max_rel_err", real_or_null(r->max_rel_err));
+	}
+	if (r->n_busy)
+		json_object_set_new(o, "busy_ps", busy_json(r));
+	s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
+	json_decref(o);
+	return s;
+}

@@ -1,0 +1,387 @@
+/*
+ * Running a sweep: a pool of worker threads, each running whole points via
+ * kb_bench_run, and a reorder buffer that hands rows to the caller's
+ * callback, on the calling thread, strictly in point order.
+ *
+ * Workers claim point indices in increasing order. A finished result goes
+ * into a ring of `window` slots; the calling thread delivers slot
+ * next_deliver as soon as it is ready, so results that finish early wait for
+ * the ones before them. A worker may only claim an index below
+ * next_deliver + window: that bounds the results held in memory, and makes
+ * slot reuse safe, since the index that last used a slot is already
+ * delivered (and its result freed).
+ *
+ * Waits are timed, so kb_sweep_cancel only has to set an atomic flag: it
+ * never takes the run's locks and may be called from any thread at any time.
+ * After a cancel (or a callback asking to stop) no new point starts; the
+ * points in progress finish; rows that are ready and next in order are still
+ * delivered on cancel (so a file keeps a prefix of the order), then the run
+ * stops.
+ */
+#include "kernbench/sweep.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/err.h"
+#include "bench/sweep_impl.h"
+
+/* How long a waiting thread sleeps before it looks at the cancel flag again. */
+#define POLL_NS 20000000L
+/* Results that may wait in the reorder buffer, per job. */
+#define WINDOW_PER_JOB 4
+
+typedef struct slot {
+	int ready;
+	int status;
+	char *error;          /* malloc'd message, NULL when status == 0 */
+	kb_result *res;       /* NULL when status != 0 */
+} slot;
+
+typedef struct run_ctx {
+	kb_sweep *s;
+	const kb_topology *base;
+	size_t total, window;
+	pthread_mutex_t mu;
+	pthread_cond_t cv_ready;  /* a slot became ready or a worker stopped */
+	pthread_cond_t cv_space;  /* next_deliver moved */
+	size_t next_claim;        /* all guarded by mu */
+	size_t next_deliver;
+	unsigned running;         /* points in progress */
+	int stop;
+	slot *slots;
+} run_ctx;
+
+static int cancelled(const run_ctx *c)
+{
+	return c->stop || atomic_load(&c->s->cancel);
+}
+
+static int is_skipped(const kb_sweep *s, size_t i)
+{
+	return s->skip && s->skip[i];
+}
+
+/* Timed wait: wakes at the latest after POLL_NS to look at the cancel flag. */
+static void wait_poll(pthread_cond_t *cv, pthread_mutex_t *mu)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += POLL_NS;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(cv, mu, &ts);
+}
+
+/* ---- one point -------------------------------------------------------- */
+
+static char *dup_msg(int status, const kb_error *e)
+{
+	const char *m = e->message[0] ? e->message : kb_strerror(status);
+	size_t n = strlen(m) + 1;
+	char *d = malloc(n);
+
+	if (d)
+		memcpy(d, m, n);
+	return d;
+}
+
+/* Bench parameters and topology of one point, built from its values. */
+static int point_inputs(const run_ctx *c, const char *const *values, kb_params **params,
+			kb_topology **topo, kb_error *err)
+{
+	const kb_sweep *s = c->s;
+	size_t k;
+	int rc;
+
+	if ((rc = kb_params_create(params)))
+		return kb__err(err, rc, "out of memory");
+	*topo = kb_topology_clone(c->base);
+	if (!*topo)
+		return kb__err(err, KB_ENOMEM, "out of memory");
+	for (k = 0; k < s->n_keys; k++) {
+		if (s->keys[k].is_set)
+			rc = kb_topology_set(*topo, s->keys[k].name, values[k], err);
+		else
+			rc = kb_params_set(*params, s->keys[k].name, values[k], err);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* Runs point i; fills sl (status, error or result). Called without the lock. */
+static void run_point(const run_ctx *c, size_t i, const char **values, slot *sl)
+{
+	kb_run_options o = KB_RUN_OPTIONS_INIT;
+	kb_params *params = NULL;
+	kb_topology *topo = NULL;
+	kb_result *res = NULL;
+	const char *bench = kb__sweep_decode(c->s, i, values);
+	kb_error e;
+	int rc;
+
+	kb_error_clear(&e);
+	rc = point_inputs(c, values, &params, &topo, &e);
+	if (rc)
+		goto done;
+	res = calloc(1, sizeof(*res));
+	if (!res) {
+		rc = kb__err(&e, KB_ENOMEM, "out of memory");
+		goto done;
+	}
+	o.threads = c->s->opt.threads;
+	o.data = c->s->opt.data;
+	rc = kb_bench_run(bench, params, topo, &o, res, &e);
+done:
+	if (rc && res) {
+		kb_result_clear(res);
+		free(res);
+		res = NULL;
+	}
+	sl->status = rc;
+	sl->res = res;
+	sl->error = rc ? dup_msg(rc, &e) : NULL;
+	kb_params_destroy(params);
+	kb_topology_destroy(topo);
+}
+
+/* ---- workers ---------------------------------------------------------- */
+
+/* Next index to run, or total when there is none; called with the lock. */
+static size_t claim(run_ctx *c)
+{
+	for (;;) {
+		while (c->next_claim < c->total && is_skipped(c->s, c->next_claim))
+			c->next_claim++;
+		if (cancelled(c) || c->next_claim >= c->total)
+			return c->total;
+		if (c->next_claim < c->next_deliver + c->window)
+			return c->next_claim++;
+		wait_poll(&c->cv_space, &c->mu);
+	}
+}
+
+static void *worker(void *arg)
+{
+	run_ctx *c = arg;
+	const char **values = calloc(c->s->n_keys + 1, sizeof(*values));
+	size_t i;
+
+	pthread_mutex_lock(&c->mu);
+	while (values && (i = claim(c)) < c->total) {
+		slot done = { 1, 0, NULL, NULL };
+
+		c->running++;
+		pthread_mutex_unlock(&c->mu);
+		run_point(c, i, values, &done);
+		pthread_mutex_lock(&c->mu);
+		c->slots[i % c->window] = done;
+		c->running--;
+		pthread_cond_signal(&c->cv_ready);
+	}
+	if (!values)
+		c->stop = 1;  /* out of memory: the caller reports it */
+	pthread_cond_signal(&c->cv_ready);
+	pthread_mutex_unlock(&c->mu);
+	free(values);
+	return NULL;
+}
+
+static void free_slot(slot *sl)
+{
+	if (sl->res) {
+		kb_result_clear(sl->res);
+		free(sl->res);
+	}
+	free(sl->error);
+	memset(sl, 0, sizeof(*sl));
+}
+
+/* ---- delivery --------------------------------------------------------- */
+
+/* Calls on_row for point i (lock not held); returns the callback's answer. */
+static int deliver(run_ctx *c, size_t i, slot *sl, const char **values, kb_sweep_cb on_row,
+		   void *payload)
+{
+	kb_sweep_row row;
+
+	row.index = i;
+	row.total = c->total;
+	row.bench = kb__sweep_decode(c->s, i, values);
+	row.n_keys = c->s->n_keys;
+	row.keys = c->s->key_names;
+	row.values = values;
+	row.status = sl->status;
+	row.error = sl->status ? (sl->error ? sl->error : kb_strerror(sl->status)) : "";
+	row.result = sl->status ? NULL : sl->res;
+	return on_row(&row, payload);
+}
+
+/*
+ * The delivery loop on the calling thread; returns 0 when every point was
+ * delivered, KB_ESTATE when the callback or kb_sweep_cancel stopped it.
+ */
+static int deliver_all(run_ctx *c, const char **values, kb_sweep_cb on_row, void *payload,
+		       kb_error *err)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&c->mu);
+	for (;;) {
+		slot *sl;
+
+		while (c->next_deliver < c->total && is_skipped(c->s, c->next_deliver))
+			c->next_deliver++;
+		if (c->next_deliver >= c->total)
+			break;
+		sl = &c->slots[c->next_deliver % c->window];
+		if (sl->ready) {
+			slot mine = *sl;
+			size_t i = c->next_deliver;
+
+			memset(sl, 0, sizeof(*sl));
+			pthread_mutex_unlock(&c->mu);
+			rc = deliver(c, i, &mine, values, on_row, payload);
+			free_slot(&mine);
+			pthread_mutex_lock(&c->mu);
+			c->next_deliver++;
+			pthread_cond_broadcast(&c->cv_space);
+			if (rc) {
+				c->stop = 1;
+				rc = kb__err(err, KB_ESTATE, "sweep stopped by its row callback "
+					     "after point %zu", i);
+				break;
+			}
+			continue;
+		}
+		if (cancelled(c) && c->running == 0) {
+			rc = kb__err(err, KB_ESTATE, "sweep cancelled before point %zu of %zu",
+				     c->next_deliver, c->total);
+			break;
+		}
+		wait_poll(&c->cv_ready, &c->mu);
+	}
+	c->stop = 1;
+	pthread_cond_broadcast(&c->cv_space);
+	pthread_mutex_unlock(&c->mu);
+	return rc;
+}
+
+static unsigned pool_size(const kb_sweep *s, size_t pending)
+{
+	long n = s->opt.jobs ? (long)s->opt.jobs : sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (n < 1)
+		n = 1;
+	if ((size_t)n > pending)
+		n = (long)pending;
+	return (unsigned)n;
+}
+
+static size_t pending_points(const kb_sweep *s, size_t total)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < total; i++)
+		n += !is_skipped(s, i);
+	return n;
+}
+
+/* Starts the pool, delivers, joins; c->slots and c->window are set. */
+static int run_pool(run_ctx *c, unsigned jobs, const char **values, kb_sweep_cb on_row,
+		    void *payload, kb_error *err)
+{
+	pthread_t *tids = calloc(jobs, sizeof(*tids));
+	unsigned started = 0, t;
+	int rc = 0;
+
+	if (!tids)
+		return kb__err(err, KB_ENOMEM, "out of memory");
+	for (started = 0; started < jobs; started++)
+		if (pthread_create(&tids[started], NULL, worker, c) != 0)
+			break;
+	if (started == 0)
+		rc = kb__err(err, KB_ENOMEM, "could not start a sweep thread");
+	else
+		rc = deliver_all(c, values, on_row, payload, err);
+	for (t = 0; t < started; t++)
+		pthread_join(tids[t], NULL);
+	free(tids);
+	return rc;
+}
+
+static int init_ctx(run_ctx *c, kb_sweep *s, size_t total, unsigned jobs, kb_error *err)
+{
+	memset(c, 0, sizeof(*c));
+	c->s = s;
+	c->total = total;
+	c->window = (size_t)jobs * WINDOW_PER_JOB;
+	c->slots = calloc(c->window, sizeof(*c->slots));
+	if (!c->slots)
+		return kb__err(err, KB_ENOMEM, "out of memory");
+	pthread_mutex_init(&c->mu, NULL);
+	pthread_cond_init(&c->cv_ready, NULL);
+	pthread_cond_init(&c->cv_space, NULL);
+	return 0;
+}
+
+static void fini_ctx(run_ctx *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->window; i++)
+		free_slot(&c->slots[i]);
+	free(c->slots);
+	pthread_mutex_destroy(&c->mu);
+	pthread_cond_destroy(&c->cv_ready);
+	pthread_cond_destroy(&c->cv_space);
+}
+
+KB_API int kb_sweep_run(kb_sweep *s, kb_sweep_cb on_row, void *payload, kb_error *err)
+{
+	kb_topology *def = NULL;
+	const char **values = NULL;
+	size_t total, pending;
+	run_ctx c;
+	int rc;
+
+	kb_error_clear(err);
+	if (!s || !on_row)
+		return kb__err(err, KB_EINVAL, "kb_sweep_run: NULL argument");
+	if (s->running)
+		return kb__err(err, KB_ESTATE, "the sweep is already running");
+	if (s->n_benches == 0)
+		return kb__err(err, KB_ESTATE, "the sweep has no bench");
+	total = kb_sweep_points(s);
+	pending = pending_points(s, total);
+	if (pending == 0)
+		return 0;
+	if (!s->topo && (rc = kb_topology_default(&def, err)))
+		return rc;
+	values = calloc(s->n_keys + 1, sizeof(*values));
+	if (!values) {
+		kb_topology_destroy(def);
+		return kb__err(err, KB_ENOMEM, "out of memory");
+	}
+	rc = init_ctx(&c, s, total, pool_size(s, pending), err);
+	if (rc == 0) {
+		c.base = s->topo ? s->topo : def;
+		s->running = 1;
+		rc = run_pool(&c, pool_size(s, pending), values, on_row, payload, err);
+		s->running = 0;
+		fini_ctx(&c);
+	}
+	free(values);
+	kb_topology_destroy(def);
+	return rc;
+}

@@ -1,0 +1,108 @@
+/*
+ * The kernbench command: shared helpers of the subcommands.
+ *
+ * The command links only the public API (the kernbench/ headers). Every subcommand
+ * returns the process exit status: 0 success, 1 an error of the simulation,
+ * the topology, a file (message "kernbench: error: ..."), 2 a usage error
+ * ("kernbench: usage: ..." and a hint to --help).
+ */
+#ifndef KB_CLI_H
+#define KB_CLI_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "kernbench/common.h"
+
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
+
+/* ---- messages --------------------------------------------------------- */
+
+/* Prints "kernbench: usage: ..." and the --help hint for cmd (NULL: top level); returns 2. */
+int cli_usage(const char *cmd, const char *fmt, ...) KB_PRINTF(2, 3);
+/* Prints "kernbench: error: ..."; returns 1. */
+int cli_error(const char *fmt, ...) KB_PRINTF(1, 2);
+/* Prints "kernbench: warning: ...". */
+void cli_warn(const char *fmt, ...) KB_PRINTF(1, 2);
+/* Prints the message of a library error; returns 1. */
+int cli_kb_error(const kb_error *err, int code);
+
+/* ---- argument parsing -------------------------------------------------- */
+
+typedef enum cli_opt_kind {
+	CLI_FLAG,   /* no value; may be repeated */
+	CLI_VALUE,  /* one value; given twice is a usage error */
+	CLI_LIST    /* repeatable value, kept in order */
+} cli_opt_kind;
+
+typedef struct cli_opt {
+	const char *name;   /* long name without "--" */
+	char short_name;    /* 0: none */
+	cli_opt_kind kind;
+} cli_opt;
+
+typedef struct cli_optval {
+	int seen;            /* times given */
+	const char *value;   /* CLI_VALUE */
+	const char **list;   /* CLI_LIST, n_list entries */
+	size_t n_list;
+} cli_optval;
+
+typedef struct cli_args {
+	cli_optval *vals;    /* one per option of the table */
+	const char **pos;    /* positional arguments */
+	size_t n_pos;
+} cli_args;
+
+/*
+ * Parses argv[0..argc) (after the command name) against opts. "--name=value",
+ * "--name value", "-x value", "-xvalue" and "--" are understood. Returns 0,
+ * or prints a usage error and returns 2. Free with cli_args_free.
+ */
+int cli_parse(const char *cmd, const cli_opt *opts, size_t n_opts, int argc, char **argv,
+	      cli_args *out);
+void cli_args_free(cli_args *a);
+
+/* Parses a whole decimal integer in [min, max]; 0 on success, -1 otherwise. */
+int cli_parse_long(const char *s, long min, long max, long *out);
+/* Splits "KEY=VALUE" at the first '='; both parts must be non-empty. */
+int cli_split_assignment(const char *s, char **key, const char **value);
+/* Nonzero when name ends with suffix. */
+int cli_ends_with(const char *name, const char *suffix);
+
+/* ---- text ------------------------------------------------------------ */
+
+/* Writes s as a JSON string (with the quotes). */
+void cli_json_string(FILE *f, const char *s);
+/* Monotonic seconds. */
+double cli_now(void);
+
+/* ---- subcommands ------------------------------------------------------ */
+
+int cli_cmd_list(int argc, char **argv);
+int cli_cmd_run(int argc, char **argv);
+int cli_cmd_sweep(int argc, char **argv);
+int cli_cmd_topology(int argc, char **argv);
+
+/*
+ * The effective topology: file (NULL: the embedded default), then each
+ * "KEY=VALUE" of sets in order. A set without '=' or with an empty key or
+ * value is a usage error of cmd (2); the topology's own errors are 1.
+ */
+struct kb_topology;
+int cli_load_topology(const char *cmd, const char *file, const char *const *sets, size_t n_sets,
+		      struct kb_topology **out);
+
+/* The parameter called name of a bench, or NULL. */
+struct kb_bench_info;
+const struct kb_param_info *cli_find_param(const struct kb_bench_info *b, const char *name);
+/* Picoseconds as exact decimal nanoseconds, "12345.678" (buf: 32 bytes). */
+void cli_ps_to_ns(unsigned long long ps, char *buf, size_t n);
+
+/* Prints the --help text of cmd; returns the exit status. */
+int cli_print_help(const char *cmd);
+
+/* The --help text of a command (NULL: the whole program); NULL when unknown. */
+const char *cli_help_text(const char *cmd);
+
+#endif

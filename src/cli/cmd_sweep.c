@@ -1,0 +1,543 @@
+/*
+ * kernbench sweep: builds a kb_sweep from the command line, writes each row
+ * as it arrives (CSV or JSON Lines, flushed row by row so an interrupted
+ * sweep keeps every finished point), resumes from an earlier file, and
+ * prints the opt3/opt2 headline and the plot at the end.
+ *
+ * Resume and the final file. Rows arrive in point order, so an interrupted
+ * sweep leaves a header and some complete rows (and maybe one truncated row
+ * at the end). --resume reads them (sweep_resume.c), marks their points
+ * skipped, cuts the file after its last complete row and appends the new
+ * rows, flushed one by one: at every moment the file holds every finished
+ * row, so a second kill loses nothing either. When the sweep completes, the
+ * file is rewritten in point order (header, then each point's row: the old
+ * text for old points, the new text for new ones) into FILE.tmp, which is
+ * renamed over FILE, so the result is byte-identical to an uninterrupted
+ * sweep except for wall_s, and a kill during the rewrite leaves FILE as it
+ * was. Failed rows in the file count as done (delete them to run them again).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/plot.h"
+#include "cli/sweep_out.h"
+#include "kernbench/bench.h"
+#include "kernbench/sweep.h"
+#include "kernbench/topology.h"
+
+enum {
+	O_PARAM, O_SET, O_JOBS, O_THREADS, O_DATA, O_TOPOLOGY, O_OUT, O_RESUME, O_PLOT, O_QUIET,
+	O_HELP, N_OPTS
+};
+
+static const cli_opt opts[N_OPTS] = {
+	[O_PARAM] = { "param", 0, CLI_LIST },
+	[O_SET] = { "set", 0, CLI_LIST },
+	[O_JOBS] = { "jobs", 'j', CLI_VALUE },
+	[O_THREADS] = { "threads", 0, CLI_VALUE },
+	[O_DATA] = { "data", 0, CLI_FLAG },
+	[O_TOPOLOGY] = { "topology", 0, CLI_VALUE },
+	[O_OUT] = { "out", 0, CLI_VALUE },
+	[O_RESUME] = { "resume", 0, CLI_FLAG },
+	[O_PLOT] = { "plot", 0, CLI_VALUE },
+	[O_QUIET] = { "quiet", 0, CLI_FLAG },
+	[O_HELP] = { "help", 'h', CLI_FLAG },
+};
+
+typedef struct sweep_cmd {
+	cli_args a;
+	kb_sweep *s;
+	kb_topology *topo;        /* --topology, or the default (to check --set keys) */
+	char **benches;
+	size_t n_benches;
+	char **keys;              /* swept keys as given: params, then sets */
+	size_t *n_values;
+	size_t n_keys;
+	size_t total;
+	out_format fmt;
+	const char *path;         /* NULL: standard output */
+	FILE *f;
+	kept_row *rows;           /* per point, when plot, headline or resume need it */
+	int keep_text;
+	size_t pending, done, failures;
+	double t0;
+	int progress;
+	int write_failed;
+} sweep_cmd;
+
+/* ---- building the sweep ----------------------------------------------- */
+
+static int split_benches(sweep_cmd *c, const char *list)
+{
+	const char *p = list;
+
+	c->benches = calloc(strlen(list) + 2, sizeof(char *));
+	if (!c->benches)
+		return cli_error("out of memory");
+	for (;;) {
+		const char *end = strchr(p, ',');
+		size_t n = end ? (size_t)(end - p) : strlen(p), i;
+		char *b = strndup(p, n);
+
+		if (!b)
+			return cli_error("out of memory");
+		c->benches[c->n_benches++] = b;
+		if (!*b)
+			return cli_usage("sweep", "'%s': empty bench name in the list", list);
+		if (!kb_bench_find(b))
+			return cli_usage("sweep", "unknown bench '%s' (see 'kernbench list')", b);
+		for (i = 0; i + 1 < c->n_benches; i++)
+			if (strcmp(c->benches[i], b) == 0)
+				return cli_usage("sweep", "bench '%s' given twice", b);
+		if (!end)
+			return 0;
+		p = end + 1;
+	}
+}
+
+/* A library error while adding: malformed lists are usage errors. */
+static int add_error(const kb_error *err, int rc)
+{
+	if (rc == KB_EINVAL)
+		return cli_usage("sweep", "%s", err->message);
+	return cli_kb_error(err, rc);
+}
+
+static int check_param(const sweep_cmd *c, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < c->n_benches; i++)
+		if (!cli_find_param(kb_bench_find(c->benches[i]), name))
+			return cli_usage("sweep", "bench '%s' has no parameter '%s' "
+					 "(see 'kernbench list')", c->benches[i], name);
+	return 0;
+}
+
+/* Unknown or non-numeric topology keys stop the sweep before any point runs. */
+static int check_set(const sweep_cmd *c, const char *key)
+{
+	kb_error err;
+	double v;
+	int rc = kb_topology_get_number(c->topo, key, &v, &err);
+
+	return rc ? cli_kb_error(&err, rc) : 0;
+}
+
+static size_t count_items(const char *list)
+{
+	size_t n = 1;
+
+	for (; *list; list++)
+		n += *list == ',';
+	return n;
+}
+
+static int add_keys(sweep_cmd *c, size_t opt, int is_set)
+{
+	const cli_optval *v = &c->a.vals[opt];
+	size_t i;
+	int rc;
+
+	for (i = 0; i < v->n_list; i++) {
+		const char *values;
+		kb_error err;
+		char *name;
+
+		if (cli_split_assignment(v->list[i], &name, &values))
+			return cli_usage("sweep", "%s '%s': expected %s=V1,V2,...",
+					 is_set ? "--set" : "--param", v->list[i],
+					 is_set ? "KEY" : "NAME");
+		c->keys[c->n_keys] = name;
+		c->n_values[c->n_keys++] = count_items(values);
+		if ((rc = is_set ? check_set(c, name) : check_param(c, name)))
+			return rc;
+		rc = is_set ? kb_sweep_add_set(c->s, name, values, &err)
+			    : kb_sweep_add_param(c->s, name, values, &err);
+		if (rc)
+			return add_error(&err, rc);
+	}
+	return 0;
+}
+
+static int sweep_options(const sweep_cmd *c, kb_sweep_options *o)
+{
+	long jobs = 0, threads = 1;
+	const cli_optval *v = c->a.vals;
+
+	if (v[O_JOBS].seen && cli_parse_long(v[O_JOBS].value, 0, 4096, &jobs))
+		return cli_usage("sweep", "-j '%s': expected a whole number from 0 (all cores) "
+				 "to 4096", v[O_JOBS].value);
+	if (v[O_THREADS].seen && cli_parse_long(v[O_THREADS].value, 0, 4096, &threads))
+		return cli_usage("sweep", "--threads '%s': expected a whole number from 0 to 4096",
+				 v[O_THREADS].value);
+	o->jobs = (unsigned)jobs;
+	o->threads = (int)threads;
+	o->data = v[O_DATA].seen > 0;
+	return 0;
+}
+
+static int output_options(sweep_cmd *c)
+{
+	const cli_optval *v = c->a.vals;
+
+	c->path = v[O_OUT].value;
+	c->fmt = OUT_CSV;
+	if (c->path && cli_ends_with(c->path, ".jsonl"))
+		c->fmt = OUT_JSONL;
+	else if (c->path && !cli_ends_with(c->path, ".csv"))
+		return cli_usage("sweep", "--out '%s': the name must end in .csv or .jsonl", c->path);
+	if (v[O_RESUME].seen && !c->path)
+		return cli_usage("sweep", "--resume needs --out FILE");
+	if (v[O_PLOT].seen && !cli_ends_with(v[O_PLOT].value, ".svg"))
+		return cli_usage("sweep", "--plot '%s': the name must end in .svg", v[O_PLOT].value);
+	return 0;
+}
+
+static int build(sweep_cmd *c)
+{
+	kb_sweep_options o = KB_SWEEP_OPTIONS_INIT;
+	const cli_optval *v = c->a.vals;
+	size_t nk = v[O_PARAM].n_list + v[O_SET].n_list, i;
+	kb_error err;
+	int rc;
+
+	if (c->a.n_pos != 1)
+		return cli_usage("sweep", c->a.n_pos ? "give the benches as one comma-separated list"
+				 : "missing BENCH[,BENCH...]");
+	if ((rc = split_benches(c, c->a.pos[0])) || (rc = sweep_options(c, &o)) ||
+	    (rc = output_options(c)))
+		return rc;
+	c->keys = calloc(nk + 1, sizeof(char *));
+	c->n_values = calloc(nk + 1, sizeof(size_t));
+	if (!c->keys || !c->n_values)
+		return cli_error("out of memory");
+	rc = v[O_TOPOLOGY].seen ? kb_topology_load_file(&c->topo, v[O_TOPOLOGY].value, &err)
+				: kb_topology_default(&c->topo, &err);
+	if (rc || (rc = kb_sweep_create(&c->s, &o, &err)))
+		return cli_kb_error(&err, rc);
+	if (v[O_TOPOLOGY].seen && (rc = kb_sweep_set_topology(c->s, c->topo, &err)))
+		return cli_kb_error(&err, rc);
+	for (i = 0; i < c->n_benches; i++)
+		if ((rc = kb_sweep_add_bench(c->s, c->benches[i], &err)))
+			return add_error(&err, rc);
+	if ((rc = add_keys(c, O_PARAM, 0)) || (rc = add_keys(c, O_SET, 1)))
+		return rc;
+	c->total = kb_sweep_points(c->s);
+	return 0;
+}
+
+/* ---- writing rows ------------------------------------------------------ */
+
+static const char *out_name(const sweep_cmd *c)
+{
+	return c->path ? c->path : "standard output";
+}
+
+/* Writes text and flushes it; prints the error once and returns 1 on failure. */
+static int put_text(sweep_cmd *c, FILE *f, const char *text, const char *name)
+{
+	errno = 0;
+	if (fputs(text, f) < 0 || fflush(f) != 0 || ferror(f)) {
+		if (!c->write_failed)
+			cli_error("%s: could not write: %s", name,
+				  strerror(errno ? errno : EIO));
+		c->write_failed = 1;
+		return CLI_FAIL;
+	}
+	return 0;
+}
+
+static void progress(const sweep_cmd *c)
+{
+	double el = cli_now() - c->t0;
+	double eta = c->done ? el / (double)c->done * (double)(c->pending - c->done) : 0;
+
+	fprintf(stderr, "\r[%zu/%zu] failures %zu, elapsed %.1fs, eta %.1fs", c->done,
+		c->pending, c->failures, el, eta);
+	if (c->done == c->pending)
+		fputc('\n', stderr);
+	fflush(stderr);
+}
+
+static int on_row(const kb_sweep_row *row, void *payload)
+{
+	sweep_cmd *c = payload;
+	char *text = out_format_row(c->fmt, row);
+
+	if (!text) {
+		cli_error("out of memory");
+		c->write_failed = 1;
+		return 1;
+	}
+	if (put_text(c, c->f, text, out_name(c))) {
+		free(text);
+		return 1;
+	}
+	if (c->rows) {
+		out_row_figures(row, &c->rows[row->index]);
+		if (c->keep_text)
+			c->rows[row->index].text = text, text = NULL;
+	}
+	free(text);
+	c->failures += row->status != 0;
+	c->done++;
+	if (c->progress)
+		progress(c);
+	return 0;
+}
+
+/* ---- opening the output -------------------------------------------------- */
+
+static int write_header(sweep_cmd *c)
+{
+	char *h;
+	int rc;
+
+	if (c->fmt != OUT_CSV)
+		return 0;
+	h = out_csv_header(c->n_keys, (const char *const *)c->keys);
+	if (!h)
+		return cli_error("out of memory");
+	rc = put_text(c, c->f, h, out_name(c));
+	free(h);
+	return rc;
+}
+
+/* Reads the old file, skips its points, opens it for appending. */
+static int open_resume(sweep_cmd *c, int *exists)
+{
+	size_t keep_len, i;
+	kb_error err;
+	int rc;
+
+	rc = out_read_resume(c->path, c->fmt, c->s, c->n_keys, (const char *const *)c->keys,
+			     c->rows, &keep_len, exists);
+	if (rc || !*exists)
+		return rc;
+	for (i = 0; i < c->total; i++)
+		if (c->rows[i].present && (rc = kb_sweep_skip(c->s, i, &err)))
+			return cli_kb_error(&err, rc);
+	if (truncate(c->path, (off_t)keep_len) != 0)
+		return cli_error("%s: %s", c->path, strerror(errno));
+	c->f = fopen(c->path, "a");
+	if (!c->f)
+		return cli_error("%s: %s", c->path, strerror(errno));
+	return keep_len == 0 ? write_header(c) : 0;
+}
+
+static int open_output(sweep_cmd *c, int *resumed)
+{
+	int rc;
+
+	*resumed = 0;
+	if (c->a.vals[O_RESUME].seen) {
+		rc = open_resume(c, resumed);
+		if (rc || *resumed)
+			return rc;
+	}
+	c->f = c->path ? fopen(c->path, "w") : stdout;
+	if (!c->f)
+		return cli_error("%s: %s", c->path, strerror(errno));
+	return write_header(c);
+}
+
+/* Rewrites the resumed file in point order through FILE.tmp and rename. */
+static int rewrite_in_order(sweep_cmd *c)
+{
+	size_t n = strlen(c->path) + 5, i;
+	char *tmp = malloc(n);
+	FILE *f;
+	int rc = 0;
+
+	if (!tmp)
+		return cli_error("out of memory");
+	snprintf(tmp, n, "%s.tmp", c->path);
+	f = fopen(tmp, "w");
+	if (!f) {
+		rc = cli_error("%s: %s", tmp, strerror(errno));
+		goto done;
+	}
+	if (c->fmt == OUT_CSV) {
+		char *h = out_csv_header(c->n_keys, (const char *const *)c->keys);
+
+		rc = h ? (fputs(h, f) < 0) : cli_error("out of memory");
+		free(h);
+	}
+	for (i = 0; rc == 0 && i < c->total; i++)
+		if (c->rows[i].text && fputs(c->rows[i].text, f) < 0)
+			rc = 1;
+	if (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0)
+		rc = 1;
+	if ((fclose(f) != 0 || rc) && !c->write_failed)
+		rc = cli_error("%s: could not write: %s (%s keeps every row, out of order)", tmp,
+			       strerror(errno ? errno : EIO), c->path);
+	if (rc == 0 && rename(tmp, c->path) != 0)
+		rc = cli_error("%s: %s", c->path, strerror(errno));
+	if (rc)
+		remove(tmp);
+done:
+	free(tmp);
+	return rc;
+}
+
+/* ---- after the rows ----------------------------------------------------- */
+
+static int bench_index(const sweep_cmd *c, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < c->n_benches; i++)
+		if (strcmp(c->benches[i], name) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* "k=v, k=v" of point i (the keys), into buf. */
+static void point_label(const sweep_cmd *c, size_t i, size_t from, char *buf, size_t n)
+{
+	const char *const *values;
+	size_t k, len = 0;
+
+	buf[0] = '\0';
+	if (kb_sweep_point(c->s, i, NULL, &values, NULL))
+		return;
+	for (k = from; k < c->n_keys && len < n; k++)
+		len += (size_t)snprintf(buf + len, n - len, "%s%s=%s", k > from ? ", " : "",
+					c->keys[k], values[k]);
+}
+
+/* The opt3/opt2 per-tile dispatch ratio at each combination of the keys. */
+static void headline(const sweep_cmd *c, FILE *out)
+{
+	int b2 = bench_index(c, "gqa_decode_opt2"), b3 = bench_index(c, "gqa_decode_opt3");
+	size_t per, r;
+
+	if (b2 < 0 || b3 < 0 || !c->rows)
+		return;
+	per = c->total / c->n_benches;
+	for (r = 0; r < per; r++) {
+		const kept_row *k2 = &c->rows[(size_t)b2 * per + r];
+		const kept_row *k3 = &c->rows[(size_t)b3 * per + r];
+		char label[512];
+
+		if (!k2->ok || !k3->ok || !isfinite(k2->fig[FIG_DPT_NS]) ||
+		    !isfinite(k3->fig[FIG_DPT_NS]) || k2->fig[FIG_DPT_NS] == 0)
+			continue;
+		point_label(c, (size_t)b3 * per + r, 0, label, sizeof(label));
+		fprintf(out, "%s%sopt3/opt2 per-tile dispatch ratio = %.2f\n", label,
+			*label ? ": " : "", k3->fig[FIG_DPT_NS] / k2->fig[FIG_DPT_NS]);
+	}
+	fflush(out);
+}
+
+/* ---- the command ------------------------------------------------------- */
+
+static void cmd_free(sweep_cmd *c)
+{
+	size_t i;
+
+	for (i = 0; c->rows && i < c->total; i++)
+		free(c->rows[i].text);
+	free(c->rows);
+	for (i = 0; i < c->n_benches; i++)
+		free(c->benches[i]);
+	free(c->benches);
+	for (i = 0; i < c->n_keys; i++)
+		free(c->keys[i]);
+	free(c->keys);
+	free(c->n_values);
+	kb_sweep_destroy(c->s);
+	kb_topology_destroy(c->topo);
+	cli_args_free(&c->a);
+}
+
+/* Rows kept in memory: figures for the plot and the headline, texts for resume. */
+static int alloc_rows(sweep_cmd *c)
+{
+	size_t i;
+	int headline_wanted = bench_index(c, "gqa_decode_opt2") >= 0 &&
+			      bench_index(c, "gqa_decode_opt3") >= 0;
+
+	c->keep_text = c->a.vals[O_RESUME].seen > 0;
+	if (!c->keep_text && !c->a.vals[O_PLOT].seen && !headline_wanted)
+		return 0;
+	c->rows = calloc(c->total + 1, sizeof(*c->rows));
+	if (!c->rows)
+		return cli_error("out of memory");
+	for (i = 0; i < c->total; i++)
+		c->rows[i].fig[0] = NAN;
+	return 0;
+}
+
+static size_t old_failures(const sweep_cmd *c, size_t *pending)
+{
+	size_t i, n = 0;
+
+	*pending = c->total;
+	for (i = 0; c->rows && i < c->total; i++)
+		if (c->rows[i].present) {
+			(*pending)--;
+			n += !c->rows[i].ok;
+		}
+	return n;
+}
+
+/* Runs the points and closes the output; returns the exit status so far. */
+static int run_rows(sweep_cmd *c, int resumed)
+{
+	kb_error err;
+	int rc, close_rc = 0;
+	size_t old_failed = old_failures(c, &c->pending);
+
+	c->t0 = cli_now();
+	c->progress = isatty(STDERR_FILENO) && !c->a.vals[O_QUIET].seen && c->pending > 0;
+	rc = kb_sweep_run(c->s, on_row, c, &err);
+	if (rc && !c->write_failed)
+		cli_kb_error(&err, rc);
+	if (c->progress && c->done < c->pending)
+		fputc('\n', stderr);
+	if (c->f && c->f != stdout && fclose(c->f) != 0 && !c->write_failed)
+		close_rc = cli_error("%s: %s", c->path, strerror(errno));
+	c->f = NULL;
+	if (rc || close_rc || c->write_failed)
+		return CLI_FAIL;
+	if (resumed && (rc = rewrite_in_order(c)))
+		return rc;
+	c->failures += old_failed;
+	return 0;
+}
+
+int cli_cmd_sweep(int argc, char **argv)
+{
+	sweep_cmd c;
+	int rc, resumed = 0;
+
+	memset(&c, 0, sizeof(c));
+	rc = cli_parse("sweep", opts, N_OPTS, argc, argv, &c.a);
+	if (rc)
+		goto done;
+	if (c.a.vals[O_HELP].seen) {
+		rc = cli_print_help("sweep");
+		goto done;
+	}
+	if ((rc = build(&c)) || (rc = alloc_rows(&c)) || (rc = open_output(&c, &resumed)) ||
+	    (rc = run_rows(&c, resumed)))
+		goto done;
+	headline(&c, c.path ? stdout : stderr);
+	if (c.a.vals[O_PLOT].seen)
+		rc = plot_sweep(c.a.vals[O_PLOT].value, c.s, c.n_benches,
+				(const char *const *)c.benches, c.n_keys,
+				(const char *const *)c.keys, c.n_values, c.rows);
+	if (rc == 0 && c.failures)
+		rc = CLI_FAIL;
+done:
+	if (c.f && c.f != stdout)
+		fclose(c.f);
+	cmd_free(&c);
+	return rc;
+}

@@ -1,0 +1,80 @@
+/* kernbench topology: print the effective topology (default or file, then --set). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "kernbench/topology.h"
+
+int cli_load_topology(const char *cmd, const char *file, const char *const *sets, size_t n_sets,
+		      kb_topology **out)
+{
+	kb_topology *t = NULL;
+	kb_error err;
+	size_t i;
+	int rc;
+
+	kb_error_clear(&err);
+	for (i = 0; i < n_sets; i++) {
+		const char *eq = strchr(sets[i], '=');
+
+		if (!eq || eq == sets[i] || !eq[1])
+			return cli_usage(cmd, "--set '%s': expected KEY=VALUE", sets[i]);
+	}
+	rc = file ? kb_topology_load_file(&t, file, &err) : kb_topology_default(&t, &err);
+	if (rc)
+		return cli_kb_error(&err, rc);
+	for (i = 0; i < n_sets; i++) {
+		rc = kb_topology_set_assignment(t, sets[i], &err);
+		if (rc) {
+			kb_topology_destroy(t);
+			return cli_kb_error(&err, rc);
+		}
+	}
+	*out = t;
+	return CLI_OK;
+}
+
+enum { O_TOPOLOGY, O_SET, O_HELP, N_OPTS };
+
+static const cli_opt opts[N_OPTS] = {
+	[O_TOPOLOGY] = { "topology", 0, CLI_VALUE },
+	[O_SET] = { "set", 0, CLI_LIST },
+	[O_HELP] = { "help", 'h', CLI_FLAG },
+};
+
+int cli_cmd_topology(int argc, char **argv)
+{
+	kb_topology *t = NULL;
+	char *text = NULL;
+	cli_args a;
+	int rc;
+
+	rc = cli_parse("topology", opts, N_OPTS, argc, argv, &a);
+	if (rc)
+		goto done;
+	if (a.vals[O_HELP].seen) {
+		rc = cli_print_help("topology");
+		goto done;
+	}
+	if (a.n_pos) {
+		rc = cli_usage("topology", "unexpected argument '%s'", a.pos[0]);
+		goto done;
+	}
+	rc = cli_load_topology("topology", a.vals[O_TOPOLOGY].value, a.vals[O_SET].list,
+			       a.vals[O_SET].n_list, &t);
+	if (rc)
+		goto done;
+	text = kb_topology_dump(t);
+	if (!text) {
+		rc = cli_error("out of memory");
+		goto done;
+	}
+	fputs(text, stdout);
+	if (fflush(stdout) != 0 || ferror(stdout))
+		rc = cli_error("could not write the topology to standard output");
+done:
+	kb_free(text);
+	kb_topology_destroy(t);
+	cli_args_free(&a);
+	return rc;
+}

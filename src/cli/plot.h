@@ -1,0 +1,40 @@
+/*
+ * --plot: a hand-written SVG (no dependency) of each figure of a sweep
+ * against its first swept key, one line per series (a bench and a
+ * combination of the other keys).
+ */
+#ifndef KB_CLI_PLOT_H
+#define KB_CLI_PLOT_H
+
+#include <stddef.h>
+
+typedef struct plot_data {
+	const char *title;
+	const char *x_label;          /* the first swept key ("point" when none) */
+	size_t n_x;
+	const char *const *x_text;    /* value of the first key at each x */
+	size_t n_series;
+	const char *const *series;    /* legend label of each series */
+	size_t n_fig;
+	const char *const *fig_names; /* one panel per figure */
+	const int *fig_shown;         /* nonzero: draw this figure's panel */
+	const double *y;              /* [series][x][fig], NaN: no value */
+} plot_data;
+
+/* Number of panels plot_write_svg draws. */
+size_t plot_panels(const plot_data *d);
+/* Writes the SVG to path; returns 0, or prints an error and returns 1. */
+int plot_write_svg(const char *path, const plot_data *d);
+
+/*
+ * Plots the rows of a sweep (rows[i] for point i, see sweep_out.h): x is the
+ * first key's value, one series per bench and combination of the other
+ * keys. Returns 0, or prints an error and returns 1.
+ */
+struct kb_sweep;
+struct kept_row;
+int plot_sweep(const char *path, const struct kb_sweep *s, size_t n_benches,
+	       const char *const *benches, size_t n_keys, const char *const *keys,
+	       const size_t *n_values, const struct kept_row *rows);
+
+#endif

@@ -1,0 +1,153 @@
+/*
+ * Sweep rows as text. CSV: RFC 4180 (cells with a comma, quote, CR or LF are
+ * quoted, quotes doubled), "\n" line ends. JSON Lines: one object per line
+ * with the same fields; key values stay strings, exactly as given on the
+ * command line, so that --resume can match them byte for byte.
+ */
+#include "cli/sweep_out.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+const char *const out_fig_names[N_FIG] = {
+	"sim_time_ns", "dispatch_per_tile_ns", "commands", "events", "wall_s"
+};
+
+static void csv_cell(FILE *f, const char *s)
+{
+	if (!strpbrk(s, ",\"\r\n")) {
+		fputs(s, f);
+		return;
+	}
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', f);
+		fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+char *out_csv_header(size_t n_keys, const char *const *keys)
+{
+	char *buf = NULL;
+	size_t len = 0, i;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	fputs("bench", f);
+	for (i = 0; i < n_keys; i++) {
+		fputc(',', f);
+		csv_cell(f, keys[i]);
+	}
+	for (i = 0; i < N_FIG; i++)
+		fprintf(f, ",%s", out_fig_names[i]);
+	fputs(",oplog_sha256,status,error\n", f);
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+/* The figures of a row as text ("" where absent), in column order. */
+static void figure_texts(const kb_sweep_row *row, char txt[N_FIG][40])
+{
+	const kb_result *r = row->result;
+	int i;
+
+	for (i = 0; i < N_FIG; i++)
+		txt[i][0] = '\0';
+	if (row->status || !r)
+		return;
+	cli_ps_to_ns((unsigned long long)r->sim_time_ps, txt[FIG_SIM_NS], 40);
+	if (isfinite(r->dispatch_per_tile_ns))
+		snprintf(txt[FIG_DPT_NS], 40, "%.3f", r->dispatch_per_tile_ns);
+	snprintf(txt[FIG_COMMANDS], 40, "%llu", (unsigned long long)r->commands);
+	snprintf(txt[FIG_EVENTS], 40, "%llu", (unsigned long long)r->events);
+	snprintf(txt[FIG_WALL_S], 40, "%.6f", isfinite(r->wall_s) ? r->wall_s : 0.0);
+}
+
+void out_row_figures(const kb_sweep_row *row, kept_row *k)
+{
+	char txt[N_FIG][40];
+	int i;
+
+	figure_texts(row, txt);
+	k->present = 1;
+	k->ok = row->status == 0;
+	/* From the text, so a resumed row and a fresh one give the same numbers. */
+	for (i = 0; i < N_FIG; i++)
+		k->fig[i] = txt[i][0] ? strtod(txt[i], NULL) : NAN;
+}
+
+static void csv_row(FILE *f, const kb_sweep_row *row, char txt[N_FIG][40])
+{
+	size_t i;
+
+	csv_cell(f, row->bench);
+	for (i = 0; i < row->n_keys; i++) {
+		fputc(',', f);
+		csv_cell(f, row->values[i]);
+	}
+	for (i = 0; i < N_FIG; i++)
+		fprintf(f, ",%s", txt[i]);
+	fputc(',', f);
+	csv_cell(f, row->status ? "" : row->result->oplog_sha256);
+	fputs(row->status ? ",error," : ",ok,", f);
+	csv_cell(f, row->status ? row->error : "");
+	fputc('\n', f);
+}
+
+static void jsonl_row(FILE *f, const kb_sweep_row *row, char txt[N_FIG][40])
+{
+	size_t i;
+
+	fputs("{\"bench\":", f);
+	cli_json_string(f, row->bench);
+	fputs(",\"keys\":{", f);
+	for (i = 0; i < row->n_keys; i++) {
+		if (i)
+			fputc(',', f);
+		cli_json_string(f, row->keys[i]);
+		fputc(':', f);
+		cli_json_string(f, row->values[i]);
+	}
+	fputc('}', f);
+	for (i = 0; i < N_FIG; i++)
+		fprintf(f, ",\"%s\":%s", out_fig_names[i], txt[i][0] ? txt[i] : "null");
+	fputs(",\"oplog_sha256\":", f);
+	if (row->status)
+		fputs("null", f);
+	else
+		cli_json_string(f, row->result->oplog_sha256);
+	fputs(row->status ? ",\"status\":\"error\",\"error\":" : ",\"status\":\"ok\",\"error\":", f);
+	cli_json_string(f, row->status ? row->error : "");
+	fputs("}\n", f);
+}
+
+char *out_format_row(out_format fmt, const kb_sweep_row *row)
+{
+	char txt[N_FIG][40];
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	figure_texts(row, txt);
+	if (fmt == OUT_CSV)
+		csv_row(f, row, txt);
+	else
+		jsonl_row(f, row, txt);
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}

@@ -1,0 +1,134 @@
+/* From sweep rows to plot_data: series, x values, the figure array. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/plot.h"
+#include "cli/sweep_out.h"
+#include "kernbench/sweep.h"
+
+typedef struct plot_build {
+	plot_data d;
+	char **x_text;
+	char **series;
+	double *y;
+	int shown[N_FIG];
+	char title[512];
+} plot_build;
+
+static void build_free(plot_build *b)
+{
+	size_t i;
+
+	for (i = 0; b->x_text && i < b->d.n_x; i++)
+		free(b->x_text[i]);
+	for (i = 0; b->series && i < b->d.n_series; i++)
+		free(b->series[i]);
+	free(b->x_text);
+	free(b->series);
+	free(b->y);
+}
+
+/* "bench k=v k=v" for the keys after the first (the x axis). */
+static char *series_label(const char *bench, size_t n_keys, const char *const *keys,
+			  const char *const *values)
+{
+	char *buf = NULL;
+	size_t len = 0, k;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	fputs(bench, f);
+	for (k = 1; k < n_keys; k++)
+		fprintf(f, " %s=%s", keys[k], values[k]);
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+/* Fills labels and x texts from the points (x slowest within a bench). */
+static int labels(plot_build *b, const kb_sweep *s, const char *const *benches,
+		  size_t n_keys, const char *const *keys, size_t inner)
+{
+	size_t per = b->d.n_x * inner, i;
+
+	for (i = 0; i < b->d.n_series; i++) {
+		size_t bench = i / inner, p = bench * per + i % inner;
+		const char *const *values;
+
+		if (kb_sweep_point(s, p, NULL, &values, NULL) ||
+		    !(b->series[i] = series_label(benches[bench], n_keys, keys, values)))
+			return -1;
+	}
+	for (i = 0; i < b->d.n_x; i++) {
+		const char *const *values;
+
+		if (kb_sweep_point(s, i * inner, NULL, &values, NULL))
+			return -1;
+		b->x_text[i] = strdup(n_keys ? values[0] : "0");
+		if (!b->x_text[i])
+			return -1;
+	}
+	return 0;
+}
+
+static void figures(plot_build *b, const kept_row *rows, size_t inner)
+{
+	size_t per = b->d.n_x * inner, s, x, f;
+
+	for (s = 0; s < b->d.n_series; s++)
+		for (x = 0; x < b->d.n_x; x++) {
+			const kept_row *r = &rows[(s / inner) * per + x * inner + s % inner];
+
+			for (f = 0; f < N_FIG; f++) {
+				double v = r->present && r->ok ? r->fig[f] : NAN;
+
+				b->y[(s * b->d.n_x + x) * N_FIG + f] = v;
+				/* dispatch per tile only when some bench has tiles */
+				if (f != FIG_DPT_NS || isfinite(v))
+					b->shown[f] = 1;
+			}
+		}
+}
+
+int plot_sweep(const char *path, const kb_sweep *s, size_t n_benches, const char *const *benches,
+	       size_t n_keys, const char *const *keys, const size_t *n_values,
+	       const kept_row *rows)
+{
+	plot_build b;
+	size_t total = kb_sweep_points(s), inner, i;
+	int rc;
+
+	memset(&b, 0, sizeof(b));
+	b.d.n_x = n_keys ? n_values[0] : 1;
+	inner = total / n_benches / b.d.n_x;
+	b.d.n_series = n_benches * inner;
+	b.x_text = calloc(b.d.n_x, sizeof(char *));
+	b.series = calloc(b.d.n_series, sizeof(char *));
+	b.y = calloc(b.d.n_series * b.d.n_x * N_FIG, sizeof(double));
+	if (!b.x_text || !b.series || !b.y || labels(&b, s, benches, n_keys, keys, inner)) {
+		build_free(&b);
+		return cli_error("out of memory");
+	}
+	figures(&b, rows, inner);
+	snprintf(b.title, sizeof(b.title), "kernbench sweep:");
+	for (i = 0; i < n_benches; i++)
+		snprintf(b.title + strlen(b.title), sizeof(b.title) - strlen(b.title), "%s%s",
+			 i ? ", " : " ", benches[i]);
+	b.d.title = b.title;
+	b.d.x_label = n_keys ? keys[0] : "(no swept key)";
+	b.d.x_text = (const char *const *)b.x_text;
+	b.d.series = (const char *const *)b.series;
+	b.d.n_fig = N_FIG;
+	b.d.fig_names = out_fig_names;
+	b.d.fig_shown = b.shown;
+	b.d.y = b.y;
+	rc = plot_write_svg(path, &b.d);
+	build_free(&b);
+	return rc;
+}

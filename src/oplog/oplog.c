@@ -1,0 +1,349 @@
+#include "oplog/oplog.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "base/sha256.h"
+#include "oplog/trace.h"
+
+/* One buffered record; its JSON text lives in the lane's text buffer. */
+typedef struct lane_entry {
+	kb_oplog_record rec;   /* json points nowhere until flushed */
+	size_t text_off;
+	uint32_t text_len;
+} lane_entry;
+
+struct kb_oplog_lane {
+	uint32_t order;
+	lane_entry *ent;
+	size_t n, cap, head;
+	char *text;
+	size_t text_n, text_cap;
+	int oom;
+};
+
+struct kb_oplog {
+	kb_oplog_lane **lanes;
+	size_t n_lanes, cap_lanes;
+	uint32_t *heap;          /* merge heap of lane indices */
+	kb_sha256 sha;
+	FILE *file;
+	char *path;
+	kb_trace *trace;
+	kb_oplog_cb callback;
+	void *payload;
+	uint64_t records;
+	int failed;
+	kb_error error;
+};
+
+static const char *const eng_names[KB_ENG_COUNT] = {
+	"cpu", "sched", "dma", "tcm", "gemm", "math", "ipcq", "lp",
+};
+
+const char *kb__eng_name(int eng)
+{
+	return eng >= 0 && eng < KB_ENG_COUNT ? eng_names[eng] : "?";
+}
+
+int kb__oplog_create(kb_oplog **out, const kb_oplog_options *opt, kb_error *err)
+{
+	kb_oplog *log = calloc(1, sizeof(*log));
+	int rc;
+
+	*out = NULL;
+	if (!log)
+		return kb__err(err, KB_ENOMEM, "out of memory creating the op_log");
+	kb__sha256_init(&log->sha);
+	if (opt && opt->path) {
+		log->path = strdup(opt->path);
+		log->file = fopen(opt->path, "w");
+		if (!log->path || !log->file) {
+			rc = kb__err(err, KB_EIO, "cannot write op_log '%s': %s", opt->path,
+				     strerror(errno));
+			goto fail;
+		}
+		setvbuf(log->file, NULL, _IOFBF, 1 << 20);
+	}
+	if (opt && opt->trace_path) {
+		rc = kb__trace_open(&log->trace, opt->trace_path, err);
+		if (rc)
+			goto fail;
+	}
+	if (opt) {
+		log->callback = opt->callback;
+		log->payload = opt->payload;
+	}
+	*out = log;
+	return KB_OK;
+fail:
+	if (log->file) {
+		fclose(log->file);
+		remove(log->path);
+	}
+	free(log->path);
+	free(log);
+	return rc;
+}
+
+kb_oplog_lane *kb__oplog_lane(kb_oplog *log, uint32_t order)
+{
+	kb_oplog_lane *lane;
+
+	if (log->n_lanes == log->cap_lanes) {
+		size_t cap = log->cap_lanes ? 2 * log->cap_lanes : 16;
+		kb_oplog_lane **l = realloc(log->lanes, cap * sizeof(*l));
+		uint32_t *h = realloc(log->heap, cap * sizeof(*h));
+
+		if (l)
+			log->lanes = l;
+		if (h)
+			log->heap = h;
+		if (!l || !h)
+			return NULL;
+		log->cap_lanes = cap;
+	}
+	lane = calloc(1, sizeof(*lane));
+	if (!lane)
+		return NULL;
+	lane->order = order;
+	log->lanes[log->n_lanes++] = lane;
+	return lane;
+}
+
+static int lane_reserve(kb_oplog_lane *lane, size_t text_len)
+{
+	if (lane->n == lane->cap) {
+		size_t cap = lane->cap ? 2 * lane->cap : 64;
+		lane_entry *e = realloc(lane->ent, cap * sizeof(*e));
+
+		if (!e)
+			return -1;
+		lane->ent = e;
+		lane->cap = cap;
+	}
+	if (lane->text_n + text_len + 1 > lane->text_cap) {
+		size_t cap = lane->text_cap ? 2 * lane->text_cap : 8192;
+		char *t;
+
+		while (cap < lane->text_n + text_len + 1)
+			cap *= 2;
+		t = realloc(lane->text, cap);
+		if (!t)
+			return -1;
+		lane->text = t;
+		lane->text_cap = cap;
+	}
+	return 0;
+}
+
+/* Formats the fixed keys in their contract order, then the optional ones. */
+static int format_record(char *buf, size_t len, const kb_oplog_record *r, const char *extra)
+{
+	int n = snprintf(buf, len,
+			 "{\"t0\":%" PRIu64 ",\"t1\":%" PRIu64 ",\"pe\":%" PRIu32
+			 ",\"eng\":\"%s\",\"op\":\"%s\",\"cmd\":%" PRIu64,
+			 r->t0_ps, r->t1_ps, r->pe, r->eng, r->op, r->cmd);
+	if (r->kind && n >= 0 && (size_t)n < len)
+		n += snprintf(buf + n, len - n, ",\"kind\":\"%s\",\"lbytes\":%" PRId64,
+			      r->kind, r->lbytes);
+	if (r->bytes >= 0 && n >= 0 && (size_t)n < len)
+		n += snprintf(buf + n, len - n, ",\"bytes\":%" PRId64, r->bytes);
+	if (n >= 0 && (size_t)n < len)
+		n += snprintf(buf + n, len - n, "%s}", extra ? extra : "");
+	return n;
+}
+
+int kb__oplog_emit(kb_oplog_lane *lane, const kb_oplog_record *rec, const char *extra)
+{
+	char buf[1024];
+	int n = format_record(buf, sizeof(buf), rec, extra);
+	lane_entry *e;
+
+	if (n < 0 || (size_t)n >= sizeof(buf) || lane_reserve(lane, (size_t)n)) {
+		lane->oom = 1;
+		return KB_ENOMEM;
+	}
+	e = &lane->ent[lane->n++];
+	e->rec = *rec;
+	e->rec.json = NULL;
+	e->text_off = lane->text_n;
+	e->text_len = (uint32_t)n;
+	memcpy(lane->text + lane->text_n, buf, (size_t)n);
+	lane->text_n += (size_t)n;
+	return KB_OK;
+}
+
+/* Merge order: (t1 of the lane's head, lane order). */
+static int lane_less(const kb_oplog *log, uint32_t a, uint32_t b)
+{
+	const kb_oplog_lane *la = log->lanes[a], *lb = log->lanes[b];
+	kb_time ta = la->ent[la->head].rec.t1_ps, tb = lb->ent[lb->head].rec.t1_ps;
+
+	return ta < tb || (ta == tb && la->order < lb->order);
+}
+
+static void heap_down(kb_oplog *log, size_t n, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, m = i;
+		uint32_t t;
+
+		if (l < n && lane_less(log, log->heap[l], log->heap[m]))
+			m = l;
+		if (l + 1 < n && lane_less(log, log->heap[l + 1], log->heap[m]))
+			m = l + 1;
+		if (m == i)
+			return;
+		t = log->heap[i];
+		log->heap[i] = log->heap[m];
+		log->heap[m] = t;
+		i = m;
+	}
+}
+
+static void write_error(kb_oplog *log, const char *what, const char *path)
+{
+	if (log->failed)
+		return;
+	log->failed = 1;
+	kb__err(&log->error, KB_EIO, "cannot write %s '%s': %s", what, path,
+		strerror(errno ? errno : EIO));
+}
+
+static int sink_record(kb_oplog *log, kb_oplog_record *rec, const char *text, size_t len)
+{
+	rec->json = text;
+	rec->json_len = len;
+	kb__sha256_update(&log->sha, text, len);
+	kb__sha256_update(&log->sha, "\n", 1);
+	log->records++;
+	if (log->file && !log->failed) {
+		if (fwrite(text, 1, len, log->file) != len || fputc('\n', log->file) == EOF)
+			write_error(log, "op_log", log->path);
+	}
+	if (log->trace && !log->failed && kb__trace_record(log->trace, rec))
+		write_error(log, "trace", kb__trace_path(log->trace));
+	if (log->callback && !log->failed) {
+		if (log->callback(rec, log->payload)) {
+			log->failed = 1;
+			kb__err(&log->error, KB_EINVAL, "the op_log callback stopped the run");
+		}
+	}
+	return log->failed ? log->error.code : KB_OK;
+}
+
+static void lane_compact(kb_oplog_lane *lane)
+{
+	size_t keep = lane->n - lane->head, off;
+
+	if (lane->head == 0)
+		return;
+	if (keep == 0) {
+		lane->n = lane->head = lane->text_n = 0;
+		return;
+	}
+	off = lane->ent[lane->head].text_off;
+	memmove(lane->ent, lane->ent + lane->head, keep * sizeof(*lane->ent));
+	memmove(lane->text, lane->text + off, lane->text_n - off);
+	for (size_t i = 0; i < keep; i++)
+		lane->ent[i].text_off -= off;
+	lane->text_n -= off;
+	lane->n = keep;
+	lane->head = 0;
+}
+
+int kb__oplog_flush(kb_oplog *log, kb_time bound, kb_error *err)
+{
+	size_t hn = 0;
+
+	if (!log)
+		return KB_OK;
+	for (size_t i = 0; i < log->n_lanes; i++) {
+		kb_oplog_lane *lane = log->lanes[i];
+
+		if (lane->oom)
+			return kb__err(err, KB_ENOMEM, "out of memory buffering op_log records");
+		if (lane->head < lane->n && lane->ent[lane->head].rec.t1_ps < bound)
+			log->heap[hn++] = (uint32_t)i;
+	}
+	for (size_t i = hn / 2; i-- > 0;)
+		heap_down(log, hn, i);
+	while (hn > 0) {
+		kb_oplog_lane *lane = log->lanes[log->heap[0]];
+		lane_entry *e = &lane->ent[lane->head++];
+
+		if (sink_record(log, &e->rec, lane->text + e->text_off, e->text_len))
+			break;
+		if (lane->head == lane->n || lane->ent[lane->head].rec.t1_ps >= bound)
+			log->heap[0] = log->heap[--hn];
+		heap_down(log, hn, 0);
+	}
+	for (size_t i = 0; i < log->n_lanes; i++)
+		lane_compact(log->lanes[i]);
+	if (log->file && !log->failed && fflush(log->file) == EOF)
+		write_error(log, "op_log", log->path);
+	if (log->failed) {
+		kb__err_copy(err, &log->error);
+		return log->error.code;
+	}
+	return KB_OK;
+}
+
+size_t kb__oplog_buffered(const kb_oplog *log)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; log && i < log->n_lanes; i++)
+		n += log->lanes[i]->n - log->lanes[i]->head;
+	return n;
+}
+
+int kb__oplog_finish(kb_oplog *log, char sha_hex[65], uint64_t *records, kb_error *err)
+{
+	int rc = kb__oplog_flush(log, KB_TIME_INF, err);
+
+	if (log->file) {
+		if (fclose(log->file) == EOF)
+			write_error(log, "op_log", log->path);
+		log->file = NULL;
+	}
+	if (log->trace) {
+		if (kb__trace_close(log->trace))
+			write_error(log, "trace", kb__trace_path(log->trace));
+		kb__trace_free(log->trace);
+		log->trace = NULL;
+	}
+	kb__sha256_hex(&log->sha, sha_hex);
+	if (records)
+		*records = log->records;
+	if (!rc && log->failed) {
+		kb__err_copy(err, &log->error);
+		rc = log->error.code;
+	}
+	return rc;
+}
+
+void kb__oplog_destroy(kb_oplog *log)
+{
+	if (!log)
+		return;
+	if (log->file)
+		fclose(log->file);
+	if (log->trace) {
+		kb__trace_close(log->trace);
+		kb__trace_free(log->trace);
+	}
+	for (size_t i = 0; i < log->n_lanes; i++) {
+		free(log->lanes[i]->ent);
+		free(log->lanes[i]->text);
+		free(log->lanes[i]);
+	}
+	free(log->lanes);
+	free(log->heap);
+	free(log->path);
+	free(log);
+}

@@ -1,0 +1,52 @@
+/*
+ * The op_log: one JSON Lines record per finished stage or dispatch.
+ *
+ * Each LP writes its records into its own lane (no sharing across threads).
+ * The executor calls kb__oplog_flush(log, bound) whenever every record with
+ * t1 < bound is known; the lanes are merged in the fixed total order
+ * (t1, lane = LP id, per-lane sequence) and streamed to the sinks: the
+ * SHA-256 (always), the file, the Chrome/Perfetto trace and the callback.
+ * So the bytes never depend on the executor or thread count, and memory
+ * holds only records not yet final.
+ */
+#ifndef KB_OPLOG_OPLOG_H
+#define KB_OPLOG_OPLOG_H
+
+#include <stdio.h>
+
+#include "base/time.h"
+#include "kernbench/common.h"
+#include "kernbench/oplog.h"
+
+typedef struct kb_oplog kb_oplog;
+typedef struct kb_oplog_lane kb_oplog_lane;
+
+/* Engine ids, in op_log "eng" names. */
+typedef enum kb_eng {
+	KB_ENG_CPU = 0, KB_ENG_SCHED, KB_ENG_DMA, KB_ENG_TCM, KB_ENG_GEMM,
+	KB_ENG_MATH, KB_ENG_IPCQ, KB_ENG_LP, KB_ENG_COUNT
+} kb_eng;
+const char *kb__eng_name(int eng);
+
+typedef struct kb_oplog_options {
+	const char *path;         /* op_log file; NULL: none (hash still computed) */
+	const char *trace_path;   /* Chrome trace file; NULL: none */
+	kb_oplog_cb callback;     /* per record; NULL: none */
+	void *payload;            /* passed to callback */
+} kb_oplog_options;
+
+int kb__oplog_create(kb_oplog **out, const kb_oplog_options *opt, kb_error *err);
+/* Lane for one LP; lanes are merged in the order of `order` (the LP id). */
+kb_oplog_lane *kb__oplog_lane(kb_oplog *log, uint32_t order);
+/* Appends a record to a lane. extra: more JSON members, e.g. ",\"tile\":3"
+ * (may be NULL). t1 must not decrease within a lane. */
+int kb__oplog_emit(kb_oplog_lane *lane, const kb_oplog_record *rec, const char *extra);
+/* Merges and writes every record with t1 < bound (KB_TIME_INF: all). */
+int kb__oplog_flush(kb_oplog *log, kb_time bound, kb_error *err);
+/* Records buffered in lanes and not yet flushed. */
+size_t kb__oplog_buffered(const kb_oplog *log);
+/* Flushes all, closes files; fills sha256 hex and the record count. */
+int kb__oplog_finish(kb_oplog *log, char sha_hex[65], uint64_t *records, kb_error *err);
+void kb__oplog_destroy(kb_oplog *log);
+
+#endif

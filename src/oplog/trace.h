@@ -1,0 +1,19 @@
+/* Chrome Trace Event Format writer (opens in Perfetto UI and chrome://tracing):
+ * one process per PE, one thread per engine, complete ("X") events with
+ * microsecond timestamps printed with picosecond precision. */
+#ifndef KB_OPLOG_TRACE_H
+#define KB_OPLOG_TRACE_H
+
+#include "kernbench/common.h"
+#include "kernbench/oplog.h"
+
+typedef struct kb_trace kb_trace;
+
+int kb__trace_open(kb_trace **out, const char *path, kb_error *err);
+/* Returns nonzero on a write error (errno set). */
+int kb__trace_record(kb_trace *t, const kb_oplog_record *rec);
+int kb__trace_close(kb_trace *t);
+const char *kb__trace_path(const kb_trace *t);
+void kb__trace_free(kb_trace *t);
+
+#endif

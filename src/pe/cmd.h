@@ -1,0 +1,133 @@
+/*
+ * PE commands: what the tl context emits, PE_CPU dispatches and
+ * PE_SCHEDULER turns into stages. Plain values only: a command knows
+ * tensors by address, shape and identity, never by tl handle, and nothing
+ * here knows that recipes exist (ADR-0065 D7).
+ */
+#ifndef KB_PE_CMD_H
+#define KB_PE_CMD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernbench/common.h"
+#include "runtime/numerics.h"
+
+typedef enum kb_space { KB_SPACE_HBM = 0, KB_SPACE_TCM = 1 } kb_space;
+
+/* A tensor as a command sees it: 2-D in effect (rows = product of the
+ * leading dims, cols = last dim), rows `ld` elements apart. */
+typedef struct kb_tview {
+	uint64_t id;             /* handle identity (hazard tracking); 0 = none */
+	uint64_t addr;           /* byte address in its space */
+	int64_t shape[4];
+	int64_t ld;              /* row stride in elements */
+	uint8_t rank;
+	uint8_t space;           /* kb_space */
+	uint8_t dtype;           /* kb_dtype */
+} kb_tview;
+
+int64_t kb__tview_rows(const kb_tview *t);
+int64_t kb__tview_cols(const kb_tview *t);
+int64_t kb__tview_elems(const kb_tview *t);
+uint64_t kb__tview_bytes(const kb_tview *t);
+
+typedef enum kb_scope_kind { KB_SCOPE_KERNEL = 0, KB_SCOPE_K_TILE, KB_SCOPE_OUTPUT_TILE } kb_scope_kind;
+
+/* Op kinds: GEMM or one of the MATH kinds (kb_math_kind), opaque to engines. */
+#define KB_OP_GEMM 0xffffu
+
+#define KB_OP_MAX_OPERANDS 4
+#define KB_OP_MAX_EXTRAS 4
+
+typedef struct kb_operand {
+	const char *name;        /* static string: "a", "b", "src", "other", ... */
+	kb_tview t;
+} kb_operand;
+
+typedef struct kb_scalar {
+	const char *name;        /* static string */
+	double value;
+} kb_scalar;
+
+/* One op of a composite (ADR-0065 D2). */
+typedef struct kb_opspec {
+	uint16_t kind;           /* KB_OP_GEMM or a kb_math_kind */
+	uint8_t scope;           /* kb_scope_kind */
+	uint8_t n_operands;
+	uint8_t n_extras;
+	uint8_t has_out;
+	uint8_t trans_b;         /* GEMM: b is (N, K); also an extra "trans_b" */
+	kb_operand operands[KB_OP_MAX_OPERANDS];
+	kb_scalar extras[KB_OP_MAX_EXTRAS];
+	kb_tview out;
+} kb_opspec;
+
+typedef enum kb_cmd_kind {
+	KB_CMD_COMPOSITE = 0,
+	KB_CMD_LOAD,             /* HBM -> TCM */
+	KB_CMD_STORE,            /* TCM -> HBM */
+	KB_CMD_FILL,             /* TCM tensor := value (MATH) */
+	KB_CMD_SEND,             /* TCM -> another PE's queue (IPCQ) */
+	KB_CMD_RECV,             /* another PE's queue -> TCM (IPCQ) */
+	KB_CMD_CPU,              /* explicit PE_CPU overhead; not sent on */
+	/* Kernel-side markers PE_CPU consumes without dispatching: */
+	KB_CMD_WAIT,
+	KB_CMD_END,
+	KB_CMD_ERROR,
+	KB_CMD_KIND_COUNT
+} kb_cmd_kind;
+
+const char *kb__cmd_kind_name(int kind);
+
+typedef struct kb_cmd {
+	uint32_t kind;           /* kb_cmd_kind */
+	uint32_t pe;
+	uint64_t id;             /* per PE, in emit order, from 0 */
+	uint64_t lbytes;         /* logical bytes (DDD §4 and doc/commands.md) */
+	double cpu_cycles;       /* KB_CMD_CPU: the explicit cost */
+	/* Implicit wait before dispatch: these producers, and every command
+	 * with id < fence (scratch memory reuse), must have completed. */
+	uint64_t *deps;
+	uint32_t n_deps;
+	uint64_t fence;
+	/* Hazard sets for the scheduler's strict-FIFO tracker (handle ids). */
+	uint64_t *reads, *writes;
+	uint32_t n_reads, n_writes;
+	/* COMPOSITE */
+	kb_opspec *ops;
+	uint32_t n_ops;
+	uint32_t n_rw;           /* rw_handles (count only; ids are in writes) */
+	/* LOAD / STORE / FILL / SEND / RECV */
+	kb_tview src, dst;
+	double fill_value;
+	uint32_t peer_pe;        /* SEND: destination; RECV: source */
+	uint32_t tag;
+	/* ERROR: the validation error the kernel hit at this point */
+	kb_error *error;
+	char site[96];           /* kernel call site "file:line" */
+} kb_cmd;
+
+/* ---- cost model (ADR-0064 Rev2 as the seeds quote it) ---- */
+
+/* OpSpec = 2 + (1 + 8*operands) + (8 if out) + (1 + 4*extras). */
+uint64_t kb__opspec_lbytes(const kb_opspec *op);
+/* CompositeCmd = 4 + (1 + sum ops) + (1 + 8*rw_handles). */
+uint64_t kb__composite_lbytes(const kb_opspec *ops, uint32_t n_ops, uint32_t n_rw);
+/* The other commands: doc/commands.md. */
+uint64_t kb__cmd_lbytes(const kb_cmd *cmd);
+
+typedef struct kb_cost_model {
+	double fixed_cycles;
+	double r_cycles_per_byte;
+	uint64_t max_composite_logical_bytes;
+	double clock_ghz;
+} kb_cost_model;
+
+/* Dispatch time in ps: FIXED + R * lbytes cycles, or the explicit CPU cost. */
+uint64_t kb__dispatch_ps(const kb_cost_model *m, const kb_cmd *cmd);
+
+/* Frees a command and what it owns. Accepts NULL. */
+void kb__cmd_free(kb_cmd *cmd);
+
+#endif

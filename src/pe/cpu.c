@@ -1,0 +1,231 @@
+/*
+ * PE_CPU: takes the kernel's commands in program order, waits (in
+ * simulated time) for the producers of their read-only operands and for
+ * memory-reuse fences, pays the dispatch cost FIXED + R * logical_bytes,
+ * logs the dispatch and issues the command to PE_SCHEDULER.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "pe/pe.h"
+
+typedef enum cpu_state { CPU_IDLE = 0, CPU_WAITING, CPU_DISPATCHING, CPU_FINISHED } cpu_state;
+
+typedef struct kb_cpu {
+	kb_pe_state *ps;
+	cpu_state state;
+	kb_cmd *cur;
+	kb_time dispatch_t0;
+	uint64_t outstanding;
+	/* completed command ids: all ids < prefix, and a bitmap from base */
+	uint64_t prefix, base;
+	uint64_t *bits;
+	size_t n_words;
+} kb_cpu;
+
+static int is_done(const kb_cpu *c, uint64_t id)
+{
+	uint64_t i;
+
+	if (id < c->prefix)
+		return 1;
+	i = id - c->base;
+	return i / 64 < c->n_words && (c->bits[i / 64] >> (i % 64)) & 1;
+}
+
+static int mark_done(kb_cpu *c, uint64_t id)
+{
+	uint64_t i = id - c->base;
+
+	if (i / 64 >= c->n_words) {
+		size_t n = c->n_words ? c->n_words : 4;
+		uint64_t *b;
+
+		while (n <= i / 64)
+			n *= 2;
+		b = realloc(c->bits, n * sizeof(*b));
+		if (!b)
+			return -1;
+		memset(b + c->n_words, 0, (n - c->n_words) * sizeof(*b));
+		c->bits = b;
+		c->n_words = n;
+	}
+	c->bits[i / 64] |= UINT64_C(1) << (i % 64);
+	while (is_done(c, c->prefix) && c->prefix - c->base < c->n_words * 64)
+		c->prefix++;
+	/* Slide the window: memory follows the ids in flight, not the run. */
+	if (c->prefix - c->base >= 64 * 64) {
+		size_t drop = (size_t)((c->prefix - c->base) / 64);
+
+		memmove(c->bits, c->bits + drop, (c->n_words - drop) * sizeof(*c->bits));
+		memset(c->bits + c->n_words - drop, 0, drop * sizeof(*c->bits));
+		c->base += drop * 64;
+	}
+	return 0;
+}
+
+static int deps_ready(const kb_cpu *c, const kb_cmd *cmd)
+{
+	if (cmd->fence > c->prefix)
+		return 0;
+	for (uint32_t i = 0; i < cmd->n_deps; i++)
+		if (!is_done(c, cmd->deps[i]))
+			return 0;
+	return 1;
+}
+
+/* Looks at commands until one has to wait, is being dispatched, or the kernel ended. */
+static int advance(kb_lp *lp, kb_cpu *c)
+{
+	kb_machine *m = c->ps->m;
+
+	for (;;) {
+		kb_cmd *cmd;
+
+		if (!c->cur)
+			c->cur = kb__kernel_next(c->ps->kernel);
+		cmd = c->cur;
+		if (cmd->kind == KB_CMD_ERROR)
+			return kb__lp_fail(lp, cmd->error->code, "%s", cmd->error->message);
+		if (cmd->kind == KB_CMD_END) {
+			c->state = c->outstanding ? CPU_WAITING : CPU_FINISHED;
+			if (c->state == CPU_FINISHED) {
+				kb__cmd_free(c->cur);
+				c->cur = NULL;
+			}
+			return KB_OK;
+		}
+		if (!deps_ready(c, cmd)) {
+			c->state = CPU_WAITING;
+			return KB_OK;
+		}
+		if (cmd->kind == KB_CMD_WAIT) {
+			kb__cmd_free(cmd);
+			c->cur = NULL;
+			continue;
+		}
+		{
+			kb_event ev = { .type = KB_EV_CPU_DISPATCHED };
+			kb_time d = kb__dispatch_ps(&m->cost, cmd);
+
+			c->state = CPU_DISPATCHING;
+			c->dispatch_t0 = kb__lp_now(lp);
+			return kb__lp_self(lp, d, &ev);
+		}
+	}
+}
+
+static int dispatched(kb_lp *lp, kb_cpu *c)
+{
+	kb_machine *m = c->ps->m;
+	kb_cmd *cmd = c->cur;
+	kb_time now = kb__lp_now(lp);
+	char extra[64];
+	int rc;
+
+	snprintf(extra, sizeof(extra), ",\"kind\":\"%s\",\"lbytes\":%" PRIu64,
+		 kb__cmd_kind_name((int)cmd->kind), cmd->lbytes);
+	rc = kb__pe_log(lp, c->ps->pe, KB_ENG_CPU, "dispatch", cmd->id, c->dispatch_t0, now, -1,
+			extra);
+	if (rc)
+		return kb__lp_fail(lp, rc, "cannot buffer an op_log record");
+	c->ps->fig.commands++;
+	c->ps->fig.dispatch_ps += now - c->dispatch_t0;
+	c->ps->fig.busy_ps[KB_ENG_CPU] += now - c->dispatch_t0;
+	c->cur = NULL;
+	c->state = CPU_IDLE;
+	if (cmd->kind == KB_CMD_CPU) {
+		/* Pure CPU time: done once paid. */
+		rc = mark_done(c, cmd->id);
+		kb__cmd_free(cmd);
+		if (rc)
+			return kb__lp_fail(lp, KB_ENOMEM, "out of memory");
+	} else {
+		kb_event ev = { .type = KB_EV_CMD, .w = { (uint64_t)(uintptr_t)cmd } };
+
+		c->outstanding++;
+		rc = kb__lp_send(lp, kb__pe_lp(c->ps->pe, KB_ENG_SCHED), m->lat_pe, &ev);
+		if (rc)
+			return rc;
+	}
+	return advance(lp, c);
+}
+
+static int cpu_event(kb_lp *lp, const kb_event *ev)
+{
+	kb_cpu *c = kb__lp_state(lp);
+
+	switch (ev->type) {
+	case KB_EV_CPU_NEXT:
+		return advance(lp, c);
+	case KB_EV_CPU_DISPATCHED:
+		return dispatched(lp, c);
+	case KB_EV_CMD_DONE:
+		if (mark_done(c, ev->w[0]))
+			return kb__lp_fail(lp, KB_ENOMEM, "out of memory");
+		c->outstanding--;
+		if (c->state == CPU_WAITING)
+			return advance(lp, c);
+		return KB_OK;
+	default:
+		return kb__lp_fail(lp, KB_EINTERNAL, "PE_CPU got event type %u", ev->type);
+	}
+}
+
+static int cpu_start(kb_lp *lp)
+{
+	kb_cpu *c = kb__lp_state(lp);
+	kb_event ev = { .type = KB_EV_CPU_NEXT };
+
+	if (!c->ps->kernel) {
+		c->state = CPU_FINISHED;
+		return KB_OK;
+	}
+	return kb__lp_self(lp, 0, &ev);
+}
+
+static int cpu_pending(kb_lp *lp, char *buf, size_t len)
+{
+	kb_cpu *c = kb__lp_state(lp);
+
+	if (c->state == CPU_FINISHED)
+		return 0;
+	if (c->cur && c->cur->kind == KB_CMD_END)
+		snprintf(buf, len, "waits for %" PRIu64 " command(s) to finish after the kernel ended",
+			 c->outstanding);
+	else if (c->cur)
+		snprintf(buf, len, "waits to dispatch command %" PRIu64 " (%s, %s) for its operands",
+			 c->cur->id, kb__cmd_kind_name((int)c->cur->kind), c->cur->site);
+	else
+		snprintf(buf, len, "has not finished its kernel");
+	return 1;
+}
+
+static const kb_lp_type cpu_type = { "cpu", cpu_start, cpu_event, cpu_pending };
+
+int kb__cpu_add(kb_machine *m, kb_pe_state *ps, kb_error *err)
+{
+	kb_cpu *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return kb__err(err, KB_ENOMEM, "out of memory building pe%u", ps->pe);
+	c->ps = ps;
+	ps->lp_state[KB_ENG_CPU] = c;
+	if (kb__sim_add_lp(m->sim, &cpu_type, c, ps->pe, ps->cluster) != kb__pe_lp(ps->pe, KB_ENG_CPU))
+		return kb__err(err, KB_ENOMEM, "out of memory building pe%u", ps->pe);
+	return KB_OK;
+}
+
+void kb__cpu_free(void *st)
+{
+	kb_cpu *c = st;
+
+	if (!c)
+		return;
+	kb__cmd_free(c->cur);
+	free(c->bits);
+	free(c);
+}

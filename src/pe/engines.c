@@ -1,0 +1,197 @@
+/*
+ * PE_DMA, PE_TCM, PE_GEMM and PE_MATH: each a FIFO of stages on one
+ * channel (PE_DMA has two: read and write). An engine knows only a stage's
+ * kind and parameters (ADR-0065 D7): it asks the plan what the stage costs,
+ * performs it in data mode, logs it, and passes the step on to the engine
+ * of its next stage, or back to PE_SCHEDULER when the step is complete.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "pe/plan.h"
+
+typedef struct chan {
+	kb_event *q;             /* FIFO of stage messages */
+	size_t head, n, cap;
+	int busy;
+	kb_event cur;
+	kb_time t0;
+} chan;
+
+typedef struct kb_engine {
+	kb_pe_state *ps;
+	int eng;
+	chan ch[2];
+} kb_engine;
+
+static const char *const eng_lp_names[KB_ENG_COUNT] = {
+	"cpu", "sched", "dma", "tcm", "gemm", "math", "ipcq", "lp",
+};
+
+static int chan_push(chan *c, const kb_event *ev)
+{
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 16;
+		kb_event *q = malloc(cap * sizeof(*q));
+
+		if (!q)
+			return -1;
+		for (size_t i = 0; i < c->n; i++)
+			q[i] = c->q[(c->head + i) % c->cap];
+		free(c->q);
+		c->q = q;
+		c->head = 0;
+		c->cap = cap;
+	}
+	c->q[(c->head + c->n++) % c->cap] = *ev;
+	return 0;
+}
+
+static const kb_stage_ref *stage_of(const kb_event *ev, kb_plan **p)
+{
+	uint32_t n;
+
+	*p = (kb_plan *)(uintptr_t)ev->w[0];
+	return &kb__plan_stages(*p, (kb_phase)ev->w[3], ev->w[1], &n)[ev->w[2]];
+}
+
+static int start_next(kb_lp *lp, kb_engine *e, int ch)
+{
+	chan *c = &e->ch[ch];
+	const kb_stage_ref *st;
+	kb_stage_cost cost;
+	kb_plan *p;
+	kb_event done = { .type = KB_EV_ENG_DONE, .aux = (uint32_t)ch };
+
+	if (c->busy || c->n == 0)
+		return KB_OK;
+	c->cur = c->q[c->head];
+	c->head = (c->head + 1) % c->cap;
+	c->n--;
+	c->busy = 1;
+	c->t0 = kb__lp_now(lp);
+	st = stage_of(&c->cur, &p);
+	kb__plan_cost(p, (kb_phase)c->cur.w[3], c->cur.w[1], st, &cost);
+	return kb__lp_self(lp, kb__pe_ps(e->ps->m, cost.cycles), &done);
+}
+
+static int log_stage(kb_lp *lp, kb_engine *e, const chan *c, kb_plan *p, const kb_stage_ref *st)
+{
+	kb_stage_cost cost;
+	char extra[96];
+	int n = snprintf(extra, sizeof(extra), ",\"step\":%" PRIu64, c->cur.w[1]);
+
+	kb__plan_cost(p, (kb_phase)c->cur.w[3], c->cur.w[1], st, &cost);
+	if (cost.n >= 0)
+		n += snprintf(extra + n, sizeof(extra) - (size_t)n, ",\"n\":%" PRId64, cost.n);
+	if (st->kind == KB_ST_DMA_READ && st->op >= 0)
+		snprintf(extra + n, sizeof(extra) - (size_t)n, ",\"operand\":\"%s\"",
+			 p->cmd->ops[st->op].operands[st->operand].name);
+	return kb__pe_log(lp, e->ps->pe, e->eng, cost.op, p->cmd->id, c->t0, kb__lp_now(lp),
+			  cost.bytes, extra);
+}
+
+static int finish(kb_lp *lp, kb_engine *e, int ch)
+{
+	chan *c = &e->ch[ch];
+	kb_machine *m = e->ps->m;
+	kb_plan *p;
+	const kb_stage_ref *st = stage_of(&c->cur, &p);
+	uint32_t n;
+	kb_event next = c->cur;
+	int rc;
+
+	c->busy = 0;
+	e->ps->fig.busy_ps[e->eng] += kb__lp_now(lp) - c->t0;
+	if (m->mem) {
+		kb_error err;
+
+		kb_error_clear(&err);
+		rc = kb__plan_exec(p, (kb_phase)c->cur.w[3], c->cur.w[1], st, (uint32_t)c->cur.w[4],
+				   (uint32_t)c->cur.w[5], &err);
+		if (rc)
+			return kb__lp_fail(lp, rc, "command %" PRIu64 " (%s): %s", p->cmd->id,
+					   p->cmd->site, err.message);
+	}
+	rc = log_stage(lp, e, c, p, st);
+	if (rc)
+		return kb__lp_fail(lp, rc, "cannot buffer an op_log record");
+	kb__plan_stages(p, (kb_phase)c->cur.w[3], c->cur.w[1], &n);
+	if (c->cur.w[2] + 1 < n) {
+		const kb_stage_ref *nx = st + 1;
+
+		next.w[2]++;
+		rc = kb__lp_send(lp, kb__pe_lp(e->ps->pe, nx->eng), m->lat_pe, &next);
+	} else {
+		next.type = KB_EV_STEP_DONE;
+		rc = kb__lp_send(lp, kb__pe_lp(e->ps->pe, KB_ENG_SCHED), m->lat_pe, &next);
+	}
+	if (rc)
+		return rc;
+	return start_next(lp, e, ch);
+}
+
+static int engine_event(kb_lp *lp, const kb_event *ev)
+{
+	kb_engine *e = kb__lp_state(lp);
+
+	if (ev->type == KB_EV_STAGE) {
+		kb_plan *p;
+		const kb_stage_ref *st = stage_of(ev, &p);
+		int ch = st->kind == KB_ST_DMA_WRITE ? 1 : 0;
+
+		if (chan_push(&e->ch[ch], ev))
+			return kb__lp_fail(lp, KB_ENOMEM, "out of memory queueing a stage");
+		return start_next(lp, e, ch);
+	}
+	if (ev->type == KB_EV_ENG_DONE)
+		return finish(lp, e, (int)ev->aux);
+	return kb__lp_fail(lp, KB_EINTERNAL, "engine got event type %u", ev->type);
+}
+
+static int engine_pending(kb_lp *lp, char *buf, size_t len)
+{
+	kb_engine *e = kb__lp_state(lp);
+
+	for (int i = 0; i < 2; i++)
+		if (e->ch[i].busy || e->ch[i].n) {
+			snprintf(buf, len, "holds %zu queued stage(s)", e->ch[i].n + (size_t)e->ch[i].busy);
+			return 1;
+		}
+	return 0;
+}
+
+static const kb_lp_type engine_types[KB_ENG_COUNT] = {
+	[KB_ENG_DMA] = { "dma", NULL, engine_event, engine_pending },
+	[KB_ENG_TCM] = { "tcm", NULL, engine_event, engine_pending },
+	[KB_ENG_GEMM] = { "gemm", NULL, engine_event, engine_pending },
+	[KB_ENG_MATH] = { "math", NULL, engine_event, engine_pending },
+};
+
+int kb__engine_add(kb_machine *m, kb_pe_state *ps, int eng, kb_error *err)
+{
+	kb_engine *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return kb__err(err, KB_ENOMEM, "out of memory building pe%u.%s", ps->pe, eng_lp_names[eng]);
+	e->ps = ps;
+	e->eng = eng;
+	ps->lp_state[eng] = e;
+	if (kb__sim_add_lp(m->sim, &engine_types[eng], e, ps->pe, ps->cluster) != kb__pe_lp(ps->pe, eng))
+		return kb__err(err, KB_ENOMEM, "out of memory building pe%u", ps->pe);
+	return KB_OK;
+}
+
+void kb__engine_free(void *st)
+{
+	kb_engine *e = st;
+
+	if (!e)
+		return;
+	free(e->ch[0].q);
+	free(e->ch[1].q);
+	free(e);
+}

@@ -1,0 +1,97 @@
+/* Builds the PEs of a machine as LPs, PE-major (op_log order at equal times). */
+#include "pe/machine.h"
+
+#include <stdlib.h>
+
+#include "base/err.h"
+#include "pe/kernel.h"
+
+kb_time kb__pe_ps(const kb_machine *m, double cycles)
+{
+	return kb__cycles_to_ps(cycles, m->cost.clock_ghz);
+}
+
+int kb__pe_log(kb_lp *lp, uint32_t pe, int eng, const char *op, uint64_t cmd, kb_time t0,
+	       kb_time t1, int64_t bytes, const char *extra)
+{
+	kb_oplog_lane *lane = kb__lp_lane(lp);
+	kb_oplog_record r = { t0, t1, pe, kb__eng_name(eng), op, cmd, NULL, -1, bytes, NULL, 0 };
+
+	return lane ? kb__oplog_emit(lane, &r, extra) : KB_OK;
+}
+
+/* Staging slots reserve TCM for in-flight tiles: a, b and out tiles in fp32 size. */
+uint64_t kb__machine_staging_bytes(const kb_topo_params *tp)
+{
+	return tp->sched.max_inflight_tiles *
+	       (tp->gemm.tile_m * tp->gemm.tile_k + tp->gemm.tile_k * tp->gemm.tile_n +
+		tp->gemm.tile_m * tp->gemm.tile_n) * 4;
+}
+
+int kb__machine_create(kb_machine **out, const kb_topo_params *tp, uint32_t n_pes, kb_sim *sim,
+		       kb_memstore *mem, kb_error *err)
+{
+	kb_machine *m = calloc(1, sizeof(*m));
+	uint32_t per_cluster = tp->pes_per_cluster;
+	int rc = KB_OK;
+
+	*out = NULL;
+	if (!m)
+		return kb__err(err, KB_ENOMEM, "out of memory building the machine");
+	m->tp = tp;
+	m->cost = (kb_cost_model){ tp->cost.fixed_cycles, tp->cost.r_cycles_per_byte,
+				   tp->cost.max_composite_logical_bytes, tp->clock_freq_ghz };
+	m->lat_pe = kb__cycles_to_ps((double)tp->link.engine_latency_cycles, tp->clock_freq_ghz);
+	m->lat_cluster = kb__cycles_to_ps((double)tp->link.intra_cluster_latency_cycles, tp->clock_freq_ghz);
+	m->lat_global = kb__cycles_to_ps((double)tp->link.inter_cluster_latency_cycles, tp->clock_freq_ghz);
+	m->mem = mem;
+	m->n_pes = n_pes;
+	m->sim = sim;
+	m->staging_slots = tp->sched.max_inflight_tiles > 64 ? 64 : (uint32_t)tp->sched.max_inflight_tiles;
+	m->tcm_user_bytes = tp->mem.tcm_bytes - kb__machine_staging_bytes(tp);
+	m->pes = calloc(n_pes, sizeof(*m->pes));
+	if (!m->pes) {
+		free(m);
+		return kb__err(err, KB_ENOMEM, "out of memory building the machine");
+	}
+	*out = m;
+	for (uint32_t p = 0; !rc && p < n_pes; p++) {
+		kb_pe_state *ps = calloc(1, sizeof(*ps));
+
+		if (!ps)
+			return kb__err(err, KB_ENOMEM, "out of memory building pe%u", p);
+		ps->pe = p;
+		ps->cluster = p / per_cluster;
+		ps->m = m;
+		m->pes[p] = ps;
+		rc = kb__cpu_add(m, ps, err);
+		if (!rc)
+			rc = kb__sched_add(m, ps, err);
+		for (int e = KB_ENG_DMA; !rc && e <= KB_ENG_MATH; e++)
+			rc = kb__engine_add(m, ps, e, err);
+		if (!rc)
+			rc = kb__ipcq_add(m, ps, err);
+	}
+	return rc;
+}
+
+void kb__machine_destroy(kb_machine *m)
+{
+	if (!m)
+		return;
+	for (uint32_t p = 0; p < m->n_pes; p++) {
+		kb_pe_state *ps = m->pes[p];
+
+		if (!ps)
+			continue;
+		kb__kernel_destroy(ps->kernel);
+		kb__cpu_free(ps->lp_state[KB_ENG_CPU]);
+		kb__sched_free(ps->lp_state[KB_ENG_SCHED]);
+		for (int e = KB_ENG_DMA; e <= KB_ENG_MATH; e++)
+			kb__engine_free(ps->lp_state[e]);
+		kb__ipcq_free(ps->lp_state[KB_ENG_IPCQ]);
+		free(ps);
+	}
+	free(m->pes);
+	free(m);
+}

@@ -1,0 +1,89 @@
+/*
+ * The PE pipeline: per PE, seven logical processes (PE_CPU, PE_SCHEDULER,
+ * PE_DMA, PE_TCM, PE_GEMM, PE_MATH, PE_IPCQ) that exchange messages only.
+ * Shared, read-only during a run: the machine description below, the plans
+ * a scheduler hands its engines (immutable geometry; each data buffer is
+ * used by one stage at a time, in the order the messages impose), and the
+ * memory store.
+ */
+#ifndef KB_PE_PE_H
+#define KB_PE_PE_H
+
+#include "base/time.h"
+#include "oplog/oplog.h"
+#include "pe/cmd.h"
+#include "runtime/memstore.h"
+#include "runtime/topology.h"
+#include "sim/sim.h"
+
+#define KB_PE_LPS 7   /* LPs per PE, in kb_eng order (cpu .. ipcq) */
+
+/* Message and event types. */
+enum {
+	KB_EV_CPU_NEXT = 1,      /* self: PE_CPU looks at its next command */
+	KB_EV_CPU_DISPATCHED,    /* self: a dispatch finished */
+	KB_EV_CMD,               /* cpu -> sched: w[0] = kb_cmd* */
+	KB_EV_CMD_DONE,          /* sched -> cpu: w[0] = command id */
+	KB_EV_STAGE,             /* -> engine: w[0] plan, w[1] step, w[2] stage, w[3] phase, w[4] slot, w[5] acc */
+	KB_EV_STEP_DONE,         /* engine -> sched: same payload */
+	KB_EV_ENG_DONE,          /* self: an engine channel finished (aux = channel) */
+	KB_EV_IPCQ_DATA,         /* ipcq -> remote ipcq: w[0] payload*, aux = tag */
+	KB_EV_IPCQ_RECV          /* (unused id kept stable) */
+};
+
+typedef struct kb_kernel_run kb_kernel_run;
+typedef struct kb_pe_state kb_pe_state;
+
+/* Read-only machine description. */
+typedef struct kb_machine {
+	const kb_topo_params *tp;
+	kb_cost_model cost;
+	kb_time lat_pe, lat_cluster, lat_global;
+	kb_memstore *mem;        /* NULL in timing mode */
+	uint32_t n_pes;
+	uint64_t tcm_user_bytes; /* TCM left to kernels after the staging reserve */
+	uint32_t staging_slots;
+	kb_sim *sim;
+	kb_pe_state **pes;
+} kb_machine;
+
+/* Per-PE figures, each written only by its own LP. */
+typedef struct kb_pe_figures {
+	uint64_t commands;
+	uint64_t dispatch_ps;
+	uint64_t busy_ps[KB_ENG_COUNT];
+} kb_pe_figures;
+
+struct kb_pe_state {
+	uint32_t pe, cluster;
+	kb_machine *m;
+	kb_pe_figures fig;
+	void *lp_state[KB_PE_LPS];
+	kb_kernel_run *kernel;   /* NULL when no kernel runs here */
+};
+
+static inline uint32_t kb__pe_lp(uint32_t pe, int eng)
+{
+	return pe * KB_PE_LPS + (uint32_t)eng;
+}
+
+kb_time kb__pe_ps(const kb_machine *m, double cycles);
+
+/* Builders (one per LP type); each allocates its state, adds its LP. */
+int kb__cpu_add(kb_machine *m, kb_pe_state *ps, kb_error *err);
+int kb__sched_add(kb_machine *m, kb_pe_state *ps, kb_error *err);
+int kb__engine_add(kb_machine *m, kb_pe_state *ps, int eng, kb_error *err);
+int kb__ipcq_add(kb_machine *m, kb_pe_state *ps, kb_error *err);
+void kb__cpu_free(void *st);
+void kb__sched_free(void *st);
+void kb__engine_free(void *st);
+void kb__ipcq_free(void *st);
+
+/* The kernel attached to a PE's CPU: a command stream fed by a thread. */
+kb_cmd *kb__kernel_next(kb_kernel_run *k);
+
+/* A record in the op_log from inside an LP. */
+int kb__pe_log(kb_lp *lp, uint32_t pe, int eng, const char *op, uint64_t cmd, kb_time t0,
+	       kb_time t1, int64_t bytes, const char *extra);
+
+#endif

@@ -1,0 +1,339 @@
+/* Plan generation and stage costs (see plan.h). */
+#include "pe/plan.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+
+static int64_t extra_of(const kb_opspec *op, const char *name, int64_t dflt)
+{
+	for (int i = 0; i < op->n_extras; i++)
+		if (strcmp(op->extras[i].name, name) == 0)
+			return (int64_t)op->extras[i].value;
+	return dflt;
+}
+
+static kb_stage_ref stage(kb_stage_kind k, int eng, int op, int operand)
+{
+	return (kb_stage_ref){ (uint8_t)k, (uint8_t)eng, (int8_t)op, (int8_t)operand };
+}
+
+static int push(kb_stage_ref *v, uint32_t *n, kb_stage_ref s)
+{
+	if (*n >= KB_PLAN_MAX_STAGES)
+		return -1;
+	v[(*n)++] = s;
+	return 0;
+}
+
+/* The tile loop of a composite whose GEMM is ops[g]. */
+static int plan_gemm(kb_plan *p, const kb_cmd *c, int g)
+{
+	const kb_topo_params *tp = p->m->tp;
+	const kb_opspec *gm = &c->ops[g];
+	int rc = 0;
+
+	for (int i = 0; i < g; i++)
+		p->pre[p->n_pre++] = stage(KB_ST_MATH, KB_ENG_MATH, i, -1);
+	for (uint32_t i = (uint32_t)g + 1; i < c->n_ops; i++)
+		if (c->ops[i].scope == KB_SCOPE_KERNEL)
+			p->post[p->n_post++] = stage(KB_ST_MATH, KB_ENG_MATH, (int)i, -1);
+	p->M = extra_of(gm, "m", 1);
+	p->K = extra_of(gm, "k", 1);
+	p->N = extra_of(gm, "n", 1);
+	p->tm = (int64_t)tp->gemm.tile_m;
+	p->tk = (int64_t)tp->gemm.tile_k;
+	p->tn = (int64_t)tp->gemm.tile_n;
+	p->mt = (uint32_t)((p->M + p->tm - 1) / p->tm);
+	p->kt = (uint32_t)((p->K + p->tk - 1) / p->tk);
+	p->nt = (uint32_t)((p->N + p->tn - 1) / p->tn);
+	p->n_steps = (uint64_t)p->mt * p->nt * p->kt;
+	/* Where a handle lives decides DMA: HBM streams in, TCM is used in place. */
+	for (int o = 0; o < 2; o++)
+		if (gm->operands[o].t.space == KB_SPACE_HBM)
+			rc |= push(p->mid, &p->n_mid, stage(KB_ST_DMA_READ, KB_ENG_DMA, g, o));
+	rc |= push(p->mid, &p->n_mid, stage(KB_ST_FETCH, KB_ENG_TCM, g, -1));
+	rc |= push(p->mid, &p->n_mid, stage(KB_ST_GEMM, KB_ENG_GEMM, g, -1));
+	for (uint32_t i = (uint32_t)g + 1; i < c->n_ops; i++)
+		if (c->ops[i].scope == KB_SCOPE_K_TILE)
+			rc |= push(p->mid, &p->n_mid, stage(KB_ST_MATH, KB_ENG_MATH, (int)i, -1));
+	memcpy(p->last, p->mid, p->n_mid * sizeof(*p->mid));
+	p->n_last = p->n_mid;
+	for (uint32_t i = (uint32_t)g + 1; i < c->n_ops; i++)
+		if (c->ops[i].scope == KB_SCOPE_OUTPUT_TILE)
+			rc |= push(p->last, &p->n_last, stage(KB_ST_MATH, KB_ENG_MATH, (int)i, -1));
+	rc |= push(p->last, &p->n_last, stage(KB_ST_STORE, KB_ENG_TCM, g, -1));
+	if (gm->out.space == KB_SPACE_HBM)
+		rc |= push(p->last, &p->n_last, stage(KB_ST_DMA_WRITE, KB_ENG_DMA, g, -1));
+	return rc;
+}
+
+/* A GEMM-less composite: one step, its ops in order (ADR-0065 D3). The
+ * head op may stream its operands from HBM and write an HBM output. */
+static int plan_math(kb_plan *p, const kb_cmd *c)
+{
+	const kb_opspec *head = &c->ops[0];
+	int rc = 0;
+
+	p->n_steps = 1;
+	for (int o = 0; o < head->n_operands && o < 2; o++)
+		if (head->operands[o].t.space == KB_SPACE_HBM)
+			rc |= push(p->last, &p->n_last, stage(KB_ST_DMA_READ, KB_ENG_DMA, 0, o));
+	for (uint32_t i = 0; i < c->n_ops; i++)
+		rc |= push(p->last, &p->n_last, stage(KB_ST_MATH, KB_ENG_MATH, (int)i, -1));
+	if (head->out.space == KB_SPACE_HBM)
+		rc |= push(p->last, &p->n_last, stage(KB_ST_DMA_WRITE, KB_ENG_DMA, 0, -1));
+	return rc;
+}
+
+static int plan_simple(kb_plan *p, const kb_cmd *c)
+{
+	static const struct { kb_stage_kind st; int eng; } map[] = {
+		[KB_CMD_LOAD] = { KB_ST_DMA_READ, KB_ENG_DMA },
+		[KB_CMD_STORE] = { KB_ST_DMA_WRITE, KB_ENG_DMA },
+		[KB_CMD_FILL] = { KB_ST_FILL, KB_ENG_MATH },
+		[KB_CMD_SEND] = { KB_ST_SEND, KB_ENG_IPCQ },
+		[KB_CMD_RECV] = { KB_ST_RECV, KB_ENG_IPCQ },
+	};
+
+	p->n_steps = 1;
+	return push(p->last, &p->n_last, stage(map[c->kind].st, map[c->kind].eng, -1, 0));
+}
+
+static int alloc_data(kb_plan *p)
+{
+	size_t tile = (size_t)(p->tm * p->tk + p->tk * p->tn + p->tm * p->tn) * 4;
+
+	if (p->gemm >= 0) {
+		p->stage_stride = tile;
+		p->stage_buf = malloc(tile * p->slots);
+		p->acc = malloc((size_t)(p->tm * p->tn) * p->slots * sizeof(float));
+		return p->stage_buf && p->acc ? 0 : -1;
+	}
+	if (p->cmd->kind == KB_CMD_COMPOSITE) {
+		const kb_opspec *h = &p->cmd->ops[0];
+		int64_t n = kb__tview_elems(&h->out);
+
+		p->run = malloc((size_t)n * sizeof(float));
+		for (int o = 0; o < h->n_operands && o < 2; o++)
+			if (h->operands[o].t.space == KB_SPACE_HBM &&
+			    !(p->opnd[o] = malloc((size_t)kb__tview_elems(&h->operands[o].t) * sizeof(float))))
+				return -1;
+		return p->run ? 0 : -1;
+	}
+	return 0;
+}
+
+int kb__plan_create(kb_plan **out, kb_cmd *cmd, const kb_machine *m, kb_error *err)
+{
+	kb_plan *p = calloc(1, sizeof(*p));
+	int rc = 0;
+
+	*out = NULL;
+	if (!p)
+		return kb__err(err, KB_ENOMEM, "out of memory planning command %llu",
+			       (unsigned long long)cmd->id);
+	p->cmd = cmd;
+	p->pe = cmd->pe;
+	p->m = m;
+	p->gemm = -1;
+	p->slots = m->staging_slots;
+	p->slot_free = p->slots >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << p->slots) - 1;
+	p->acc_free = p->slot_free;
+	if (cmd->kind == KB_CMD_COMPOSITE) {
+		for (uint32_t i = 0; i < cmd->n_ops; i++)
+			if (cmd->ops[i].kind == KB_OP_GEMM && p->gemm < 0)
+				p->gemm = (int)i;
+		rc = p->gemm >= 0 ? plan_gemm(p, cmd, p->gemm) : plan_math(p, cmd);
+	} else {
+		rc = plan_simple(p, cmd);
+	}
+	if (!rc && m->mem && alloc_data(p))
+		rc = -2;
+	if (rc) {
+		kb__plan_free(p);
+		return rc == -2 ? kb__err(err, KB_ENOMEM, "out of memory planning command %llu",
+					  (unsigned long long)cmd->id)
+				: kb__err(err, KB_EINTERNAL, "command %llu has too many stages per tile",
+					  (unsigned long long)cmd->id);
+	}
+	p->phase = p->n_pre ? KB_PH_PRE : KB_PH_LOOP;
+	*out = p;
+	return KB_OK;
+}
+
+void kb__plan_free(kb_plan *p)
+{
+	if (!p)
+		return;
+	free(p->stage_buf);
+	free(p->acc);
+	free(p->run);
+	free(p->opnd[0]);
+	free(p->opnd[1]);
+	free(p);
+}
+
+void kb__plan_step_tile(const kb_plan *p, uint64_t step, uint32_t *mi, uint32_t *ni, uint32_t *ki)
+{
+	uint64_t t = p->kt ? step / p->kt : 0;
+
+	*ki = p->kt ? (uint32_t)(step % p->kt) : 0;
+	*mi = p->nt ? (uint32_t)(t / p->nt) : 0;
+	*ni = p->nt ? (uint32_t)(t % p->nt) : 0;
+}
+
+const kb_stage_ref *kb__plan_stages(const kb_plan *p, kb_phase ph, uint64_t step, uint32_t *n)
+{
+	if (ph == KB_PH_PRE) {
+		*n = 1;
+		return &p->pre[step];
+	}
+	if (ph == KB_PH_POST) {
+		*n = 1;
+		return &p->post[step];
+	}
+	if (p->gemm >= 0 && p->kt && step % p->kt != p->kt - 1) {
+		*n = p->n_mid;
+		return p->mid;
+	}
+	*n = p->n_last;
+	return p->last;
+}
+
+static int64_t dim_eff(int64_t total, int64_t tile, uint32_t idx)
+{
+	int64_t rest = total - (int64_t)idx * tile;
+
+	return rest < tile ? rest : tile;
+}
+
+static int64_t op_elems(const kb_opspec *op)
+{
+	int64_t n = op->has_out ? kb__tview_elems(&op->out) : 0;
+
+	for (int i = 0; i < op->n_operands; i++)
+		if (kb__tview_elems(&op->operands[i].t) > n)
+			n = kb__tview_elems(&op->operands[i].t);
+	return n;
+}
+
+static double ceil_div_d(double a, double b)
+{
+	return ceil(a / b);
+}
+
+static void cost_loop(const kb_plan *p, uint64_t step, const kb_stage_ref *st, kb_stage_cost *c)
+{
+	const kb_topo_params *tp = p->m->tp;
+	const kb_opspec *g = &p->cmd->ops[p->gemm];
+	uint32_t mi, ni, ki;
+	int64_t me, ke, ne, ab, bb, ob;
+	size_t es = kb_dtype_size((kb_dtype)g->operands[0].t.dtype);
+
+	kb__plan_step_tile(p, step, &mi, &ni, &ki);
+	me = dim_eff(p->M, p->tm, mi);
+	ke = dim_eff(p->K, p->tk, ki);
+	ne = dim_eff(p->N, p->tn, ni);
+	ab = me * ke * (int64_t)es;
+	bb = ke * ne * (int64_t)es;
+	ob = me * ne * (int64_t)kb_dtype_size((kb_dtype)g->out.dtype);
+	switch (st->kind) {
+	case KB_ST_DMA_READ:
+		c->bytes = st->operand == 0 ? ab : bb;
+		c->cycles = (double)tp->dma.setup_cycles + ceil_div_d((double)c->bytes, tp->dma.bytes_per_cycle);
+		c->op = "dma_read";
+		break;
+	case KB_ST_FETCH:
+		c->bytes = ab + bb;
+		c->cycles = (double)tp->tcm.latency_cycles + ceil_div_d((double)c->bytes, tp->tcm.bytes_per_cycle);
+		c->op = "fetch";
+		break;
+	case KB_ST_GEMM:
+		c->n = me * ke * ne;
+		c->cycles = (double)tp->gemm.fill_cycles + ceil_div_d((double)c->n, (double)tp->gemm.macs_per_cycle);
+		c->op = "gemm";
+		break;
+	case KB_ST_MATH:
+		c->n = me * ne;
+		c->cycles = ceil_div_d((double)c->n, (double)tp->math.vector_width);
+		c->op = kb__math_kind_name((kb_math_kind)p->cmd->ops[st->op].kind);
+		break;
+	case KB_ST_STORE:
+		c->bytes = ob;
+		c->cycles = (double)tp->tcm.latency_cycles + ceil_div_d((double)ob, tp->tcm.bytes_per_cycle);
+		c->op = "store";
+		break;
+	case KB_ST_DMA_WRITE:
+		c->bytes = ob;
+		c->cycles = (double)tp->dma.setup_cycles + ceil_div_d((double)ob, tp->dma.bytes_per_cycle);
+		c->op = "dma_write";
+		break;
+	default:
+		break;
+	}
+}
+
+/* IPCQ transfer: setup, then the bytes over the PE-to-PE link. */
+static double ipcq_cycles(const kb_plan *p, uint64_t bytes)
+{
+	const kb_topo_params *tp = p->m->tp;
+	const kb_pe_state *me = p->m->pes[p->pe], *peer = p->m->pes[p->cmd->peer_pe];
+	double bw = me->cluster == peer->cluster ? tp->link.intra_cluster_bytes_per_cycle
+						 : tp->link.inter_cluster_bytes_per_cycle;
+
+	return (double)tp->ipcq.setup_cycles + ceil_div_d((double)bytes, bw);
+}
+
+void kb__plan_cost(const kb_plan *p, kb_phase ph, uint64_t step, const kb_stage_ref *st,
+		   kb_stage_cost *c)
+{
+	const kb_topo_params *tp = p->m->tp;
+	const kb_cmd *cmd = p->cmd;
+
+	memset(c, 0, sizeof(*c));
+	c->bytes = -1;
+	c->n = -1;
+	if (ph == KB_PH_LOOP && p->gemm >= 0) {
+		cost_loop(p, step, st, c);
+		return;
+	}
+	switch (st->kind) {
+	case KB_ST_MATH:
+		c->n = op_elems(&cmd->ops[st->op]);
+		c->cycles = ceil_div_d((double)c->n, (double)tp->math.vector_width);
+		c->op = kb__math_kind_name((kb_math_kind)cmd->ops[st->op].kind);
+		break;
+	case KB_ST_FILL:
+		c->n = kb__tview_elems(&cmd->dst);
+		c->cycles = ceil_div_d((double)c->n, (double)tp->math.vector_width);
+		c->op = "fill";
+		break;
+	case KB_ST_DMA_READ:
+		c->bytes = (int64_t)(st->op >= 0 ? kb__tview_bytes(&cmd->ops[st->op].operands[st->operand].t)
+						 : kb__tview_bytes(&cmd->src));
+		c->cycles = (double)tp->dma.setup_cycles + ceil_div_d((double)c->bytes, tp->dma.bytes_per_cycle);
+		c->op = "dma_read";
+		break;
+	case KB_ST_DMA_WRITE:
+		c->bytes = (int64_t)(st->op >= 0 ? kb__tview_bytes(&cmd->ops[0].out) : kb__tview_bytes(&cmd->src));
+		c->cycles = (double)tp->dma.setup_cycles + ceil_div_d((double)c->bytes, tp->dma.bytes_per_cycle);
+		c->op = "dma_write";
+		break;
+	case KB_ST_SEND:
+		c->bytes = (int64_t)kb__tview_bytes(&cmd->src);
+		c->cycles = ipcq_cycles(p, (uint64_t)c->bytes);
+		c->op = "send";
+		break;
+	case KB_ST_RECV:
+		c->bytes = (int64_t)kb__tview_bytes(&cmd->dst);
+		c->cycles = (double)tp->tcm.latency_cycles + ceil_div_d((double)c->bytes, tp->tcm.bytes_per_cycle);
+		c->op = "recv";
+		break;
+	default:
+		c->op = "?";
+		break;
+	}
+}

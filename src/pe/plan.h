@@ -1,0 +1,93 @@
+/*
+ * PE_SCHEDULER's pipeline plan of one command (DDD §7).
+ *
+ * A composite's flat op list is scanned for its GEMM (at most one). KERNEL
+ * ops before it are the prologue: each a single-stage step, run in order.
+ * The GEMM drives an M/N/K tile loop: each k-step streams its HBM operands
+ * in (DMA_READ; TCM operands are used in place), FETCHes them, runs the
+ * GEMM and the K_TILE ops; the last k-step of an output tile also runs the
+ * OUTPUT_TILE ops, STOREs the tile and, for an HBM output, DMA_WRITEs it.
+ * KERNEL ops after the GEMM run once after the loop. A GEMM-less composite
+ * is one step running its ops in order. Other commands are one step of one
+ * stage. Nothing here knows what a recipe is.
+ *
+ * Plans are computed on demand from (step, stage): no list of tiles is ever
+ * materialised, so a huge GEMM costs no memory.
+ */
+#ifndef KB_PE_PLAN_H
+#define KB_PE_PLAN_H
+
+#include "pe/pe.h"
+
+typedef enum kb_stage_kind {
+	KB_ST_DMA_READ = 0, KB_ST_DMA_WRITE, KB_ST_FETCH, KB_ST_STORE, KB_ST_GEMM,
+	KB_ST_MATH, KB_ST_FILL, KB_ST_SEND, KB_ST_RECV
+} kb_stage_kind;
+
+typedef enum kb_phase { KB_PH_PRE = 0, KB_PH_LOOP, KB_PH_POST, KB_PH_DONE } kb_phase;
+
+/* One stage of a step's template. */
+typedef struct kb_stage_ref {
+	uint8_t kind;            /* kb_stage_kind */
+	uint8_t eng;             /* kb_eng */
+	int8_t op;               /* op index (MATH/GEMM), -1 otherwise */
+	int8_t operand;          /* DMA_READ: operand index of `op`; -1: the output */
+} kb_stage_ref;
+
+#define KB_PLAN_MAX_STAGES 40
+
+typedef struct kb_plan {
+	kb_cmd *cmd;
+	uint32_t pe;
+	const kb_machine *m;
+	int gemm;                /* op index of the GEMM, -1 when none */
+	kb_stage_ref pre[48], post[48];   /* single-stage steps, in order */
+	uint32_t n_pre, n_post;
+	/* the loop (or the single step of everything else) */
+	int64_t M, K, N, tm, tk, tn;
+	uint32_t mt, kt, nt;
+	uint64_t n_steps;
+	kb_stage_ref mid[KB_PLAN_MAX_STAGES], last[KB_PLAN_MAX_STAGES];
+	uint32_t n_mid, n_last;
+	/* scheduler-owned progress */
+	kb_phase phase;
+	uint64_t fed, retired, phase_steps;
+	uint64_t slot_free, acc_free;   /* bitmaps of free staging / accumulator slots */
+	uint32_t slots;
+	uint32_t cur_acc;               /* accumulator slot of the tile being fed */
+	uint64_t admitted_at;
+	/* data-mode buffers, one stage at a time touches each */
+	uint8_t *stage_buf;      /* slots x (a tile + b tile + out tile), storage dtype */
+	float *acc;              /* slots x tm x tn fp32 accumulators */
+	float *run;              /* GEMM-less composite: the running value */
+	float *opnd[2];          /* GEMM-less composite: streamed head operands */
+	uint64_t stage_stride;   /* bytes per staging slot */
+	struct kb_plan *next;    /* scheduler's in-flight list */
+} kb_plan;
+
+/* Builds the plan of a command (the scheduler calls it on admission). */
+int kb__plan_create(kb_plan **out, kb_cmd *cmd, const kb_machine *m, kb_error *err);
+void kb__plan_free(kb_plan *p);
+
+/* The stage list of a step. */
+const kb_stage_ref *kb__plan_stages(const kb_plan *p, kb_phase ph, uint64_t step, uint32_t *n);
+
+/* What a stage costs and how it is logged. */
+typedef struct kb_stage_cost {
+	double cycles;
+	int64_t bytes;           /* -1 when it moves no data */
+	const char *op;          /* op_log "op" */
+	int64_t n;               /* MATH elements / GEMM MACs, for the log */
+} kb_stage_cost;
+
+void kb__plan_cost(const kb_plan *p, kb_phase ph, uint64_t step, const kb_stage_ref *st,
+		   kb_stage_cost *c);
+
+/* Data mode: performs the stage on the memory store. */
+int kb__plan_exec(kb_plan *p, kb_phase ph, uint64_t step, const kb_stage_ref *st,
+		  uint32_t slot, uint32_t acc, kb_error *err);
+
+/* Output-tile geometry of a loop step. */
+void kb__plan_step_tile(const kb_plan *p, uint64_t step, uint32_t *mi, uint32_t *ni, uint32_t *ki);
+
+#endif

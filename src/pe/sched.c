@@ -1,0 +1,295 @@
+/*
+ * PE_SCHEDULER: admits commands in strict FIFO order (DDD §8), turns each
+ * into a pipeline plan and feeds its steps to the engines.
+ *
+ * Hazards by handle identity: a command waits while any in-flight command
+ * writes a handle it reads or writes, or reads a handle it writes; and
+ * because admission is strict FIFO, every later command waits behind it.
+ * Composites sharing rw_handles thus complete in dispatch order and their
+ * stages never interleave; disjoint ones overlap.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "base/err.h"
+#include "pe/plan.h"
+
+typedef struct queued {
+	kb_cmd *cmd;
+	kb_time arrived;
+} queued;
+
+typedef struct kb_sched {
+	kb_pe_state *ps;
+	queued *q;
+	size_t q_head, q_n, q_cap;
+	kb_plan *inflight;       /* admitted, not finished, in admission order */
+} kb_sched;
+
+static int has(const uint64_t *v, uint32_t n, uint64_t x)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (v[i] == x)
+			return 1;
+	return 0;
+}
+
+static int overlaps(const uint64_t *a, uint32_t na, const uint64_t *b, uint32_t nb)
+{
+	for (uint32_t i = 0; i < na; i++)
+		if (has(b, nb, a[i]))
+			return 1;
+	return 0;
+}
+
+static int conflicts(const kb_cmd *c, const kb_cmd *f)
+{
+	return overlaps(c->writes, c->n_writes, f->writes, f->n_writes) ||
+	       overlaps(c->writes, c->n_writes, f->reads, f->n_reads) ||
+	       overlaps(c->reads, c->n_reads, f->writes, f->n_writes);
+}
+
+static const kb_plan *blocker(const kb_sched *s, const kb_cmd *c)
+{
+	for (const kb_plan *p = s->inflight; p; p = p->next)
+		if (conflicts(c, p->cmd))
+			return p;
+	return NULL;
+}
+
+static int send_stage(kb_lp *lp, kb_plan *p, kb_phase ph, uint64_t step, uint32_t slot, uint32_t acc)
+{
+	kb_machine *m = ((kb_sched *)kb__lp_state(lp))->ps->m;
+	uint32_t n;
+	const kb_stage_ref *st = kb__plan_stages(p, ph, step, &n);
+	kb_event ev = { .type = KB_EV_STAGE,
+			.w = { (uint64_t)(uintptr_t)p, step, 0, (uint64_t)ph, slot, acc } };
+
+	return kb__lp_send(lp, kb__pe_lp(p->pe, st[0].eng), m->lat_pe, &ev);
+}
+
+static uint32_t take_slot(uint64_t *free_bits)
+{
+	uint32_t i = (uint32_t)__builtin_ctzll(*free_bits);
+
+	*free_bits &= ~(UINT64_C(1) << i);
+	return i;
+}
+
+/* Feeds what the phase allows: all single-shot steps at once (they run in
+ * order on one FIFO engine), tile steps as staging slots free up. */
+static int feed(kb_lp *lp, kb_plan *p)
+{
+	int rc = KB_OK;
+
+	if (p->phase != KB_PH_LOOP) {
+		uint64_t n = p->phase == KB_PH_PRE ? p->n_pre : p->n_post;
+
+		for (; !rc && p->fed < n; p->fed++)
+			rc = send_stage(lp, p, p->phase, p->fed, 0, 0);
+		return rc;
+	}
+	while (!rc && p->fed < p->n_steps && p->slot_free) {
+		uint32_t mi, ni, ki, slot, acc;
+
+		kb__plan_step_tile(p, p->fed, &mi, &ni, &ki);
+		if (ki == 0) {
+			if (!p->acc_free)
+				break;
+			p->cur_acc = take_slot(&p->acc_free);
+		}
+		acc = p->cur_acc;
+		slot = take_slot(&p->slot_free);
+		rc = send_stage(lp, p, KB_PH_LOOP, p->fed, slot, acc);
+		p->fed++;
+	}
+	return rc;
+}
+
+static int finish_cmd(kb_lp *lp, kb_sched *s, kb_plan *p)
+{
+	kb_event ev = { .type = KB_EV_CMD_DONE, .w = { p->cmd->id } };
+	kb_plan **pp = &s->inflight;
+	int rc;
+
+	while (*pp != p)
+		pp = &(*pp)->next;
+	*pp = p->next;
+	rc = kb__lp_send(lp, kb__pe_lp(s->ps->pe, KB_ENG_CPU), s->ps->m->lat_pe, &ev);
+	kb__cmd_free(p->cmd);
+	kb__plan_free(p);
+	return rc;
+}
+
+/* Moves to the next phase with work in it; the command ends after POST. */
+static int next_phase(kb_lp *lp, kb_sched *s, kb_plan *p)
+{
+	for (;;) {
+		uint64_t n;
+
+		p->phase = (kb_phase)(p->phase + 1);
+		if (p->phase == KB_PH_DONE)
+			return finish_cmd(lp, s, p);
+		n = p->phase == KB_PH_LOOP ? p->n_steps : p->n_post;
+		p->fed = p->retired = 0;
+		if (n)
+			return feed(lp, p);
+	}
+}
+
+static int start_plan(kb_lp *lp, kb_sched *s, kb_plan *p)
+{
+	kb_plan **tail = &s->inflight;
+	uint64_t n = p->phase == KB_PH_PRE ? p->n_pre : p->n_steps;
+
+	while (*tail)
+		tail = &(*tail)->next;
+	*tail = p;
+	if (n == 0) {
+		p->phase = KB_PH_PRE;
+		return next_phase(lp, s, p);
+	}
+	return feed(lp, p);
+}
+
+static int try_admit(kb_lp *lp, kb_sched *s)
+{
+	while (s->q_n) {
+		queued *q = &s->q[s->q_head];
+		kb_machine *m = s->ps->m;
+		kb_plan *p;
+		kb_error err;
+		int rc;
+
+		if (blocker(s, q->cmd))
+			return KB_OK;
+		if (kb__lp_now(lp) > q->arrived) {
+			rc = kb__pe_log(lp, s->ps->pe, KB_ENG_SCHED, "hazard_wait", q->cmd->id, q->arrived,
+					kb__lp_now(lp), -1, NULL);
+			if (rc)
+				return kb__lp_fail(lp, rc, "cannot buffer an op_log record");
+		}
+		rc = kb__plan_create(&p, q->cmd, m, &err);
+		if (rc)
+			return kb__lp_fail(lp, rc, "%s", err.message);
+		s->q_head = (s->q_head + 1) % s->q_cap;
+		s->q_n--;
+		rc = start_plan(lp, s, p);
+		if (rc)
+			return rc;
+	}
+	return KB_OK;
+}
+
+static int enqueue(kb_lp *lp, kb_sched *s, kb_cmd *cmd)
+{
+	if (s->q_n == s->q_cap) {
+		size_t cap = s->q_cap ? 2 * s->q_cap : 16;
+		queued *q = malloc(cap * sizeof(*q));
+
+		if (!q) {
+			kb__cmd_free(cmd);
+			return kb__lp_fail(lp, KB_ENOMEM, "out of memory queueing a command");
+		}
+		for (size_t i = 0; i < s->q_n; i++)
+			q[i] = s->q[(s->q_head + i) % s->q_cap];
+		free(s->q);
+		s->q = q;
+		s->q_head = 0;
+		s->q_cap = cap;
+	}
+	s->q[(s->q_head + s->q_n++) % s->q_cap] = (queued){ cmd, kb__lp_now(lp) };
+	return try_admit(lp, s);
+}
+
+static int step_done(kb_lp *lp, kb_sched *s, const kb_event *ev)
+{
+	kb_plan *p = (kb_plan *)(uintptr_t)ev->w[0];
+	kb_phase ph = (kb_phase)ev->w[3];
+	uint64_t n;
+
+	p->retired++;
+	if (ph == KB_PH_LOOP) {
+		uint32_t mi, ni, ki;
+
+		p->slot_free |= UINT64_C(1) << ev->w[4];
+		kb__plan_step_tile(p, ev->w[1], &mi, &ni, &ki);
+		if (p->gemm < 0 || ki == p->kt - 1)
+			p->acc_free |= UINT64_C(1) << ev->w[5];
+	}
+	n = ph == KB_PH_PRE ? p->n_pre : ph == KB_PH_POST ? p->n_post : p->n_steps;
+	if (p->retired < n)
+		return ph == KB_PH_LOOP ? feed(lp, p) : KB_OK;
+	int rc = next_phase(lp, s, p);
+
+	return rc ? rc : try_admit(lp, s);
+}
+
+static int sched_event(kb_lp *lp, const kb_event *ev)
+{
+	kb_sched *s = kb__lp_state(lp);
+
+	switch (ev->type) {
+	case KB_EV_CMD:
+		return enqueue(lp, s, (kb_cmd *)(uintptr_t)ev->w[0]);
+	case KB_EV_STEP_DONE:
+		return step_done(lp, s, ev);
+	default:
+		return kb__lp_fail(lp, KB_EINTERNAL, "PE_SCHEDULER got event type %u", ev->type);
+	}
+}
+
+static int sched_pending(kb_lp *lp, char *buf, size_t len)
+{
+	kb_sched *s = kb__lp_state(lp);
+
+	if (s->q_n) {
+		const kb_plan *b = blocker(s, s->q[s->q_head].cmd);
+
+		snprintf(buf, len, "holds command %" PRIu64 " behind in-flight command %" PRIu64,
+			 s->q[s->q_head].cmd->id, b ? b->cmd->id : UINT64_MAX);
+		return 1;
+	}
+	if (s->inflight) {
+		snprintf(buf, len, "has command %" PRIu64 " (%s) in flight", s->inflight->cmd->id,
+			 kb__cmd_kind_name((int)s->inflight->cmd->kind));
+		return 1;
+	}
+	return 0;
+}
+
+static const kb_lp_type sched_type = { "sched", NULL, sched_event, sched_pending };
+
+int kb__sched_add(kb_machine *m, kb_pe_state *ps, kb_error *err)
+{
+	kb_sched *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return kb__err(err, KB_ENOMEM, "out of memory building pe%u", ps->pe);
+	s->ps = ps;
+	ps->lp_state[KB_ENG_SCHED] = s;
+	if (kb__sim_add_lp(m->sim, &sched_type, s, ps->pe, ps->cluster) !=
+	    kb__pe_lp(ps->pe, KB_ENG_SCHED))
+		return kb__err(err, KB_ENOMEM, "out of memory building pe%u", ps->pe);
+	return KB_OK;
+}
+
+void kb__sched_free(void *st)
+{
+	kb_sched *s = st;
+
+	if (!s)
+		return;
+	while (s->inflight) {
+		kb_plan *p = s->inflight;
+
+		s->inflight = p->next;
+		kb__cmd_free(p->cmd);
+		kb__plan_free(p);
+	}
+	for (size_t i = 0; i < s->q_n; i++)
+		kb__cmd_free(s->q[(s->q_head + i) % s->q_cap].cmd);
+	free(s->q);
+	free(s);
+}

@@ -1,0 +1,613 @@
+/*
+ * Data-mode numerics. See numerics.h for the contracts; comments here say
+ * why the code is shaped the way it is.
+ */
+#include "runtime/numerics.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/err.h"
+
+/* ---- kind table -------------------------------------------------------- */
+
+static const struct {
+	const char *name;
+	int arity;
+} kinds[KB_MATH_KIND_COUNT] = {
+	[KB_MATH_RMAX] = { "rmax", 1 },           [KB_MATH_MAX_ELEM] = { "max_elem", 2 },
+	[KB_MATH_EXP_DIFF] = { "exp_diff", 2 },   [KB_MATH_RSUM] = { "rsum", 1 },
+	[KB_MATH_FMA] = { "fma", 3 },             [KB_MATH_MUL_BCAST] = { "mul_bcast", 2 },
+	[KB_MATH_COPY] = { "copy", 1 },           [KB_MATH_ADD] = { "add", 2 },
+	[KB_MATH_SUB] = { "sub", 2 },             [KB_MATH_MUL] = { "mul", 2 },
+	[KB_MATH_BIAS] = { "bias", 2 },           [KB_MATH_SCALE] = { "scale", 1 },
+	[KB_MATH_RELU] = { "relu", 1 },           [KB_MATH_GELU] = { "gelu", 1 },
+	[KB_MATH_EXP] = { "exp", 1 },             [KB_MATH_DIV] = { "div", 2 },
+};
+
+static int kind_valid(kb_math_kind kind)
+{
+	return (int)kind >= 0 && kind < KB_MATH_KIND_COUNT;
+}
+
+const char *kb__math_kind_name(kb_math_kind kind)
+{
+	return kind_valid(kind) ? kinds[kind].name : "?";
+}
+
+int kb__math_kind_parse(const char *name, kb_math_kind *out)
+{
+	int i;
+
+	for (i = 0; name && i < KB_MATH_KIND_COUNT; i++) {
+		if (strcmp(name, kinds[i].name) == 0) {
+			*out = (kb_math_kind)i;
+			return KB_OK;
+		}
+	}
+	return KB_EINVAL;
+}
+
+int kb__math_arity(kb_math_kind kind)
+{
+	return kind_valid(kind) ? kinds[kind].arity : 0;
+}
+
+/* ---- shapes ------------------------------------------------------------ */
+
+int64_t kb__nshape_numel(const kb_nshape *s)
+{
+	int64_t n = 1;
+	int i;
+
+	if (!s || s->rank < 0 || s->rank > KB_NSHAPE_MAX_RANK)
+		return -1;
+	for (i = 0; i < s->rank; i++) {
+		if (s->dim[i] < 0)
+			return -1;
+		/* Refuse products that would overflow rather than wrap. */
+		if (s->dim[i] != 0 && n > INT64_MAX / s->dim[i])
+			return -1;
+		n *= s->dim[i];
+	}
+	return n;
+}
+
+/* NumPy-style text: "()", "(5,)", "(3, 5)". */
+static const char *fmt_shape(char *buf, size_t size, const kb_nshape *s)
+{
+	size_t len;
+	int i;
+
+	if (s->rank < 0 || s->rank > KB_NSHAPE_MAX_RANK) {
+		snprintf(buf, size, "(rank %d)", s->rank);
+		return buf;
+	}
+	len = (size_t)snprintf(buf, size, "(");
+	for (i = 0; i < s->rank && len < size; i++)
+		len += (size_t)snprintf(buf + len, size - len, "%s%lld", i ? ", " : "",
+					(long long)s->dim[i]);
+	if (len < size)
+		snprintf(buf + len, size - len, "%s", s->rank == 1 ? ",)" : ")");
+	return buf;
+}
+
+/* Joins the input shapes as "(3, 5) and (3, 1)" for error messages. */
+static const char *fmt_inputs(char *buf, size_t size, const kb_nshape *shapes, int n)
+{
+	char one[96];
+	size_t len = 0;
+	int i;
+
+	buf[0] = '\0';
+	for (i = 0; i < n && len < size; i++)
+		len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? " and " : "",
+					fmt_shape(one, sizeof(one), &shapes[i]));
+	return buf;
+}
+
+/* Right-aligns a shape into four dims, padding the front with 1s. */
+static void pad4(const kb_nshape *s, int64_t d[KB_NSHAPE_MAX_RANK])
+{
+	int off = KB_NSHAPE_MAX_RANK - s->rank;
+	int i;
+
+	for (i = 0; i < KB_NSHAPE_MAX_RANK; i++)
+		d[i] = i < off ? 1 : s->dim[i - off];
+}
+
+/* Folds padded dims d into acc by NumPy's rule; -1 when they clash. */
+static int bcast_into(int64_t acc[KB_NSHAPE_MAX_RANK], const int64_t d[KB_NSHAPE_MAX_RANK])
+{
+	int i;
+
+	for (i = 0; i < KB_NSHAPE_MAX_RANK; i++) {
+		if (acc[i] == d[i] || d[i] == 1)
+			continue;
+		if (acc[i] != 1)
+			return -1;
+		acc[i] = d[i];
+	}
+	return 0;
+}
+
+static int same4(const int64_t a[KB_NSHAPE_MAX_RANK], const int64_t b[KB_NSHAPE_MAX_RANK])
+{
+	return memcmp(a, b, sizeof(int64_t) * KB_NSHAPE_MAX_RANK) == 0;
+}
+
+/* ---- element-wise ops -------------------------------------------------- */
+
+/* One element of an element-wise op: x[0..2] the operands, x[3] the scale. */
+typedef float (*elem_fn)(const float x[4]);
+
+/* max that lets a NaN through, as NumPy's maximum does (fmaxf would hide it). */
+static float max_nan(float a, float b)
+{
+	if (isnan(a) || isnan(b))
+		return a + b;
+	return a > b ? a : b;
+}
+
+static float e_max(const float x[4]) { return max_nan(x[0], x[1]); }
+static float e_copy(const float x[4]) { return x[0]; }
+static float e_add(const float x[4]) { return x[0] + x[1]; }
+static float e_sub(const float x[4]) { return x[0] - x[1]; }
+static float e_mul(const float x[4]) { return x[0] * x[1]; }
+static float e_div(const float x[4]) { return x[0] / x[1]; }
+static float e_scale(const float x[4]) { return x[0] * x[3]; }
+/* a < 0 rather than a > 0 so that a NaN passes through. */
+static float e_relu(const float x[4]) { return x[0] < 0.0f ? 0.0f : x[0]; }
+/* Transcendentals in double, rounded once, to avoid the libm's expf. */
+static float e_exp(const float x[4]) { return (float)exp((double)x[0]); }
+
+static float e_exp_diff(const float x[4])
+{
+	return (float)exp((double)x[0] - (double)x[1]);
+}
+
+static float e_fma(const float x[4])
+{
+	float prod = x[0] * x[1]; /* rounded on its own: not a fused multiply-add */
+
+	return prod + x[2];
+}
+
+static float e_gelu(const float x[4])
+{
+	const double k = 0.79788456080286535588; /* sqrt(2/pi) */
+	double v = x[0];
+
+	return (float)(0.5 * v * (1.0 + tanh(k * (v + 0.044715 * v * v * v))));
+}
+
+static elem_fn elem_of(kb_math_kind kind)
+{
+	switch (kind) {
+	case KB_MATH_MAX_ELEM: return e_max;
+	case KB_MATH_EXP_DIFF: return e_exp_diff;
+	case KB_MATH_FMA: return e_fma;
+	case KB_MATH_MUL_BCAST: return e_mul;
+	case KB_MATH_COPY: return e_copy;
+	case KB_MATH_ADD: return e_add;
+	case KB_MATH_SUB: return e_sub;
+	case KB_MATH_MUL: return e_mul;
+	case KB_MATH_BIAS: return e_add;
+	case KB_MATH_SCALE: return e_scale;
+	case KB_MATH_RELU: return e_relu;
+	case KB_MATH_GELU: return e_gelu;
+	case KB_MATH_EXP: return e_exp;
+	case KB_MATH_DIV: return e_div;
+	default: return NULL;
+	}
+}
+
+/* Broadcast iteration plan: out dims and per-input strides (0 = stretched). */
+typedef struct bplan {
+	int64_t dim[KB_NSHAPE_MAX_RANK];
+	int64_t stride[3][KB_NSHAPE_MAX_RANK];
+	const float *in[3];
+} bplan;
+
+static void plan_strides(int64_t st[KB_NSHAPE_MAX_RANK], const kb_nshape *s)
+{
+	int64_t d[KB_NSHAPE_MAX_RANK];
+	int64_t step = 1;
+	int i;
+
+	pad4(s, d);
+	for (i = KB_NSHAPE_MAX_RANK - 1; i >= 0; i--) {
+		st[i] = d[i] == 1 ? 0 : step;
+		step *= d[i];
+	}
+}
+
+/*
+ * Walks the out tensor row by row (last axis innermost and contiguous),
+ * so the per-element work is one indirect call and three strided loads.
+ */
+static void run_elementwise(const bplan *p, elem_fn fn, float s, float *out)
+{
+	int64_t rows = p->dim[0] * p->dim[1] * p->dim[2];
+	int64_t n = p->dim[3];
+	int64_t r, j, idx[3], off[3];
+	float x[4] = { 0.0f, 0.0f, 0.0f, s };
+	int k, a;
+
+	for (r = 0; r < rows; r++) {
+		idx[2] = r % p->dim[2];
+		idx[1] = (r / p->dim[2]) % p->dim[1];
+		idx[0] = r / (p->dim[2] * p->dim[1]);
+		for (k = 0; k < 3; k++) {
+			off[k] = 0;
+			for (a = 0; a < 3; a++)
+				off[k] += idx[a] * p->stride[k][a];
+		}
+		for (j = 0; j < n; j++) {
+			for (k = 0; k < 3; k++)
+				x[k] = p->in[k][off[k] + j * p->stride[k][3]];
+			out[r * n + j] = fn(x);
+		}
+	}
+}
+
+/* bias wants a row vector whose length is a's last dim. */
+static int check_bias(const kb_nshape *sh, kb_error *err)
+{
+	char sa[96], sb[96];
+	const kb_nshape *b = &sh[1];
+	int i, ok = sh[0].rank >= 1 && b->rank >= 1 &&
+		    b->dim[b->rank - 1] == sh[0].dim[sh[0].rank - 1];
+
+	for (i = 0; ok && i < b->rank - 1; i++)
+		ok = b->dim[i] == 1;
+	if (ok)
+		return KB_OK;
+	return kb__err(err, KB_EINVAL, "bias: bias %s is not a row vector for a of shape %s",
+		       fmt_shape(sb, sizeof(sb), b), fmt_shape(sa, sizeof(sa), &sh[0]));
+}
+
+static int apply_elementwise(kb_math_kind kind, const float *const *in, const kb_nshape *sh,
+			     int n_in, float *out, const kb_nshape *osh, float s, kb_error *err)
+{
+	static const float zero = 0.0f; /* stands in for absent operands */
+	char si[320], so[96];
+	int64_t d[KB_NSHAPE_MAX_RANK], want[KB_NSHAPE_MAX_RANK];
+	bplan p;
+	int i;
+
+	memset(&p, 0, sizeof(p));
+	for (i = 0; i < KB_NSHAPE_MAX_RANK; i++)
+		p.dim[i] = 1;
+	for (i = 0; i < 3; i++)
+		p.in[i] = &zero;
+	for (i = 0; i < n_in; i++) {
+		pad4(&sh[i], d);
+		if (bcast_into(p.dim, d) < 0)
+			return kb__err(err, KB_EINVAL, "%s: shapes %s do not broadcast",
+				       kb__math_kind_name(kind),
+				       fmt_inputs(si, sizeof(si), sh, n_in));
+		plan_strides(p.stride[i], &sh[i]);
+		p.in[i] = in[i];
+	}
+	pad4(osh, want);
+	if (!same4(p.dim, want))
+		return kb__err(err, KB_EINVAL, "%s: inputs %s broadcast to a shape other than out %s",
+			       kb__math_kind_name(kind), fmt_inputs(si, sizeof(si), sh, n_in),
+			       fmt_shape(so, sizeof(so), osh));
+	run_elementwise(&p, elem_of(kind), s, out);
+	return KB_OK;
+}
+
+/* ---- reductions -------------------------------------------------------- */
+
+/* out must be in's shape with the last dim 1, or with it dropped. */
+static int reduce_shape_ok(const kb_nshape *in, const kb_nshape *out)
+{
+	int lead = in->rank - 1;
+	int i;
+
+	if (in->rank < 1)
+		return 0;
+	if (out->rank == in->rank && out->dim[lead] != 1)
+		return 0;
+	if (out->rank != in->rank && out->rank != lead)
+		return 0;
+	for (i = 0; i < lead; i++)
+		if (out->dim[i] != in->dim[i])
+			return 0;
+	return 1;
+}
+
+static float row_max(const float *x, int64_t n)
+{
+	float m = x[0];
+	int64_t j;
+
+	for (j = 1; j < n; j++)
+		m = max_nan(m, x[j]);
+	return m;
+}
+
+static float row_sum(const float *x, int64_t n)
+{
+	double acc = 0.0; /* double so long rows do not lose the small terms */
+	int64_t j;
+
+	for (j = 0; j < n; j++)
+		acc += x[j];
+	return (float)acc;
+}
+
+static int apply_reduce(kb_math_kind kind, const float *x, const kb_nshape *ish, float *out,
+			const kb_nshape *osh, kb_error *err)
+{
+	char si[96], so[96];
+	int64_t cols, rows, r;
+
+	if (!reduce_shape_ok(ish, osh))
+		return kb__err(err, KB_EINVAL, "%s: cannot reduce %s over the last axis into %s",
+			       kb__math_kind_name(kind), fmt_shape(si, sizeof(si), ish),
+			       fmt_shape(so, sizeof(so), osh));
+	cols = ish->dim[ish->rank - 1];
+	rows = kb__nshape_numel(osh);
+	if (cols == 0 && rows > 0 && kind == KB_MATH_RMAX)
+		return kb__err(err, KB_EINVAL, "rmax: empty last axis in %s",
+			       fmt_shape(si, sizeof(si), ish));
+	for (r = 0; r < rows; r++)
+		out[r] = kind == KB_MATH_RMAX ? row_max(x + r * cols, cols)
+					      : row_sum(x + r * cols, cols);
+	return KB_OK;
+}
+
+/* ---- entry point ------------------------------------------------------- */
+
+static int check_args(kb_math_kind kind, const float *const *in, const kb_nshape *sh, int n_in,
+		      const float *out, const kb_nshape *osh, kb_error *err)
+{
+	char s[96];
+	int i;
+
+	if (!kind_valid(kind))
+		return kb__err(err, KB_EINVAL, "math: invalid kind %d", (int)kind);
+	if (n_in != kinds[kind].arity || (n_in > 0 && (!in || !sh)) || !out || !osh)
+		return kb__err(err, KB_EINVAL, "%s: expects %d inputs and an output, got %d inputs",
+			       kinds[kind].name, kinds[kind].arity, n_in);
+	for (i = 0; i <= n_in; i++) {
+		const kb_nshape *x = i < n_in ? &sh[i] : osh;
+
+		if (kb__nshape_numel(x) < 0)
+			return kb__err(err, KB_EINVAL, "%s: invalid shape %s of %s %d",
+				       kinds[kind].name, fmt_shape(s, sizeof(s), x),
+				       i < n_in ? "input" : "output", i < n_in ? i : 0);
+		if (i < n_in && !in[i])
+			return kb__err(err, KB_EINVAL, "%s: input %d is NULL", kinds[kind].name, i);
+	}
+	return KB_OK;
+}
+
+int kb__math_apply(kb_math_kind kind, const float *const *in, const kb_nshape *in_shapes,
+		   int n_in, float *out, const kb_nshape *out_shape, const kb_math_extra *ex,
+		   kb_error *err)
+{
+	int rc = check_args(kind, in, in_shapes, n_in, out, out_shape, err);
+
+	if (rc)
+		return rc;
+	if (kind == KB_MATH_RMAX || kind == KB_MATH_RSUM)
+		return apply_reduce(kind, in[0], &in_shapes[0], out, out_shape, err);
+	if (kind == KB_MATH_SCALE && !ex)
+		return kb__err(err, KB_EINVAL, "scale: no kb_math_extra with the scale factor");
+	if (kind == KB_MATH_BIAS && (rc = check_bias(in_shapes, err)))
+		return rc;
+	return apply_elementwise(kind, in, in_shapes, n_in, out, out_shape,
+				 ex ? ex->scale : 1.0f, err);
+}
+
+/* ---- GEMM tile ---------------------------------------------------------- */
+
+/* B not transposed: i-p-j order streams rows of b and acc (unit stride). */
+static void gemm_nn(float *acc, const float *a, const float *b, int64_t m, int64_t k,
+		    int64_t n, int64_t lda, int64_t ldb, int64_t ldacc)
+{
+	int64_t i, p, j;
+
+	for (i = 0; i < m; i++) {
+		float *crow = acc + i * ldacc;
+
+		for (p = 0; p < k; p++) {
+			const float av = a[i * lda + p];
+			const float *brow = b + p * ldb;
+
+			for (j = 0; j < n; j++)
+				crow[j] += av * brow[j];
+		}
+	}
+}
+
+/* B transposed: each element is a dot product of two unit-stride rows. */
+static void gemm_nt(float *acc, const float *a, const float *b, int64_t m, int64_t k,
+		    int64_t n, int64_t lda, int64_t ldb, int64_t ldacc)
+{
+	int64_t i, p, j;
+
+	for (i = 0; i < m; i++) {
+		const float *arow = a + i * lda;
+
+		for (j = 0; j < n; j++) {
+			const float *brow = b + j * ldb;
+			float sum = acc[i * ldacc + j];
+
+			for (p = 0; p < k; p++)
+				sum += arow[p] * brow[p];
+			acc[i * ldacc + j] = sum;
+		}
+	}
+}
+
+void kb__gemm_tile(float *acc, const float *a, const float *b, int64_t m, int64_t k,
+		   int64_t n, int64_t lda, int64_t ldb, int64_t ldacc, int trans_b)
+{
+	if (trans_b)
+		gemm_nt(acc, a, b, m, k, n, lda, ldb, ldacc);
+	else
+		gemm_nn(acc, a, b, m, k, n, lda, ldb, ldacc);
+}
+
+/* ---- host references (double, plain loops) ------------------------------ */
+
+static double dot(const double *x, const double *y, int64_t n)
+{
+	double s = 0.0;
+	int64_t i;
+
+	for (i = 0; i < n; i++)
+		s += x[i] * y[i];
+	return s;
+}
+
+/*
+ * One query row. Two passes over k (max, then exp-weighted sum) recompute
+ * the scores instead of storing them, so the reference needs no allocation.
+ */
+static void ref_attention_row(const double *q, const double *k, const double *v, double *o,
+			      int64_t s_kv, int64_t d, double scale)
+{
+	double mx = -INFINITY, sum = 0.0, w;
+	int64_t j, c;
+
+	for (j = 0; j < s_kv; j++)
+		mx = fmax(mx, dot(q, k + j * d, d) * scale);
+	for (c = 0; c < d; c++)
+		o[c] = 0.0;
+	for (j = 0; j < s_kv; j++) {
+		w = exp(dot(q, k + j * d, d) * scale - mx);
+		sum += w;
+		for (c = 0; c < d; c++)
+			o[c] += w * v[j * d + c];
+	}
+	for (c = 0; c < d; c++)
+		o[c] /= sum;
+}
+
+void kb__ref_attention(const double *q, const double *k, const double *v, double *o,
+		       int64_t g, int64_t s_kv, int64_t d, double scale)
+{
+	int64_t i;
+
+	for (i = 0; i < g; i++)
+		ref_attention_row(q + i * d, k, v, o + i * d, s_kv, d, scale);
+}
+
+void kb__ref_gemm(const double *a, const double *b, double *c, int64_t m, int64_t k,
+		  int64_t n)
+{
+	int64_t i, j, p;
+
+	for (i = 0; i < m; i++) {
+		for (j = 0; j < n; j++) {
+			double s = 0.0;
+
+			for (p = 0; p < k; p++)
+				s += a[i * k + p] * b[p * n + j];
+			c[i * n + j] = s;
+		}
+	}
+}
+
+void kb__err_stats(const float *got, const double *want, size_t n, double *max_abs,
+		   double *max_rel)
+{
+	double amax = 0.0, wmax = 0.0, diff;
+	int bad = 0; /* a NaN was seen: comparisons would silently drop it */
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		diff = fabs((double)got[i] - want[i]);
+		bad |= isnan(diff) || isnan(want[i]);
+		if (diff > amax)
+			amax = diff;
+		if (fabs(want[i]) > wmax)
+			wmax = fabs(want[i]);
+	}
+	if (bad)
+		amax = NAN;
+	if (max_abs)
+		*max_abs = amax;
+	if (max_rel)
+		*max_rel = wmax > 0.0 && !isinf(wmax) ? amax / wmax : amax;
+}
+
+/* ---- xoshiro256** ----------------------------------------------------------- */
+
+static uint64_t rotl64(uint64_t x, int k)
+{
+	return (x << k) | (x >> (64 - k));
+}
+
+/* splitmix64 spreads any seed (even 0) into a non-zero 256-bit state. */
+static uint64_t splitmix64(uint64_t *x)
+{
+	uint64_t z = (*x += UINT64_C(0x9e3779b97f4a7c15));
+
+	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+	return z ^ (z >> 31);
+}
+
+void kb__rng_seed(kb_rng *r, uint64_t seed)
+{
+	int i;
+
+	for (i = 0; i < 4; i++)
+		r->s[i] = splitmix64(&seed);
+}
+
+uint64_t kb__rng_next(kb_rng *r)
+{
+	uint64_t *s = r->s;
+	const uint64_t result = rotl64(s[1] * 5, 7) * 9;
+	const uint64_t t = s[1] << 17;
+
+	s[2] ^= s[0];
+	s[3] ^= s[1];
+	s[1] ^= s[2];
+	s[0] ^= s[3];
+	s[2] ^= t;
+	s[3] = rotl64(s[3], 45);
+	return result;
+}
+
+double kb__rng_uniform(kb_rng *r)
+{
+	return (double)(kb__rng_next(r) >> 11) * 0x1.0p-53;
+}
+
+double kb__rng_normal(kb_rng *r)
+{
+	double u, v, s;
+
+	do {
+		u = 2.0 * kb__rng_uniform(r) - 1.0;
+		v = 2.0 * kb__rng_uniform(r) - 1.0;
+		s = u * u + v * v;
+	} while (s >= 1.0 || s == 0.0);
+	/* The polar method yields two deviates; the state has no room for the
+	 * spare, so v's partner is dropped to keep kb_rng a plain 4-word state. */
+	return u * sqrt(-2.0 * log(s) / s);
+}
+
+uint64_t kb__rng_below(kb_rng *r, uint64_t n)
+{
+	/* Reject the lowest (2^64 mod n) values so every residue is equally likely. */
+	uint64_t threshold, x;
+
+	if (n == 0)
+		return 0;
+	threshold = (0 - n) % n;
+	do {
+		x = kb__rng_next(r);
+	} while (x < threshold);
+	return x % n;
+}

@@ -1,0 +1,314 @@
+/*
+ * kb_simulation: a machine built from a topology, HBM tensors, launched
+ * kernels, one run. Everything is built at kb_simulation_run, so a
+ * simulation that fails to set up writes nothing.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/err.h"
+#include "kernbench/simulation.h"
+#include "oplog/oplog.h"
+#include "pe/kernel.h"
+#include "pe/machine.h"
+#include "runtime/memstore.h"
+#include "runtime/simulation_impl.h"
+#include "runtime/topology.h"
+
+typedef struct launch {
+	kb_kernel_fn fn;
+	void *args;
+	uint32_t first, n;
+} launch;
+
+struct kb_simulation {
+	kb_topology *topo;
+	const kb_topo_params *tp;
+	kb_sim_options opt;
+	char *oplog_path, *trace_path;
+	uint32_t n_pes;
+	kb_memstore *mem;
+	launch *launches;
+	size_t n_launches;
+	int ran;
+	/* after the run */
+	kb_sim_stats stats;
+	kb_pe_figures *figs;
+};
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+KB_API int kb_simulation_create(kb_simulation **out, const kb_topology *topo,
+				const kb_sim_options *opt, kb_error *err)
+{
+	kb_simulation *s;
+	kb_sim_options dflt = KB_SIM_OPTIONS_INIT;
+	uint64_t total;
+	int rc;
+
+	kb_error_clear(err);
+	if (!out)
+		return kb__err(err, KB_EINVAL, "kb_simulation_create: out is NULL");
+	*out = NULL;
+	if (!opt)
+		opt = &dflt;
+	if (opt->threads < 0 || opt->threads > 4096)
+		return kb__err(err, KB_ERANGE, "threads = %d: must be 0 (one per engine), 1, or up to 4096",
+			       opt->threads);
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return kb__err(err, KB_ENOMEM, "out of memory creating a simulation");
+	if (topo) {
+		s->topo = kb_topology_clone(topo);
+		rc = s->topo ? KB_OK : kb__err(err, KB_ENOMEM, "out of memory copying the topology");
+	} else {
+		rc = kb_topology_default(&s->topo, err);
+	}
+	if (rc)
+		goto fail;
+	s->tp = kb__topology_params(s->topo);
+	s->opt = *opt;
+	s->oplog_path = dup_or_null(opt->oplog_path);
+	s->trace_path = dup_or_null(opt->trace_path);
+	total = (uint64_t)s->tp->clusters * s->tp->pes_per_cluster;
+	s->n_pes = opt->pes ? opt->pes : (uint32_t)total;
+	if (s->n_pes > total) {
+		rc = kb__err(err, KB_ERANGE,
+			     "%u PEs requested but the topology has %llu (clusters x pes_per_cluster)",
+			     s->n_pes, (unsigned long long)total);
+		goto fail;
+	}
+	rc = kb__mem_create(&s->mem, s->tp->mem.hbm_bytes, s->n_pes, s->tp->mem.tcm_bytes, opt->data, err);
+	if (rc)
+		goto fail;
+	*out = s;
+	return KB_OK;
+fail:
+	kb_simulation_destroy(s);
+	return rc;
+}
+
+KB_API void kb_simulation_destroy(kb_simulation *s)
+{
+	if (!s)
+		return;
+	kb__mem_destroy(s->mem);
+	kb_topology_destroy(s->topo);
+	free(s->launches);
+	free(s->figs);
+	free(s->oplog_path);
+	free(s->trace_path);
+	free(s);
+}
+
+KB_API uint32_t kb_simulation_pes(const kb_simulation *s)
+{
+	return s ? s->n_pes : 0;
+}
+
+KB_API int kb_simulation_alloc(kb_simulation *s, kb_dtype dt, int rank, const int64_t *shape,
+			       int zero, uint64_t *addr, kb_error *err)
+{
+	uint64_t n = 1;
+
+	kb_error_clear(err);
+	if (!s || !addr || !shape)
+		return kb__err(err, KB_EINVAL, "kb_simulation_alloc: NULL argument");
+	if (!kb_dtype_size(dt))
+		return kb__err(err, KB_EINVAL, "kb_simulation_alloc: unknown dtype %d", (int)dt);
+	if (rank < 1 || rank > KB_TL_MAX_RANK)
+		return kb__err(err, KB_EINVAL, "kb_simulation_alloc: rank %d is not in 1..%d", rank,
+			       KB_TL_MAX_RANK);
+	for (int i = 0; i < rank; i++) {
+		if (shape[i] <= 0 || (uint64_t)shape[i] > (UINT64_C(1) << 40) / n)
+			return kb__err(err, KB_ERANGE, "kb_simulation_alloc: dimension %d = %lld is not in 1..2^40 (or the tensor is enormous)",
+				       i, (long long)shape[i]);
+		n *= (uint64_t)shape[i];
+	}
+	return kb__mem_hbm_alloc(s->mem, n * kb_dtype_size(dt), zero, addr, err);
+}
+
+KB_API int kb_simulation_upload(kb_simulation *s, uint64_t addr, const void *src, size_t bytes,
+				kb_error *err)
+{
+	kb_error_clear(err);
+	if (!s || (!src && bytes))
+		return kb__err(err, KB_EINVAL, "kb_simulation_upload: NULL argument");
+	return kb__mem_upload(s->mem, addr, src, bytes, err);
+}
+
+KB_API int kb_simulation_download(kb_simulation *s, uint64_t addr, void *dst, size_t bytes,
+				  kb_error *err)
+{
+	kb_error_clear(err);
+	if (!s || (!dst && bytes))
+		return kb__err(err, KB_EINVAL, "kb_simulation_download: NULL argument");
+	return kb__mem_download(s->mem, addr, dst, bytes, err);
+}
+
+KB_API int kb_simulation_launch(kb_simulation *s, kb_kernel_fn fn, void *args, uint32_t first_pe,
+				uint32_t n_pes, kb_error *err)
+{
+	launch *l;
+
+	kb_error_clear(err);
+	if (!s || !fn)
+		return kb__err(err, KB_EINVAL, "kb_simulation_launch: NULL simulation or kernel");
+	if (s->ran)
+		return kb__err(err, KB_ESTATE, "kb_simulation_launch: the simulation has already run");
+	if (n_pes == 0 || first_pe >= s->n_pes || n_pes > s->n_pes - first_pe)
+		return kb__err(err, KB_ERANGE, "kb_simulation_launch: PEs %u..%u are not in 0..%u",
+			       first_pe, first_pe + n_pes - 1, s->n_pes - 1);
+	for (size_t i = 0; i < s->n_launches; i++)
+		if (first_pe < s->launches[i].first + s->launches[i].n &&
+		    s->launches[i].first < first_pe + n_pes)
+			return kb__err(err, KB_EINVAL, "kb_simulation_launch: PEs %u..%u already run a kernel",
+				       first_pe, first_pe + n_pes - 1);
+	l = realloc(s->launches, (s->n_launches + 1) * sizeof(*l));
+	if (!l)
+		return kb__err(err, KB_ENOMEM, "out of memory");
+	s->launches = l;
+	s->launches[s->n_launches++] = (launch){ fn, args, first_pe, n_pes };
+	return KB_OK;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int attach_kernels(kb_simulation *s, kb_machine *m, kb_error *err)
+{
+	for (size_t i = 0; i < s->n_launches; i++) {
+		const launch *l = &s->launches[i];
+
+		for (uint32_t k = 0; k < l->n; k++) {
+			uint32_t pe = l->first + k;
+			kb_tl_config cfg = {
+				.pe = pe, .program_id = k, .num_programs = l->n, .n_pes = s->n_pes,
+				.cost = m->cost, .tcm_bytes = m->tcm_user_bytes,
+				.hbm_bytes = s->tp->mem.hbm_bytes,
+				.tag = (uint16_t)(((uintptr_t)s >> 4) * 31u + pe * 7919u + 1u),
+			};
+			int rc = kb__kernel_create(&m->pes[pe]->kernel, l->fn, l->args, &cfg, err);
+
+			if (rc)
+				return rc;
+		}
+	}
+	return KB_OK;
+}
+
+static void fill_result(kb_simulation *s, const kb_machine *m, kb_result *res, double wall)
+{
+	size_t nb = 0;
+
+	res->sim_time_ps = s->stats.end_time;
+	res->events = s->stats.events;
+	res->workers = s->stats.workers;
+	res->threads = s->opt.threads;
+	res->data = s->opt.data;
+	res->pes = s->n_pes;
+	res->wall_s = wall;
+	res->events_per_s = wall > 0 ? (double)res->events / wall : 0;
+	res->tiles = 0;
+	res->dispatch_per_tile_ns = NAN;
+	res->max_abs_err = NAN;
+	res->max_rel_err = NAN;
+	res->busy = calloc((size_t)s->n_pes * KB_PE_LPS, sizeof(*res->busy));
+	for (uint32_t p = 0; p < s->n_pes; p++) {
+		const kb_pe_figures *f = &m->pes[p]->fig;
+
+		res->commands += f->commands;
+		res->dispatch_ps += f->dispatch_ps;
+		for (int e = 0; res->busy && e < KB_PE_LPS; e++)
+			res->busy[nb++] = (kb_engine_busy){ p, kb__eng_name(e), f->busy_ps[e] };
+	}
+	res->n_busy = nb;
+}
+
+KB_API int kb_simulation_run(kb_simulation *s, kb_result *res, kb_error *err)
+{
+	kb_oplog_options oo = { 0 };
+	kb_oplog *log = NULL;
+	kb_sim *sim = NULL;
+	kb_machine *m = NULL;
+	kb_sim_config cfg = { 0 };
+	uint64_t records = 0;
+	char sha[65];
+	double t0;
+	int rc;
+
+	kb_error_clear(err);
+	if (!s)
+		return kb__err(err, KB_EINVAL, "kb_simulation_run: NULL simulation");
+	if (s->ran)
+		return kb__err(err, KB_ESTATE, "a simulation runs only once");
+	s->ran = 1;
+	oo.path = s->oplog_path;
+	oo.trace_path = s->trace_path;
+	oo.callback = s->opt.on_record;
+	oo.payload = s->opt.payload;
+	rc = kb__oplog_create(&log, &oo, err);
+	if (rc)
+		return rc;
+	cfg.threads = s->opt.threads;
+	cfg.lat_pe = kb__cycles_to_ps((double)s->tp->link.engine_latency_cycles, s->tp->clock_freq_ghz);
+	cfg.lat_cluster = kb__cycles_to_ps((double)s->tp->link.intra_cluster_latency_cycles, s->tp->clock_freq_ghz);
+	cfg.lat_global = kb__cycles_to_ps((double)s->tp->link.inter_cluster_latency_cycles, s->tp->clock_freq_ghz);
+	cfg.oplog = log;
+	sim = kb__sim_create(&cfg, err);
+	rc = sim ? KB_OK : (err ? err->code : KB_ENOMEM);
+	if (!rc)
+		rc = kb__machine_create(&m, s->tp, s->n_pes, sim, kb__mem_has_data(s->mem) ? s->mem : NULL, err);
+	if (!rc)
+		rc = attach_kernels(s, m, err);
+	for (uint32_t p = 0; !rc && p < s->n_pes; p++)
+		if (m->pes[p]->kernel)
+			rc = kb__kernel_start(m->pes[p]->kernel, err);
+	t0 = now_s();
+	if (!rc)
+		rc = kb__sim_run(sim, err);
+	for (uint32_t p = 0; m && p < s->n_pes; p++)
+		if (m->pes[p])
+			kb__kernel_stop(m->pes[p]->kernel);
+	{
+		kb_error ferr;
+		int frc = kb__oplog_finish(log, sha, &records, &ferr);
+
+		if (!rc && frc) {
+			kb__err_copy(err, &ferr);
+			rc = frc;
+		}
+	}
+	if (!rc && res) {
+		s->stats = *kb__sim_stats(sim);
+		memset(res, 0, sizeof(*res));
+		fill_result(s, m, res, now_s() - t0);
+		memcpy(res->oplog_sha256, sha, sizeof(sha));
+		res->records = records;
+	}
+	kb__machine_destroy(m);
+	kb__sim_destroy(sim);
+	kb__oplog_destroy(log);
+	return rc;
+}
+
+kb_memstore *kb__simulation_mem(kb_simulation *s)
+{
+	return s->mem;
+}
+
+const kb_topo_params *kb__simulation_params(const kb_simulation *s)
+{
+	return s->tp;
+}

@@ -1,0 +1,925 @@
+/*
+ * Topology: load, override, validate and dump the device description.
+ *
+ * One schema table (keys[] below) drives everything: which keys exist, their
+ * JSON type, where they live in kb_topo_params, their valid range, and the
+ * order of the dump. The defaults live only in default_topology.json, which
+ * the build embeds as a byte array; every load starts by parsing it, so there
+ * is no global mutable state and no cache to lock.
+ */
+#include "runtime/topology.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "base/err.h"
+
+struct kb_topology {
+	kb_topo_params p;
+};
+
+/* Generated from src/runtime/default_topology.json by src/runtime/topology.am. */
+static const unsigned char default_json[] = {
+#include "src/runtime/default_topology.inc"
+};
+
+enum kind { K_STRING, K_REAL, K_U32, K_U64 };
+
+/* The lower bound is exclusive (value must be > min). */
+#define F_MIN_EXCL 1u
+
+typedef struct key_def {
+	const char *key;  /* dotted path */
+	enum kind kind;
+	size_t off;       /* offset of the field in kb_topo_params */
+	double min, max;  /* inclusive unless F_MIN_EXCL; exact for all our ints */
+	unsigned flags;
+	const char *why;  /* reason appended to range errors, or NULL */
+} key_def;
+
+#define OFF(f) offsetof(kb_topo_params, f)
+#define REAL(k, f, lo, hi, fl) { k, K_REAL, OFF(f), lo, hi, fl, NULL }
+#define U32(k, f, lo, hi) { k, K_U32, OFF(f), lo, hi, 0, NULL }
+#define U64(k, f, lo, hi) { k, K_U64, OFF(f), lo, hi, 0, NULL }
+
+/* Upper bound of bandwidths: finite and far above any device, so that
+ * bytes / bandwidth never overflows a cycle count. */
+#define BW_MAX 1e12
+#define TWO_POW(n) ((double)(1ull << (n)))
+
+/*
+ * The schema, in dump order. Keys sharing a parent object must be adjacent,
+ * since the dump opens each object once (a unit test reloads the dump with
+ * duplicate keys rejected, which catches a violation).
+ */
+static const key_def keys[] = {
+	{ "schema", K_STRING, 0, 0, 0, 0, NULL },
+	REAL("clock_freq_ghz", clock_freq_ghz, 0, 100, F_MIN_EXCL),
+	U32("clusters", clusters, 1, 1024),
+	U32("pes_per_cluster", pes_per_cluster, 1, 1024),
+	REAL("pe_cost_model.fixed_cycles", cost.fixed_cycles, 0, 1e9, 0),
+	REAL("pe_cost_model.r_cycles_per_byte", cost.r_cycles_per_byte, 0, 1e6, 0),
+	{ "pe_cost_model.max_composite_logical_bytes", K_U64,
+	  OFF(cost.max_composite_logical_bytes), 64, 1048576, 0,
+	  "a smaller cap is smaller than any command" },
+	U64("links.engine_latency_cycles", link.engine_latency_cycles, 1, 1e6),
+	U64("links.intra_cluster_latency_cycles", link.intra_cluster_latency_cycles, 1, 1e9),
+	U64("links.inter_cluster_latency_cycles", link.inter_cluster_latency_cycles, 1, 1e9),
+	REAL("links.intra_cluster_bytes_per_cycle", link.intra_cluster_bytes_per_cycle, 0,
+	     BW_MAX, F_MIN_EXCL),
+	REAL("links.inter_cluster_bytes_per_cycle", link.inter_cluster_bytes_per_cycle, 0,
+	     BW_MAX, F_MIN_EXCL),
+	U64("memory.hbm_bytes", mem.hbm_bytes, TWO_POW(20), TWO_POW(48)),
+	U64("memory.tcm_bytes", mem.tcm_bytes, TWO_POW(16), TWO_POW(32)),
+	U64("pe.dma.setup_cycles", dma.setup_cycles, 0, 1e9),
+	REAL("pe.dma.bytes_per_cycle", dma.bytes_per_cycle, 0, BW_MAX, F_MIN_EXCL),
+	U64("pe.tcm.latency_cycles", tcm.latency_cycles, 0, 1e9),
+	REAL("pe.tcm.bytes_per_cycle", tcm.bytes_per_cycle, 0, BW_MAX, F_MIN_EXCL),
+	U64("pe.gemm.macs_per_cycle", gemm.macs_per_cycle, 1, TWO_POW(30)),
+	U64("pe.gemm.fill_cycles", gemm.fill_cycles, 0, 1e9),
+	U64("pe.gemm.tile_m", gemm.tile_m, 1, 65536),
+	U64("pe.gemm.tile_n", gemm.tile_n, 1, 65536),
+	U64("pe.gemm.tile_k", gemm.tile_k, 1, 65536),
+	U64("pe.math.vector_width", math.vector_width, 1, TWO_POW(20)),
+	U64("pe.sched.max_inflight_tiles", sched.max_inflight_tiles, 1, 1024),
+	U64("pe.ipcq.setup_cycles", ipcq.setup_cycles, 0, 1e9),
+};
+
+#define N_KEYS (sizeof(keys) / sizeof(keys[0]))
+#define MAX_KEY_LEN 128    /* longer than any schema key */
+#define MAX_FILE_BYTES (64u << 20)
+#define MAX_PES 4096u
+
+/* ---- values ---------------------------------------------------------- */
+
+static void put_real(kb_topo_params *p, const key_def *d, double v)
+{
+	v += 0.0; /* turns -0.0 into +0.0, so the dump never shows "-0.0" */
+	memcpy((char *)p + d->off, &v, sizeof(v));
+}
+
+static void put_int(kb_topo_params *p, const key_def *d, uint64_t v)
+{
+	uint32_t v32 = (uint32_t)v;
+
+	if (d->kind == K_U32)
+		memcpy((char *)p + d->off, &v32, sizeof(v32));
+	else
+		memcpy((char *)p + d->off, &v, sizeof(v));
+}
+
+static double get_num(const kb_topo_params *p, const key_def *d)
+{
+	const char *f = (const char *)p + d->off;
+	uint32_t v32;
+	uint64_t v64;
+	double r;
+
+	switch (d->kind) {
+	case K_REAL:
+		memcpy(&r, f, sizeof(r));
+		return r;
+	case K_U32:
+		memcpy(&v32, f, sizeof(v32));
+		return v32;
+	case K_U64:
+		memcpy(&v64, f, sizeof(v64));
+		return (double)v64;
+	default:
+		return 0;
+	}
+}
+
+/* Shortest text that reads back as exactly v; always looks like a real. */
+static void fmt_real(char *buf, size_t n, double v)
+{
+	int prec;
+
+	if (v == floor(v) && fabs(v) < 1e15) {
+		snprintf(buf, n, "%.1f", v);
+		return;
+	}
+	for (prec = 1; prec <= 17; prec++) {
+		snprintf(buf, n, "%.*g", prec, v);
+		if (strtod(buf, NULL) == v)
+			break;
+	}
+	if (!strpbrk(buf, ".eEni"))
+		strncat(buf, ".0", n - strlen(buf) - 1);
+}
+
+/* A bound as text: integral bounds without a fraction. */
+static void fmt_bound(char *buf, size_t n, double v)
+{
+	if (v == floor(v) && fabs(v) < 1e15)
+		snprintf(buf, n, "%.0f", v);
+	else
+		fmt_real(buf, n, v);
+}
+
+/* ---- keys ------------------------------------------------------------ */
+
+static const key_def *find_key(const char *dotted)
+{
+	size_t i;
+
+	for (i = 0; i < N_KEYS; i++)
+		if (strcmp(keys[i].key, dotted) == 0)
+			return &keys[i];
+	return NULL;
+}
+
+/* True when some schema key lies below the object at path ("" = root). */
+static bool is_group(const char *path, size_t len)
+{
+	size_t i;
+
+	if (len == 0)
+		return true;
+	for (i = 0; i < N_KEYS; i++)
+		if (strncmp(keys[i].key, path, len) == 0 && keys[i].key[len] == '.')
+			return true;
+	return false;
+}
+
+/* Levenshtein distance of two short strings; SIZE_MAX when too long. */
+static size_t edit_distance(const char *a, size_t la, const char *b, size_t lb)
+{
+	size_t row[MAX_KEY_LEN + 1], i, j, diag, up;
+
+	if (la > MAX_KEY_LEN || lb > MAX_KEY_LEN)
+		return SIZE_MAX;
+	for (j = 0; j <= lb; j++)
+		row[j] = j;
+	for (i = 1; i <= la; i++) {
+		diag = row[0];
+		row[0] = i;
+		for (j = 1; j <= lb; j++) {
+			up = row[j];
+			row[j] = diag + (a[i - 1] != b[j - 1]);
+			if (up + 1 < row[j])
+				row[j] = up + 1;
+			if (row[j - 1] + 1 < row[j])
+				row[j] = row[j - 1] + 1;
+			diag = up;
+		}
+	}
+	return row[lb];
+}
+
+/*
+ * Appends to hint either "did you mean 'parent.best'?" (when one child of
+ * the object at parent is close to name) or the list of its children.
+ */
+static void child_hint(char *hint, size_t n, const char *parent, size_t plen, const char *name,
+		       size_t nlen)
+{
+	const char *best = NULL, *prev = NULL, *c;
+	size_t i, clen, prevlen = 0, bestlen = 0, d, bestd = SIZE_MAX, used;
+	bool first = true;
+
+	used = (size_t)snprintf(hint, n, " (keys here:");
+	for (i = 0; i < N_KEYS; i++) {
+		if (plen && (strncmp(keys[i].key, parent, plen) != 0 || keys[i].key[plen] != '.'))
+			continue;
+		c = keys[i].key + (plen ? plen + 1 : 0);
+		clen = strcspn(c, ".");
+		/* Siblings are adjacent in keys[], so one look back removes repeats. */
+		if (prev && clen == prevlen && strncmp(c, prev, clen) == 0)
+			continue;
+		prev = c;
+		prevlen = clen;
+		d = edit_distance(name, nlen, c, clen);
+		if (d < bestd) {
+			bestd = d;
+			best = c;
+			bestlen = clen;
+		}
+		if (used < n)
+			used += (size_t)snprintf(hint + used, n - used, "%s %.*s",
+						 first ? "" : ",", (int)clen, c);
+		first = false;
+	}
+	/* Close enough to be a typo: about one edit per three characters. */
+	if (best && nlen && bestd <= (nlen + 2) / 3)
+		snprintf(hint, n, " (did you mean '%.*s%s%.*s'?)", (int)plen, parent,
+			 plen ? "." : "", (int)bestlen, best);
+	else if (used < n)
+		snprintf(hint + used, n - used, ")");
+}
+
+/* KB_EKEY for dotted, with a hint about the first segment that is unknown. */
+static int unknown_key(kb_error *err, const char *dotted)
+{
+	char hint[400];
+	size_t plen = 0, end;
+
+	/* Walk down the known objects; stop at the first unknown segment. */
+	for (;;) {
+		end = plen + (plen ? 1 : 0);
+		end += strcspn(dotted + end, ".");
+		if (end == 0 || dotted[end] != '.' || !is_group(dotted, end))
+			break;
+		plen = end;
+	}
+	hint[0] = '\0';
+	if (is_group(dotted, plen)) {
+		size_t start = plen ? plen + 1 : 0;
+
+		child_hint(hint, sizeof(hint), dotted, plen, dotted + start, end - start);
+	}
+	return kb__err(err, KB_EKEY, "unknown key '%s'%s", dotted, hint);
+}
+
+/* ---- validation ------------------------------------------------------ */
+
+static int range_err(kb_error *err, const key_def *d, const char *valtext, bool finite)
+{
+	char lo[32], hi[32];
+
+	fmt_bound(lo, sizeof(lo), d->min);
+	fmt_bound(hi, sizeof(hi), d->max);
+	return kb__err(err, KB_ERANGE, "%s = %s: must be %s%s %s and <= %s%s%s%s", d->key, valtext,
+		       finite ? "" : "a finite number ", (d->flags & F_MIN_EXCL) ? ">" : ">=", lo,
+		       hi, d->why ? " (" : "", d->why ? d->why : "", d->why ? ")" : "");
+}
+
+static bool in_range(const key_def *d, double v)
+{
+	if (v > d->max)
+		return false;
+	return (d->flags & F_MIN_EXCL) ? v > d->min : v >= d->min;
+}
+
+static int check_real(kb_topo_params *p, const key_def *d, double v, const char *text,
+		      kb_error *err)
+{
+	char buf[40];
+
+	if (!text) {
+		fmt_real(buf, sizeof(buf), v);
+		text = buf;
+	}
+	if (!isfinite(v))
+		return range_err(err, d, text, false);
+	if (!in_range(d, v))
+		return range_err(err, d, text, true);
+	put_real(p, d, v);
+	return 0;
+}
+
+static int check_int(kb_topo_params *p, const key_def *d, long long v, kb_error *err)
+{
+	char buf[32];
+
+	/* Every bound is below 2^53, so the double comparison is exact enough:
+	 * a value beyond 2^53 cannot round down into range. */
+	if (!in_range(d, (double)v)) {
+		snprintf(buf, sizeof(buf), "%lld", v);
+		return range_err(err, d, buf, true);
+	}
+	put_int(p, d, (uint64_t)v);
+	return 0;
+}
+
+/* Rules between keys; messages name every key involved. */
+static int cross_check(const kb_topo_params *p, kb_error *err)
+{
+	uint64_t pes = (uint64_t)p->clusters * p->pes_per_cluster;
+	uint64_t m = p->gemm.tile_m, n = p->gemm.tile_n, k = p->gemm.tile_k, need;
+
+	if (pes > MAX_PES)
+		return kb__err(err, KB_ERANGE,
+			       "clusters * pes_per_cluster = %u * %u = %llu: must be <= %u",
+			       p->clusters, p->pes_per_cluster, (unsigned long long)pes, MAX_PES);
+	/* Tiles <= 65536 and inflight <= 1024 keep this below 2^47. */
+	need = (m * k + k * n + m * n) * 4 * p->sched.max_inflight_tiles;
+	if (need > p->mem.tcm_bytes)
+		return kb__err(err, KB_ERANGE,
+			       "memory.tcm_bytes = %llu cannot hold one GEMM tile set: "
+			       "(pe.gemm.tile_m*pe.gemm.tile_k + pe.gemm.tile_k*pe.gemm.tile_n + "
+			       "pe.gemm.tile_m*pe.gemm.tile_n) * 4 * pe.sched.max_inflight_tiles "
+			       "= (%llu*%llu + %llu*%llu + %llu*%llu) * 4 * %llu = %llu bytes",
+			       (unsigned long long)p->mem.tcm_bytes, (unsigned long long)m,
+			       (unsigned long long)k, (unsigned long long)k, (unsigned long long)n,
+			       (unsigned long long)m, (unsigned long long)n,
+			       (unsigned long long)p->sched.max_inflight_tiles,
+			       (unsigned long long)need);
+	return 0;
+}
+
+/* ---- JSON input ------------------------------------------------------ */
+
+typedef struct load_ctx {
+	kb_topo_params p;
+	bool seen[N_KEYS];
+	kb_error *err;
+} load_ctx;
+
+static const char *json_type_name(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT: return "object";
+	case JSON_ARRAY: return "array";
+	case JSON_STRING: return "string";
+	case JSON_INTEGER: return "integer";
+	case JSON_REAL: return "real";
+	case JSON_TRUE: return "true";
+	case JSON_FALSE: return "false";
+	default: return "null";
+	}
+}
+
+static int type_err(kb_error *err, const char *key, const char *expected, const json_t *v)
+{
+	char val[64] = "";
+
+	if (json_is_string(v))
+		snprintf(val, sizeof(val), " \"%.40s\"", json_string_value(v));
+	else if (json_is_integer(v))
+		snprintf(val, sizeof(val), " %lld", (long long)json_integer_value(v));
+	else if (json_is_real(v)) {
+		val[0] = ' ';
+		fmt_real(val + 1, sizeof(val) - 1, json_real_value(v));
+	}
+	return kb__err(err, KB_ETYPE, "%s: expected %s, got %s%s", key, expected,
+		       json_type_name(v), val);
+}
+
+static int apply_json(load_ctx *c, const key_def *d, const json_t *v)
+{
+	c->seen[d - keys] = true;
+	switch (d->kind) {
+	case K_STRING:
+		if (!json_is_string(v))
+			return type_err(c->err, d->key, "string", v);
+		if (strcmp(json_string_value(v), KB_TOPOLOGY_SCHEMA) != 0)
+			return kb__err(c->err, KB_EINVAL,
+				       "schema = \"%.100s\": unsupported, expected \"%s\"",
+				       json_string_value(v), KB_TOPOLOGY_SCHEMA);
+		return 0;
+	case K_REAL:
+		if (!json_is_number(v))
+			return type_err(c->err, d->key, "real", v);
+		return check_real(&c->p, d, json_number_value(v), NULL, c->err);
+	default:
+		if (!json_is_integer(v))
+			return type_err(c->err, d->key, "integer", v);
+		return check_int(&c->p, d, (long long)json_integer_value(v), c->err);
+	}
+}
+
+/* Overlays every member of obj (the object at prefix) onto c->p. */
+static int walk(load_ctx *c, json_t *obj, const char *prefix)
+{
+	char path[MAX_KEY_LEN + 2];
+	const char *name;
+	const key_def *d;
+	json_t *v;
+	int n, rc;
+
+	json_object_foreach(obj, name, v) {
+		n = snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "." : "", name);
+		/* A dotted or empty member name would alias a nested key. */
+		if (n < 0 || (size_t)n >= sizeof(path) || !*name || strchr(name, '.'))
+			return kb__err(c->err, KB_EKEY, "unknown key '%s%s%.100s'", prefix,
+				       *prefix ? "." : "", name);
+		d = find_key(path);
+		if (d)
+			rc = apply_json(c, d, v);
+		else if (!is_group(path, strlen(path)))
+			rc = unknown_key(c->err, path);
+		else if (!json_is_object(v))
+			rc = type_err(c->err, path, "object", v);
+		else
+			rc = walk(c, v, path);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* Parses buf; parse errors carry source, line and column. */
+static int parse(json_t **out, const char *buf, size_t len, const char *src, kb_error *err)
+{
+	json_error_t je;
+
+	*out = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+	if (*out && json_is_object(*out))
+		return 0;
+	if (*out) {
+		json_decref(*out);
+		*out = NULL;
+		return kb__err_at(err, KB_ETYPE, src, 1, 1,
+				  "%s: the topology must be a JSON object", src);
+	}
+#if JANSSON_VERSION_HEX >= 0x020b00 /* json_error_code appeared in 2.11 */
+	if (json_error_code(&je) == json_error_out_of_memory)
+		return kb__err(err, KB_ENOMEM, "out of memory parsing %s", src);
+#endif
+	return kb__err_at(err, KB_EPARSE, src, je.line, je.column, "%s:%d:%d: %s", src, je.line,
+			  je.column, je.text);
+}
+
+/*
+ * Fills *p from the embedded default, which must name every key. A failure
+ * other than memory is a bug in the build, hence KB_EINTERNAL.
+ */
+static int load_defaults(kb_topo_params *p, kb_error *err)
+{
+	load_ctx c;
+	json_t *root = NULL;
+	size_t i;
+	int rc;
+
+	memset(&c, 0, sizeof(c));
+	c.err = err;
+	rc = parse(&root, (const char *)default_json, sizeof(default_json), "<default>", err);
+	if (rc == 0)
+		rc = walk(&c, root, "");
+	for (i = 0; rc == 0 && i < N_KEYS; i++)
+		if (!c.seen[i])
+			rc = kb__err(err, KB_EINTERNAL, "default topology lacks '%s'", keys[i].key);
+	if (rc == 0)
+		rc = cross_check(&c.p, err);
+	json_decref(root);
+	if (rc && rc != KB_ENOMEM && err) {
+		err->code = KB_EINTERNAL;
+		kb__err_prefix(err, "embedded default topology");
+	}
+	if (rc == 0)
+		*p = c.p;
+	return rc;
+}
+
+static void set_source(kb_error *err, const char *src)
+{
+	if (err)
+		snprintf(err->source, sizeof(err->source), "%s", src);
+}
+
+/* Default, then buf overlaid, validated, into a new topology. */
+static int load_buffer(kb_topology **out, const char *buf, size_t len, const char *src,
+		       kb_error *err)
+{
+	load_ctx c;
+	json_t *root = NULL;
+	kb_topology *t;
+	int rc;
+
+	memset(&c, 0, sizeof(c));
+	c.err = err;
+	rc = load_defaults(&c.p, err);
+	if (rc)
+		return rc;
+	rc = parse(&root, buf, len, src, err);
+	if (rc)
+		return rc;
+	if (!json_object_get(root, "schema")) {
+		rc = kb__err(err, KB_EKEY, "missing required key 'schema' (\"%s\")",
+			     KB_TOPOLOGY_SCHEMA);
+		goto fail;
+	}
+	rc = walk(&c, root, "");
+	if (rc == 0)
+		rc = cross_check(&c.p, err);
+	if (rc)
+		goto fail;
+	t = malloc(sizeof(*t));
+	if (!t) {
+		rc = kb__err(err, KB_ENOMEM, "out of memory");
+		goto fail;
+	}
+	t->p = c.p;
+	*out = t;
+	json_decref(root);
+	return 0;
+fail:
+	set_source(err, src);
+	json_decref(root);
+	return rc;
+}
+
+/* ---- files ----------------------------------------------------------- */
+
+/* Thread-safe strerror: glibc with _GNU_SOURCE has the GNU variant. */
+static const char *errno_text(int e, char *buf, size_t n)
+{
+#if defined(__GLIBC__) && defined(_GNU_SOURCE)
+	return strerror_r(e, buf, n);
+#else
+	if (strerror_r(e, buf, n) != 0)
+		snprintf(buf, n, "error %d", e);
+	return buf;
+#endif
+}
+
+static int io_err(kb_error *err, const char *path, int e)
+{
+	char buf[128];
+
+	return kb__err_at(err, KB_EIO, path, 0, 0, "cannot read topology file '%s': %s", path,
+			  errno_text(e, buf, sizeof(buf)));
+}
+
+/* Reads the whole file into a malloc'ed buffer (pipes work too). */
+static int read_file(const char *path, char **data, size_t *len, kb_error *err)
+{
+	FILE *f;
+	char *buf = NULL, *nb;
+	size_t cap = 0, used = 0, got;
+	int rc = 0;
+
+	f = fopen(path, "rb");
+	if (!f)
+		return io_err(err, path, errno);
+	for (;;) {
+		if (used == cap) {
+			cap = cap ? cap * 2 : 4096;
+			if (cap > MAX_FILE_BYTES) {
+				rc = kb__err_at(err, KB_EIO, path, 0, 0,
+						"topology file '%s' is larger than %u bytes", path,
+						MAX_FILE_BYTES);
+				goto out;
+			}
+			nb = realloc(buf, cap);
+			if (!nb) {
+				rc = kb__err(err, KB_ENOMEM, "out of memory reading '%s'", path);
+				goto out;
+			}
+			buf = nb;
+		}
+		got = fread(buf + used, 1, cap - used, f);
+		used += got;
+		if (got == 0)
+			break;
+	}
+	if (ferror(f))
+		rc = io_err(err, path, errno);
+out:
+	fclose(f);
+	if (rc) {
+		free(buf);
+		return rc;
+	}
+	*data = buf;
+	*len = used;
+	return 0;
+}
+
+/* ---- public API ------------------------------------------------------ */
+
+KB_API int kb_topology_default(kb_topology **out, kb_error *err)
+{
+	kb_topology *t;
+	int rc;
+
+	kb_error_clear(err);
+	if (!out)
+		return kb__err(err, KB_EINVAL, "kb_topology_default: out is NULL");
+	t = malloc(sizeof(*t));
+	if (!t)
+		return kb__err(err, KB_ENOMEM, "out of memory");
+	rc = load_defaults(&t->p, err);
+	if (rc) {
+		free(t);
+		return rc;
+	}
+	*out = t;
+	return 0;
+}
+
+KB_API int kb_topology_load_string(kb_topology **out, const char *json_text, kb_error *err)
+{
+	kb_error_clear(err);
+	if (!out || !json_text)
+		return kb__err(err, KB_EINVAL, "kb_topology_load_string: NULL argument");
+	return load_buffer(out, json_text, strlen(json_text), "<string>", err);
+}
+
+KB_API int kb_topology_load_file(kb_topology **out, const char *path, kb_error *err)
+{
+	char *data = NULL;
+	size_t len = 0;
+	int rc;
+
+	kb_error_clear(err);
+	if (!out || !path)
+		return kb__err(err, KB_EINVAL, "kb_topology_load_file: NULL argument");
+	rc = read_file(path, &data, &len, err);
+	if (rc)
+		return rc;
+	rc = load_buffer(out, data, len, path, err);
+	/* Parse errors already start with "FILE:LINE:COL"; say the file for the rest. */
+	if (rc && rc != KB_EPARSE && rc != KB_ENOMEM)
+		kb__err_prefix(err, "%s", path);
+	free(data);
+	return rc;
+}
+
+KB_API kb_topology *kb_topology_clone(const kb_topology *t)
+{
+	kb_topology *c;
+
+	if (!t)
+		return NULL;
+	c = malloc(sizeof(*c));
+	if (c)
+		*c = *t;
+	return c;
+}
+
+/* True when s is non-empty and uses only characters of a decimal number. */
+static bool decimal_chars(const char *s)
+{
+	return *s && s[strspn(s, "0123456789+-.eE")] == '\0';
+}
+
+/* True when s is a sign and digits only. */
+static bool integer_chars(const char *s)
+{
+	if (*s == '+' || *s == '-')
+		s++;
+	return *s && s[strspn(s, "0123456789")] == '\0';
+}
+
+/* True when all of s is one strtod number (s has only decimal_chars). */
+static bool full_strtod(const char *s, double *out)
+{
+	char *end;
+
+	*out = strtod(s, &end);
+	return end != s && *end == '\0';
+}
+
+/* Parses text strictly as d's type and stores it in p when in range. */
+static int parse_value(kb_topo_params *p, const key_def *d, const char *text, kb_error *err)
+{
+	long long iv;
+	double rv;
+	char *end;
+
+	if (!decimal_chars(text) || !full_strtod(text, &rv))
+		return kb__err(err, KB_EPARSE, "%s: '%.60s' is not a number", d->key, text);
+	if (d->kind == K_REAL)
+		return check_real(p, d, rv, text, err);
+	/* A number, but not a whole one: a type error, like 1.5 in a file. */
+	if (!integer_chars(text))
+		return kb__err(err, KB_ETYPE, "%s: expected integer, got '%.60s'", d->key, text);
+	errno = 0;
+	iv = strtoll(text, &end, 10);
+	if (errno == ERANGE)
+		return range_err(err, d, text, true);
+	return check_int(p, d, iv, err);
+}
+
+KB_API int kb_topology_set(kb_topology *t, const char *dotted_key, const char *value,
+			   kb_error *err)
+{
+	kb_topo_params np;
+	const key_def *d;
+	int rc;
+
+	kb_error_clear(err);
+	if (!t || !dotted_key || !value)
+		return kb__err(err, KB_EINVAL, "kb_topology_set: NULL argument");
+	set_source(err, dotted_key);
+	d = find_key(dotted_key);
+	if (!d && is_group(dotted_key, strlen(dotted_key)))
+		return kb__err(err, KB_ETYPE, "'%s' is an object; set one of its keys", dotted_key);
+	if (!d)
+		return unknown_key(err, dotted_key);
+	if (d->kind == K_STRING)
+		return kb__err(err, KB_EINVAL, "'%s' cannot be set", d->key);
+	/* Work on a copy so that a failed check leaves t unchanged. */
+	np = t->p;
+	rc = parse_value(&np, d, value, err);
+	if (rc == 0)
+		rc = cross_check(&np, err);
+	if (rc == 0)
+		t->p = np;
+	return rc;
+}
+
+static bool is_space(char ch)
+{
+	return ch == ' ' || ch == '\t';
+}
+
+/* Trims spaces and tabs at both ends of s, in place; returns the start. */
+static char *trim(char *s)
+{
+	size_t n;
+
+	while (is_space(*s))
+		s++;
+	n = strlen(s);
+	while (n && is_space(s[n - 1]))
+		s[--n] = '\0';
+	return s;
+}
+
+KB_API int kb_topology_set_assignment(kb_topology *t, const char *key_eq_value, kb_error *err)
+{
+	char *copy, *eq, *key;
+	size_t len;
+	int rc;
+
+	kb_error_clear(err);
+	if (!t || !key_eq_value)
+		return kb__err(err, KB_EINVAL, "kb_topology_set_assignment: NULL argument");
+	len = strlen(key_eq_value);
+	copy = malloc(len + 1);
+	if (!copy)
+		return kb__err(err, KB_ENOMEM, "out of memory");
+	memcpy(copy, key_eq_value, len + 1);
+	eq = strchr(copy, '=');
+	if (eq)
+		*eq = '\0';
+	key = trim(copy);
+	if (!eq || !*key)
+		rc = kb__err(err, KB_EPARSE, "'%.100s': expected KEY=VALUE", key_eq_value);
+	else
+		rc = kb_topology_set(t, key, trim(eq + 1), err);
+	free(copy);
+	return rc;
+}
+
+KB_API int kb_topology_get_number(const kb_topology *t, const char *dotted_key, double *out,
+				  kb_error *err)
+{
+	const key_def *d;
+
+	kb_error_clear(err);
+	if (!t || !dotted_key || !out)
+		return kb__err(err, KB_EINVAL, "kb_topology_get_number: NULL argument");
+	set_source(err, dotted_key);
+	d = find_key(dotted_key);
+	if (!d && is_group(dotted_key, strlen(dotted_key)))
+		return kb__err(err, KB_ETYPE, "'%s' is an object, not a number", dotted_key);
+	if (!d)
+		return unknown_key(err, dotted_key);
+	if (d->kind == K_STRING)
+		return kb__err(err, KB_ETYPE, "'%s' is a string, not a number", d->key);
+	*out = get_num(&t->p, d);
+	return 0;
+}
+
+/* ---- dump ------------------------------------------------------------ */
+
+/* Number of leading segments (of nseg) that a and b share. */
+static size_t common_segments(const char *a, const char *b, size_t nseg)
+{
+	size_t depth = 0, la, lb;
+
+	while (depth < nseg) {
+		la = strcspn(a, ".");
+		lb = strcspn(b, ".");
+		if (la != lb || strncmp(a, b, la) != 0 || !a[la] || !b[lb])
+			break;
+		a += la + 1;
+		b += lb + 1;
+		depth++;
+	}
+	return depth;
+}
+
+static size_t count_dots(const char *s)
+{
+	size_t n = 0;
+
+	for (; *s; s++)
+		n += *s == '.';
+	return n;
+}
+
+static void dump_value(FILE *f, const kb_topo_params *p, const key_def *d)
+{
+	char buf[40];
+
+	if (d->kind == K_STRING)
+		fprintf(f, "\"%s\"", KB_TOPOLOGY_SCHEMA);
+	else if (d->kind == K_REAL) {
+		fmt_real(buf, sizeof(buf), get_num(p, d));
+		fputs(buf, f);
+	} else
+		fprintf(f, "%.0f", get_num(p, d));
+}
+
+/*
+ * Writes the objects as keys[] nests them: before each key, closes the
+ * objects it does not share with the previous key and opens its own.
+ */
+static void dump_to(FILE *f, const kb_topo_params *p)
+{
+	const char *prev = "", *seg;
+	size_t i, depth = 0, groups, j;
+	bool first = true;
+
+	fputs("{", f);
+	for (i = 0; i < N_KEYS; i++) {
+		groups = count_dots(keys[i].key);
+		j = common_segments(prev, keys[i].key, groups);
+		for (; depth > j; depth--)
+			fprintf(f, "\n%*s}", (int)(2 * depth), "");
+		seg = keys[i].key;
+		for (j = 0; j < groups; j++, seg += strcspn(seg, ".") + 1) {
+			if (j < depth)
+				continue;
+			fprintf(f, "%s\n%*s\"%.*s\": {", first ? "" : ",", (int)(2 * (depth + 1)), "",
+				(int)strcspn(seg, "."), seg);
+			first = true;
+			depth++;
+		}
+		fprintf(f, "%s\n%*s\"%s\": ", first ? "" : ",", (int)(2 * (depth + 1)), "", seg);
+		dump_value(f, p, &keys[i]);
+		first = false;
+		prev = keys[i].key;
+	}
+	for (; depth > 0; depth--)
+		fprintf(f, "\n%*s}", (int)(2 * depth), "");
+	fputs("\n}\n", f);
+}
+
+KB_API char *kb_topology_dump(const kb_topology *t)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	bool bad;
+
+	if (!t)
+		return NULL;
+	f = open_memstream(&buf, &len);
+	if (!f)
+		return NULL;
+	dump_to(f, &t->p);
+	bad = ferror(f) != 0;
+	if (fclose(f) != 0 || bad) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+KB_API void kb_topology_destroy(kb_topology *t)
+{
+	free(t);
+}
+
+KB_API void kb_free(void *p)
+{
+	free(p);
+}
+
+const kb_topo_params *kb__topology_params(const kb_topology *t)
+{
+	return t ? &t->p : NULL;
+}

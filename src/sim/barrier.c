@@ -1,0 +1,58 @@
+#include "sim/barrier.h"
+
+#include <limits.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static void futex_wait(_Atomic unsigned *addr, unsigned val)
+{
+	syscall(SYS_futex, (unsigned *)addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+}
+
+static void futex_wake_all(_Atomic unsigned *addr)
+{
+	syscall(SYS_futex, (unsigned *)addr, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#else
+	atomic_signal_fence(memory_order_seq_cst);
+#endif
+}
+
+void kb__barrier_init(kb_barrier *b, unsigned parties, unsigned spin)
+{
+	atomic_init(&b->arrived, 0);
+	atomic_init(&b->generation, 0);
+	atomic_init(&b->sleepers, 0);
+	b->parties = parties;
+	b->spin = spin;
+}
+
+void kb__barrier_wait(kb_barrier *b)
+{
+	unsigned gen = atomic_load_explicit(&b->generation, memory_order_acquire);
+
+	if (atomic_fetch_add_explicit(&b->arrived, 1, memory_order_acq_rel) + 1 == b->parties) {
+		/* Last to arrive: reset before releasing, so nobody re-enters early. */
+		atomic_store_explicit(&b->arrived, 0, memory_order_relaxed);
+		atomic_fetch_add_explicit(&b->generation, 1, memory_order_seq_cst);
+		if (atomic_load_explicit(&b->sleepers, memory_order_seq_cst))
+			futex_wake_all(&b->generation);
+		return;
+	}
+	for (unsigned i = 0; i < b->spin; i++) {
+		if (atomic_load_explicit(&b->generation, memory_order_acquire) != gen)
+			return;
+		cpu_relax();
+	}
+	atomic_fetch_add_explicit(&b->sleepers, 1, memory_order_seq_cst);
+	while (atomic_load_explicit(&b->generation, memory_order_seq_cst) == gen)
+		futex_wait(&b->generation, gen);
+	atomic_fetch_sub_explicit(&b->sleepers, 1, memory_order_relaxed);
+}

@@ -1,0 +1,589 @@
+/* The simulation core: LPs, their event heaps, messages and the worker heap. */
+#include "sim/core_impl.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "oplog/oplog.h"
+
+#define NODES_PER_SLAB 256
+
+/* ---- event heap: total order (time, source LP, source sequence) ---- */
+
+static inline int ev_less(const kb_event *a, const kb_event *b)
+{
+	if (a->time != b->time)
+		return a->time < b->time;
+	if (a->src != b->src)
+		return a->src < b->src;
+	return a->seq < b->seq;
+}
+
+static int evheap_push(kb_evheap *h, const kb_event *e)
+{
+	size_t i;
+
+	if (h->n == h->cap) {
+		size_t cap = h->cap ? 2 * h->cap : 16;
+		kb_event *ev = realloc(h->ev, cap * sizeof(*ev));
+
+		if (!ev)
+			return KB_ENOMEM;
+		h->ev = ev;
+		h->cap = cap;
+	}
+	for (i = h->n++; i > 0; i = (i - 1) / 2) {
+		size_t p = (i - 1) / 2;
+
+		if (!ev_less(e, &h->ev[p]))
+			break;
+		h->ev[i] = h->ev[p];
+	}
+	h->ev[i] = *e;
+	return KB_OK;
+}
+
+static void evheap_pop(kb_evheap *h, kb_event *out)
+{
+	kb_event last;
+	size_t i = 0;
+
+	*out = h->ev[0];
+	last = h->ev[--h->n];
+	for (;;) {
+		size_t l = 2 * i + 1, m;
+
+		if (l >= h->n)
+			break;
+		m = (l + 1 < h->n && ev_less(&h->ev[l + 1], &h->ev[l])) ? l + 1 : l;
+		if (!ev_less(&h->ev[m], &last))
+			break;
+		h->ev[i] = h->ev[m];
+		i = m;
+	}
+	if (h->n)
+		h->ev[i] = last;
+}
+
+static size_t evheap_count_below(const kb_evheap *h, size_t i, kb_time bound, size_t cap)
+{
+	size_t n;
+
+	if (i >= h->n || h->ev[i].time >= bound || cap == 0)
+		return 0;
+	n = 1;
+	n += evheap_count_below(h, 2 * i + 1, bound, cap - n);
+	if (n < cap)
+		n += evheap_count_below(h, 2 * i + 2, bound, cap - n);
+	return n;
+}
+
+/* ---- worker heap of LPs: (next event time, LP id) ---- */
+
+kb_time kb__lp_key(const kb_lp *lp)
+{
+	return lp->heap.n ? lp->heap.ev[0].time : KB_TIME_INF;
+}
+
+static inline int lp_less(const kb_lp *a, const kb_lp *b)
+{
+	kb_time ka = kb__lp_key(a), kb = kb__lp_key(b);
+
+	return ka < kb || (ka == kb && a->id < b->id);
+}
+
+static void wheap_set(kb_worker *w, size_t i, kb_lp *lp)
+{
+	w->lps[i] = lp;
+	lp->wpos = i;
+}
+
+/* Restores the heap after lp's key changed in either direction. */
+void kb__worker_touch(kb_worker *w, kb_lp *lp)
+{
+	size_t i = lp->wpos;
+
+	while (i > 0 && lp_less(lp, w->lps[(i - 1) / 2])) {
+		wheap_set(w, i, w->lps[(i - 1) / 2]);
+		i = (i - 1) / 2;
+	}
+	for (;;) {
+		size_t l = 2 * i + 1, m;
+
+		if (l >= w->n_lps)
+			break;
+		m = (l + 1 < w->n_lps && lp_less(w->lps[l + 1], w->lps[l])) ? l + 1 : l;
+		if (!lp_less(w->lps[m], lp))
+			break;
+		wheap_set(w, i, w->lps[m]);
+		i = m;
+	}
+	wheap_set(w, i, lp);
+}
+
+kb_time kb__worker_min(const kb_worker *w)
+{
+	return w->n_lps ? kb__lp_key(w->lps[0]) : KB_TIME_INF;
+}
+
+static size_t wheap_count_below(const kb_worker *w, size_t i, kb_time bound, size_t cap)
+{
+	size_t n;
+
+	if (i >= w->n_lps || cap == 0 || kb__lp_key(w->lps[i]) >= bound)
+		return 0;
+	n = evheap_count_below(&w->lps[i]->heap, 0, bound, cap);
+	if (n < cap)
+		n += wheap_count_below(w, 2 * i + 1, bound, cap - n);
+	if (n < cap)
+		n += wheap_count_below(w, 2 * i + 2, bound, cap - n);
+	return n;
+}
+
+size_t kb__worker_count_below(const kb_worker *w, kb_time bound, size_t cap)
+{
+	return wheap_count_below(w, 0, bound, cap);
+}
+
+/* ---- message node pool (per worker; no allocator call per message) ---- */
+
+int kb__worker_pool_init(kb_worker *w)
+{
+	kb_msgnode *slab = calloc(NODES_PER_SLAB, sizeof(*slab));
+
+	if (!slab)
+		return KB_ENOMEM;
+	if (w->n_slabs == w->cap_slabs) {
+		size_t cap = w->cap_slabs ? 2 * w->cap_slabs : 8;
+		void **s = realloc(w->slabs, cap * sizeof(*s));
+
+		if (!s) {
+			free(slab);
+			return KB_ENOMEM;
+		}
+		w->slabs = s;
+		w->cap_slabs = cap;
+	}
+	w->slabs[w->n_slabs++] = slab;
+	for (size_t i = 0; i < NODES_PER_SLAB; i++) {
+		slab[i].next_free = w->free_nodes;
+		w->free_nodes = &slab[i];
+	}
+	return KB_OK;
+}
+
+void kb__worker_pool_free(kb_worker *w)
+{
+	for (size_t i = 0; i < w->n_slabs; i++)
+		free(w->slabs[i]);
+	free(w->slabs);
+	w->slabs = NULL;
+	w->n_slabs = w->cap_slabs = 0;
+	w->free_nodes = NULL;
+}
+
+static kb_msgnode *node_get(kb_worker *w)
+{
+	kb_msgnode *n;
+
+	if (!w->free_nodes && kb__worker_pool_init(w))
+		return NULL;
+	n = w->free_nodes;
+	w->free_nodes = n->next_free;
+	cds_wfcq_node_init(&n->node);
+	return n;
+}
+
+/* ---- errors ---- */
+
+static void lp_name(const kb_lp *lp, char *buf, size_t len)
+{
+	snprintf(buf, len, "pe%u.%s", lp->pe, lp->type->name);
+}
+
+int kb__lp_fail(kb_lp *lp, int code, const char *fmt, ...)
+{
+	kb_worker *w = lp->worker;
+	char name[64], msg[600];
+	va_list ap;
+
+	if (w->err && (w->err_time < lp->now || (w->err_time == lp->now && w->err_lp < lp->id)))
+		return code;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	lp_name(lp, name, sizeof(name));
+	kb_error_clear(&w->error);
+	kb__err(&w->error, code, "%s at t=%llu ps: %s", name, (unsigned long long)lp->now, msg);
+	w->err = code;
+	w->err_time = lp->now;
+	w->err_lp = lp->id;
+	return code;
+}
+
+/* ---- what handlers call ---- */
+
+kb_time kb__lp_now(const kb_lp *lp) { return lp->now; }
+uint32_t kb__lp_id(const kb_lp *lp) { return lp->id; }
+void *kb__lp_state(kb_lp *lp) { return lp->state; }
+kb_oplog_lane *kb__lp_lane(kb_lp *lp) { return lp->lane; }
+
+kb_time kb__lp_link_latency(const kb_lp *lp, uint32_t dst)
+{
+	const kb_sim *sim = lp->sim;
+	const kb_lp *d = sim->lps[dst];
+
+	if (d == lp)
+		return 0;
+	if (d->cluster != lp->cluster)
+		return sim->cfg.lat_global;
+	if (d->pe != lp->pe)
+		return sim->cfg.lat_cluster;
+	return sim->cfg.lat_pe;
+}
+
+int kb__lp_self(kb_lp *lp, kb_time delay, const kb_event *ev)
+{
+	kb_event e = *ev;
+
+	e.time = lp->now + delay;
+	e.src = e.dst = lp->id;
+	e.seq = lp->seq++;
+	if (evheap_push(&lp->heap, &e))
+		return kb__lp_fail(lp, KB_ENOMEM, "out of memory scheduling an event");
+	kb__worker_touch(lp->worker, lp);
+	return KB_OK;
+}
+
+int kb__lp_send(kb_lp *lp, uint32_t dst, kb_time delay, const kb_event *ev)
+{
+	kb_sim *sim = lp->sim;
+	kb_lp *d;
+	kb_time lat;
+	kb_event e;
+
+	if (dst >= sim->n_lps)
+		return kb__lp_fail(lp, KB_EINTERNAL, "message to LP %u, which does not exist", dst);
+	d = sim->lps[dst];
+	if (d == lp)
+		return kb__lp_self(lp, delay, ev);
+	lat = kb__lp_link_latency(lp, dst);
+	if (delay < lat) {
+		char name[64];
+
+		lp_name(d, name, sizeof(name));
+		return kb__lp_fail(lp, KB_ELOOKAHEAD,
+				   "message to %s with delay %llu ps, below the link latency of %llu ps",
+				   name, (unsigned long long)delay, (unsigned long long)lat);
+	}
+	e = *ev;
+	e.time = lp->now + delay;
+	e.src = lp->id;
+	e.dst = dst;
+	e.seq = lp->seq++;
+	lp->worker->messages++;
+	if (d->worker == lp->worker) {
+		if (evheap_push(&d->heap, &e))
+			return kb__lp_fail(lp, KB_ENOMEM, "out of memory sending a message");
+		kb__worker_touch(d->worker, d);
+	} else {
+		kb_msgnode *n = node_get(lp->worker);
+
+		if (!n)
+			return kb__lp_fail(lp, KB_ENOMEM, "out of memory sending a message");
+		n->ev = e;
+		cds_wfcq_enqueue(&d->inbox_head, &d->inbox_tail, &n->node);
+	}
+	return KB_OK;
+}
+
+/* ---- what executors call ---- */
+
+/* Processes this worker's events earlier than bound, at most budget of them. */
+void kb__worker_window(kb_worker *w, kb_time bound, uint64_t budget)
+{
+	while (budget-- > 0 && !w->err && w->n_lps) {
+		kb_lp *lp = w->lps[0];
+		kb_event ev;
+		int rc;
+
+		if (kb__lp_key(lp) >= bound)
+			break;
+		evheap_pop(&lp->heap, &ev);
+		kb__worker_touch(w, lp);
+		lp->now = ev.time;
+		w->last_time = ev.time;
+		w->events++;
+		rc = lp->type->event(lp, &ev);
+		if (rc && !w->err)
+			kb__lp_fail(lp, rc, "event handler failed: %s", kb_strerror(rc));
+	}
+}
+
+/* Moves delivered messages into heaps. Called after a barrier, when every
+ * producer has finished, so the non-blocking dequeue never has to wait. */
+void kb__worker_drain(kb_worker *w)
+{
+	for (size_t i = 0; i < w->n_lps; i++) {
+		kb_lp *lp = w->members[i];
+		struct cds_wfcq_node *qn;
+
+		if (cds_wfcq_empty(&lp->inbox_head, &lp->inbox_tail))
+			continue;
+		while ((qn = __cds_wfcq_dequeue_nonblocking(&lp->inbox_head, &lp->inbox_tail))) {
+			kb_msgnode *n;
+
+			if (qn == CDS_WFCQ_WOULDBLOCK)
+				continue;  /* cannot happen after the barrier; retry */
+			n = caa_container_of(qn, kb_msgnode, node);
+			if (evheap_push(&lp->heap, &n->ev))
+				w->alloc_failed = 1;
+			n->next_free = w->free_nodes;
+			w->free_nodes = n;
+		}
+		kb__worker_touch(w, lp);
+	}
+}
+
+/* ---- the sim object ---- */
+
+kb_sim *kb__sim_create(const kb_sim_config *cfg, kb_error *err)
+{
+	kb_sim *sim = calloc(1, sizeof(*sim));
+
+	if (!sim) {
+		kb__err(err, KB_ENOMEM, "out of memory creating a simulation");
+		return NULL;
+	}
+	sim->cfg = *cfg;
+	if (sim->cfg.lat_pe == 0 || sim->cfg.lat_cluster == 0 || sim->cfg.lat_global == 0) {
+		kb__err(err, KB_EINVAL, "link latencies must be at least 1 ps (the lookahead)");
+		free(sim);
+		return NULL;
+	}
+	if (sim->cfg.par_threshold == 0)
+		sim->cfg.par_threshold = 24;
+	atomic_init(&sim->stop, 0);
+	return sim;
+}
+
+uint32_t kb__sim_add_lp(kb_sim *sim, const kb_lp_type *type, void *state, uint32_t pe,
+			uint32_t cluster)
+{
+	kb_lp *lp;
+
+	if (sim->n_lps == sim->cap_lps) {
+		size_t cap = sim->cap_lps ? 2 * sim->cap_lps : 16;
+		kb_lp **l = realloc(sim->lps, cap * sizeof(*l));
+
+		if (!l)
+			return UINT32_MAX;
+		sim->lps = l;
+		sim->cap_lps = cap;
+	}
+	if (posix_memalign((void **)&lp, 64, sizeof(*lp)))
+		return UINT32_MAX;
+	memset(lp, 0, sizeof(*lp));
+	__cds_wfcq_init(&lp->inbox_head, &lp->inbox_tail);
+	lp->id = (uint32_t)sim->n_lps;
+	lp->pe = pe;
+	lp->cluster = cluster;
+	lp->type = type;
+	lp->state = state;
+	lp->sim = sim;
+	if (sim->cfg.oplog) {
+		lp->lane = kb__oplog_lane(sim->cfg.oplog, lp->id);
+		if (!lp->lane) {
+			free(lp);
+			return UINT32_MAX;
+		}
+	}
+	sim->lps[sim->n_lps++] = lp;
+	return lp->id;
+}
+
+kb_oplog_lane *kb__sim_lp_lane(kb_sim *sim, uint32_t id)
+{
+	return id < sim->n_lps ? sim->lps[id]->lane : NULL;
+}
+
+uint32_t kb__sim_lp_count(const kb_sim *sim)
+{
+	return (uint32_t)sim->n_lps;
+}
+
+const kb_sim_stats *kb__sim_stats(const kb_sim *sim)
+{
+	return &sim->stats;
+}
+
+void kb__sim_request_stop(kb_sim *sim)
+{
+	atomic_store(&sim->stop, 1);
+}
+
+/* Worker count and LP placement. Whole PEs stay on one worker when there
+ * are at least as many PEs as workers, so the window is the (long) PE-to-PE
+ * latency; otherwise LPs are spread one by one and the window is the
+ * engine-to-engine latency. */
+static int place_lps(kb_sim *sim, kb_error *err)
+{
+	size_t n = sim->n_lps, n_pes = 0;
+	unsigned nw;
+	uint32_t last_pe = UINT32_MAX, last_cl = UINT32_MAX;
+	size_t *pe_index = calloc(n ? n : 1, sizeof(*pe_index));
+
+	if (!pe_index)
+		return kb__err(err, KB_ENOMEM, "out of memory placing LPs");
+	for (size_t i = 0; i < n; i++) {
+		if (sim->lps[i]->pe != last_pe || sim->lps[i]->cluster != last_cl)
+			n_pes++;
+		last_pe = sim->lps[i]->pe;
+		last_cl = sim->lps[i]->cluster;
+		pe_index[i] = n_pes - 1;
+	}
+	nw = sim->cfg.threads <= 0 ? (unsigned)n : (unsigned)sim->cfg.threads;
+	if (nw > n)
+		nw = (unsigned)(n ? n : 1);
+	sim->workers = calloc(nw, sizeof(*sim->workers));
+	if (!sim->workers) {
+		free(pe_index);
+		return kb__err(err, KB_ENOMEM, "out of memory creating workers");
+	}
+	sim->n_workers = nw;
+	for (size_t i = 0; i < n; i++) {
+		size_t wi = nw <= n_pes ? pe_index[i] * nw / n_pes : i * nw / n;
+
+		sim->lps[i]->worker = &sim->workers[wi];
+	}
+	free(pe_index);
+	sim->window = KB_TIME_INF;
+	for (size_t i = 1; i < n; i++) {
+		for (size_t j = 0; j < i; j++) {
+			if (sim->lps[i]->worker != sim->lps[j]->worker) {
+				kb_time l = kb__lp_link_latency(sim->lps[i], sim->lps[j]->id);
+
+				if (l < sim->window)
+					sim->window = l;
+			}
+		}
+	}
+	return KB_OK;
+}
+
+static int build_workers(kb_sim *sim, kb_error *err)
+{
+	for (unsigned i = 0; i < sim->n_workers; i++) {
+		sim->workers[i].index = i;
+		sim->workers[i].sim = sim;
+	}
+	for (size_t i = 0; i < sim->n_lps; i++) {
+		kb_worker *w = sim->lps[i]->worker;
+
+		if (w->n_lps == w->cap_lps) {
+			size_t cap = w->cap_lps ? 2 * w->cap_lps : 8;
+			kb_lp **l = realloc(w->lps, cap * sizeof(*l));
+			kb_lp **m = l ? realloc(w->members, cap * sizeof(*m)) : NULL;
+
+			if (l)
+				w->lps = l;
+			if (!l || !m)
+				return kb__err(err, KB_ENOMEM, "out of memory building workers");
+			w->members = m;
+			w->cap_lps = cap;
+		}
+		sim->lps[i]->wpos = w->n_lps;
+		w->members[w->n_lps] = sim->lps[i];
+		w->lps[w->n_lps++] = sim->lps[i];
+	}
+	return KB_OK;
+}
+
+/* Deadlock: nothing pending, yet some LP has unfinished work. */
+static int check_quiescence(kb_sim *sim, kb_error *err)
+{
+	char buf[512], msg[700] = "";
+	size_t used = 0;
+	int stuck = 0;
+
+	for (size_t i = 0; i < sim->n_lps; i++) {
+		kb_lp *lp = sim->lps[i];
+
+		if (!lp->type->pending || !lp->type->pending(lp, buf, sizeof(buf)))
+			continue;
+		if (stuck++ < 3 && used < sizeof(msg))
+			used += (size_t)snprintf(msg + used, sizeof(msg) - used, "%spe%u.%s %s",
+						 stuck > 1 ? "; " : "", lp->pe, lp->type->name, buf);
+	}
+	if (!stuck)
+		return KB_OK;
+	return kb__err(err, KB_EDEADLOCK,
+		       "deadlock at t=%llu ps: nothing is pending, but %s%s",
+		       (unsigned long long)sim->stats.end_time, msg,
+		       stuck > 3 ? " (and more)" : "");
+}
+
+static int start_lps(kb_sim *sim, kb_error *err)
+{
+	for (size_t i = 0; i < sim->n_lps; i++) {
+		kb_lp *lp = sim->lps[i];
+
+		if (lp->type->start)
+			lp->type->start(lp);
+		if (lp->worker->err) {
+			kb__err_copy(err, &lp->worker->error);
+			return lp->worker->err;
+		}
+	}
+	return KB_OK;
+}
+
+int kb__sim_run(kb_sim *sim, kb_error *err)
+{
+	int rc;
+
+	if (sim->ran)
+		return kb__err(err, KB_ESTATE, "a simulation runs only once");
+	sim->ran = 1;
+	rc = place_lps(sim, err);
+	if (!rc)
+		rc = build_workers(sim, err);
+	for (unsigned i = 0; !rc && i < sim->n_workers; i++)
+		if (kb__worker_pool_init(&sim->workers[i]))
+			rc = kb__err(err, KB_ENOMEM, "out of memory for message nodes");
+	if (!rc)
+		rc = start_lps(sim, err);
+	if (rc)
+		return rc;
+	sim->stats.workers = sim->n_workers;
+	sim->stats.window = sim->window;
+	rc = sim->n_workers == 1 ? kb__exec_sequential(sim, err) : kb__exec_parallel(sim, err);
+	for (unsigned i = 0; i < sim->n_workers; i++) {
+		sim->stats.events += sim->workers[i].events;
+		sim->stats.messages += sim->workers[i].messages;
+	}
+	if (!rc)
+		rc = check_quiescence(sim, err);
+	return rc;
+}
+
+void kb__sim_destroy(kb_sim *sim)
+{
+	if (!sim)
+		return;
+	for (size_t i = 0; i < sim->n_lps; i++) {
+		free(sim->lps[i]->heap.ev);
+		free(sim->lps[i]);
+	}
+	for (unsigned i = 0; i < sim->n_workers; i++) {
+		kb__worker_pool_free(&sim->workers[i]);
+		free(sim->workers[i].lps);
+		free(sim->workers[i].members);
+	}
+	free(sim->workers);
+	free(sim->lps);
+	free(sim);
+}

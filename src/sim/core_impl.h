@@ -1,0 +1,91 @@
+/* Private layout of the simulation core, shared by core.c and the executors. */
+#ifndef KB_SIM_CORE_IMPL_H
+#define KB_SIM_CORE_IMPL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <urcu/wfcqueue.h>
+
+#include "sim/barrier.h"
+#include "sim/sim.h"
+
+typedef struct kb_evheap {
+	kb_event *ev;
+	size_t n, cap;
+} kb_evheap;
+
+/* A message in flight between workers; nodes are recycled per worker. */
+typedef struct kb_msgnode {
+	struct cds_wfcq_node node;
+	struct kb_msgnode *next_free;
+	kb_event ev;
+} kb_msgnode;
+
+typedef struct kb_worker kb_worker;
+
+struct kb_lp {
+	/* Inbox first, on its own cache line: other threads write here. */
+	struct __cds_wfcq_head inbox_head __attribute__((aligned(64)));
+	struct cds_wfcq_tail inbox_tail __attribute__((aligned(64)));
+	uint32_t id __attribute__((aligned(64)));
+	uint32_t pe, cluster;
+	const kb_lp_type *type;
+	void *state;
+	kb_sim *sim;
+	kb_worker *worker;
+	kb_time now;
+	uint64_t seq;
+	kb_evheap heap;
+	size_t wpos;             /* position in the worker's LP heap */
+	kb_oplog_lane *lane;
+};
+
+struct kb_worker {
+	unsigned index;
+	kb_sim *sim;
+	kb_lp **lps;             /* indexed min-heap on (next event time, LP id) */
+	kb_lp **members;         /* the same LPs in id order (stable) */
+	size_t n_lps, cap_lps;
+	kb_msgnode *free_nodes;
+	void **slabs;
+	size_t n_slabs, cap_slabs;
+	uint64_t events, messages;
+	kb_time last_time;       /* time of the last event processed */
+	int err;                 /* first error of this worker, by (time, LP id) */
+	kb_time err_time;
+	uint32_t err_lp;
+	kb_error error;
+	pthread_t thread;
+	int alloc_failed;
+};
+
+struct kb_sim {
+	kb_sim_config cfg;
+	kb_lp **lps;
+	size_t n_lps, cap_lps;
+	kb_worker *workers;
+	unsigned n_workers;
+	kb_time window;
+	kb_sim_stats stats;
+	kb_barrier barrier;
+	kb_time bound;           /* the current window's end, set before a barrier */
+	int quit;                /* tells workers to leave, set before a barrier */
+	atomic_int stop;
+	int ran;
+};
+
+/* core.c */
+kb_time kb__lp_key(const kb_lp *lp);
+void kb__worker_touch(kb_worker *w, kb_lp *lp);
+void kb__worker_window(kb_worker *w, kb_time bound, uint64_t budget);
+void kb__worker_drain(kb_worker *w);
+kb_time kb__worker_min(const kb_worker *w);
+size_t kb__worker_count_below(const kb_worker *w, kb_time bound, size_t cap);
+int kb__worker_pool_init(kb_worker *w);
+void kb__worker_pool_free(kb_worker *w);
+
+/* executors */
+int kb__exec_sequential(kb_sim *sim, kb_error *err);
+int kb__exec_parallel(kb_sim *sim, kb_error *err);
+
+#endif

@@ -1,0 +1,220 @@
+/*
+ * Executors. All run the same LPs through kb__worker_window and give the
+ * same results; they differ only in how many threads share the work.
+ *
+ * Sequential: one worker, no windows, no barriers.
+ * Parallel (one thread per LP, or M:N): conservative windows. Everyone
+ * agrees on the global earliest pending time T; events earlier than T + W
+ * (W = the smallest latency of a link between workers) cannot be affected
+ * by anything another worker does in this window, so each worker runs them
+ * alone; then the workers meet, move delivered messages into their heaps
+ * and repeat. T jumps over empty stretches of simulated time. A window with
+ * little work is run by the coordinating thread alone (a parallel
+ * threshold, as in SimGrid): that changes speed, never results.
+ */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "base/err.h"
+#include "oplog/oplog.h"
+#include "sim/core_impl.h"
+
+#define SEQ_BUDGET (1u << 16)
+#define FLUSH_RECORDS 4096
+
+static int flush_log(kb_sim *sim, kb_time bound, kb_error *err)
+{
+	if (!sim->cfg.oplog)
+		return KB_OK;
+	return kb__oplog_flush(sim->cfg.oplog, bound, err);
+}
+
+/* The first error by (time, LP id): the one a sequential run would meet. */
+static kb_worker *first_error(kb_sim *sim)
+{
+	kb_worker *best = NULL;
+
+	for (unsigned i = 0; i < sim->n_workers; i++) {
+		kb_worker *w = &sim->workers[i];
+
+		if (!w->err && w->alloc_failed) {
+			kb__err(&w->error, KB_ENOMEM, "out of memory delivering messages");
+			w->err = KB_ENOMEM;
+			w->err_time = w->last_time;
+			w->err_lp = 0;
+		}
+		if (w->err && (!best || w->err_time < best->err_time ||
+			       (w->err_time == best->err_time && w->err_lp < best->err_lp)))
+			best = w;
+	}
+	return best;
+}
+
+static int finish(kb_sim *sim, kb_error *err)
+{
+	kb_worker *bad = first_error(sim);
+	int rc;
+
+	for (unsigned i = 0; i < sim->n_workers; i++)
+		if (sim->workers[i].last_time > sim->stats.end_time)
+			sim->stats.end_time = sim->workers[i].last_time;
+	if (bad) {
+		/* Keep what is final: every record that ends before the error. */
+		flush_log(sim, bad->err_time, NULL);
+		kb__err_copy(err, &bad->error);
+		return bad->err;
+	}
+	if (atomic_load(&sim->stop))
+		return kb__err(err, KB_ESTATE, "the simulation was stopped at t=%llu ps",
+			       (unsigned long long)sim->stats.end_time);
+	rc = flush_log(sim, KB_TIME_INF, err);
+	return rc;
+}
+
+int kb__exec_sequential(kb_sim *sim, kb_error *err)
+{
+	kb_worker *w = &sim->workers[0];
+
+	kb__worker_drain(w);
+	while (!w->err && !atomic_load_explicit(&sim->stop, memory_order_relaxed)) {
+		kb_time t;
+		int rc;
+
+		kb__worker_window(w, KB_TIME_INF, SEQ_BUDGET);
+		t = kb__worker_min(w);
+		if (w->err || t == KB_TIME_INF)
+			break;
+		if (sim->cfg.oplog && kb__oplog_buffered(sim->cfg.oplog) > FLUSH_RECORDS) {
+			rc = flush_log(sim, t, err);
+			if (rc)
+				return rc;
+		}
+	}
+	return finish(sim, err);
+}
+
+static void *worker_main(void *arg)
+{
+	kb_worker *w = arg;
+	kb_sim *sim = w->sim;
+
+	for (;;) {
+		kb__barrier_wait(&sim->barrier);
+		if (sim->quit)
+			break;
+		kb__worker_window(w, sim->bound, UINT64_MAX);
+		kb__barrier_wait(&sim->barrier);
+		kb__worker_drain(w);
+		kb__barrier_wait(&sim->barrier);
+	}
+	return NULL;
+}
+
+static kb_time global_min(const kb_sim *sim, unsigned *active_out, kb_time *bound_out)
+{
+	kb_time t = KB_TIME_INF, b;
+	unsigned active = 0;
+
+	for (unsigned i = 0; i < sim->n_workers; i++) {
+		kb_time m = kb__worker_min(&sim->workers[i]);
+
+		if (m < t)
+			t = m;
+	}
+	b = (t == KB_TIME_INF || KB_TIME_INF - t <= sim->window) ? KB_TIME_INF : t + sim->window;
+	for (unsigned i = 0; i < sim->n_workers; i++)
+		if (kb__worker_min(&sim->workers[i]) < b)
+			active++;
+	*active_out = active;
+	*bound_out = b;
+	return t;
+}
+
+/* Enough events in the window, on at least two workers, to pay for waking them. */
+static int window_is_dense(const kb_sim *sim, kb_time bound, unsigned active)
+{
+	size_t cap = sim->cfg.par_threshold, n = 0;
+
+	if (active < 2)
+		return 0;
+	for (unsigned i = 0; i < sim->n_workers && n < cap; i++)
+		n += kb__worker_count_below(&sim->workers[i], bound, cap - n);
+	return n >= cap;
+}
+
+static void run_window(kb_sim *sim, kb_time bound, int dense)
+{
+	if (dense) {
+		sim->bound = bound;
+		kb__barrier_wait(&sim->barrier);
+		kb__worker_window(&sim->workers[0], bound, UINT64_MAX);
+		kb__barrier_wait(&sim->barrier);
+		kb__worker_drain(&sim->workers[0]);
+		kb__barrier_wait(&sim->barrier);
+		sim->stats.parallel_windows++;
+		return;
+	}
+	for (unsigned i = 0; i < sim->n_workers; i++)
+		if (kb__worker_min(&sim->workers[i]) < bound)
+			kb__worker_window(&sim->workers[i], bound, UINT64_MAX);
+	for (unsigned i = 0; i < sim->n_workers; i++)
+		kb__worker_drain(&sim->workers[i]);
+}
+
+static int any_error(const kb_sim *sim)
+{
+	for (unsigned i = 0; i < sim->n_workers; i++)
+		if (sim->workers[i].err || sim->workers[i].alloc_failed)
+			return 1;
+	return 0;
+}
+
+int kb__exec_parallel(kb_sim *sim, kb_error *err)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned started = 1, spin = (ncpu > 0 && sim->n_workers <= (unsigned)ncpu) ? 4000 : 64;
+	int rc = KB_OK;
+
+	kb__barrier_init(&sim->barrier, sim->n_workers, spin);
+	for (; started < sim->n_workers; started++)
+		if (pthread_create(&sim->workers[started].thread, NULL, worker_main,
+				   &sim->workers[started]))
+			break;
+	if (started < sim->n_workers) {
+		/* Run with the threads we have: re-size the barrier before anyone waits. */
+		rc = kb__err(err, KB_ENOMEM, "cannot start worker thread %u of %u", started,
+			     sim->n_workers);
+		goto stop;
+	}
+	for (unsigned i = 0; i < sim->n_workers; i++)
+		kb__worker_drain(&sim->workers[i]);
+	while (!any_error(sim) && !atomic_load_explicit(&sim->stop, memory_order_relaxed)) {
+		unsigned active;
+		kb_time bound, t = global_min(sim, &active, &bound);
+
+		if (t == KB_TIME_INF)
+			break;
+		run_window(sim, bound, window_is_dense(sim, bound, active));
+		sim->stats.windows++;
+		if (sim->cfg.oplog && kb__oplog_buffered(sim->cfg.oplog) > FLUSH_RECORDS) {
+			rc = flush_log(sim, bound, err);
+			if (rc)
+				goto stop;
+		}
+	}
+stop:
+	sim->quit = 1;
+	if (started == sim->n_workers) {
+		kb__barrier_wait(&sim->barrier);
+	} else {
+		/* Some threads never started: those waiting have arrived, so
+		 * lowering the party count to who exists releases them. */
+		sim->barrier.parties = started;
+		kb__barrier_wait(&sim->barrier);
+	}
+	for (unsigned i = 1; i < started; i++)
+		pthread_join(sim->workers[i].thread, NULL);
+	if (rc)
+		return rc;
+	return finish(sim, err);
+}

@@ -1,0 +1,106 @@
+/*
+ * The simulation core: logical processes (LPs) that share nothing and
+ * exchange timestamped messages, run by an executor.
+ *
+ * - An LP is one engine instance (e.g. pe3.dma). It owns its state, an event
+ *   heap and an inbox. Handlers see only their own LP.
+ * - A message to another LP carries a delay of at least the latency of the
+ *   link between the two (same PE / same cluster / across clusters); the
+ *   smallest of those is the lookahead. A shorter delay is an error.
+ * - Events at an LP are processed in the total order (time, source LP,
+ *   source sequence number); sequence numbers count each LP's own sends, so
+ *   nothing depends on the order in which messages arrive.
+ * - Executors (sequential, threaded one-per-LP, threaded M:N) run the same
+ *   LPs and give byte-identical results; no model code knows which one runs.
+ */
+#ifndef KB_SIM_SIM_H
+#define KB_SIM_SIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/time.h"
+#include "kernbench/common.h"
+
+typedef struct kb_sim kb_sim;
+typedef struct kb_lp kb_lp;
+typedef struct kb_oplog kb_oplog;
+typedef struct kb_oplog_lane kb_oplog_lane;
+
+#define KB_EVENT_WORDS 6
+
+/* One event or message. The core fills time, src, dst and seq. */
+typedef struct kb_event {
+	kb_time time;
+	uint32_t src;
+	uint32_t dst;
+	uint64_t seq;
+	uint32_t type;               /* model-defined */
+	uint32_t aux;                /* model-defined */
+	uint64_t w[KB_EVENT_WORDS];  /* model-defined payload */
+} kb_event;
+
+/* A kind of LP: callbacks over the LP's own state (ROSS tw_lptype style). */
+typedef struct kb_lp_type {
+	const char *name;
+	/* Schedules the LP's first events; may be NULL. */
+	int (*start)(kb_lp *lp);
+	/* Handles one event; returns 0 or a kb_status after kb__lp_fail. */
+	int (*event)(kb_lp *lp, const kb_event *ev);
+	/* At quiescence: returns nonzero when the LP still has unfinished work
+	 * and writes what it waits for into buf (deadlock report); may be NULL. */
+	int (*pending)(kb_lp *lp, char *buf, size_t len);
+} kb_lp_type;
+
+typedef struct kb_sim_config {
+	int threads;            /* 0: one thread per LP; 1: sequential; N: N workers */
+	kb_time lat_pe;         /* smallest latency between LPs of one PE */
+	kb_time lat_cluster;    /* between PEs of one cluster */
+	kb_time lat_global;     /* between clusters */
+	unsigned par_threshold; /* events in a window below which one thread runs it (0: default) */
+	kb_oplog *oplog;        /* record sink; NULL for none */
+} kb_sim_config;
+
+/* Figures of a finished run. */
+typedef struct kb_sim_stats {
+	kb_time end_time;       /* time of the last event */
+	uint64_t events;        /* events processed (messages + self events) */
+	uint64_t messages;      /* messages between LPs */
+	uint64_t windows;       /* synchronization windows (threaded executors) */
+	uint64_t parallel_windows; /* windows run by more than one thread */
+	unsigned workers;       /* worker threads used */
+	kb_time window;         /* window length (KB_TIME_INF when sequential) */
+} kb_sim_stats;
+
+kb_sim *kb__sim_create(const kb_sim_config *cfg, kb_error *err);
+void kb__sim_destroy(kb_sim *sim);
+/* Adds an LP; pe/cluster locate it for link latencies. Returns its id, or
+ * UINT32_MAX on allocation failure. LP ids order op_log records at equal
+ * times, so models add LPs PE-major. */
+uint32_t kb__sim_add_lp(kb_sim *sim, const kb_lp_type *type, void *state,
+			uint32_t pe, uint32_t cluster);
+/* Gives the LP an op_log lane (records it emits are merged in LP-id order). */
+kb_oplog_lane *kb__sim_lp_lane(kb_sim *sim, uint32_t id);
+uint32_t kb__sim_lp_count(const kb_sim *sim);
+/* Runs to quiescence. On error, err says what failed, where and when. */
+int kb__sim_run(kb_sim *sim, kb_error *err);
+const kb_sim_stats *kb__sim_stats(const kb_sim *sim);
+/* Asks a running simulation to stop at the next window (any thread). */
+void kb__sim_request_stop(kb_sim *sim);
+
+/* ---- called from inside handlers, on the LP's own thread ---- */
+kb_time kb__lp_now(const kb_lp *lp);
+uint32_t kb__lp_id(const kb_lp *lp);
+void *kb__lp_state(kb_lp *lp);
+kb_oplog_lane *kb__lp_lane(kb_lp *lp);
+/* Sends ev (type, aux, w) to dst after delay; ev->time etc. are filled in.
+ * A delay below the link latency is KB_ELOOKAHEAD. */
+int kb__lp_send(kb_lp *lp, uint32_t dst, kb_time delay, const kb_event *ev);
+/* Schedules an event on the LP itself; any delay >= 0. */
+int kb__lp_self(kb_lp *lp, kb_time delay, const kb_event *ev);
+/* Records an error of this LP at its current time; returns code. */
+int kb__lp_fail(kb_lp *lp, int code, const char *fmt, ...) KB_PRINTF(3, 4);
+/* Latency of the link from lp to dst (what kb__lp_send requires). */
+kb_time kb__lp_link_latency(const kb_lp *lp, uint32_t dst);
+
+#endif

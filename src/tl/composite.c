@@ -1,0 +1,586 @@
+/*
+ * Composite lowering (ADR-0065 D1-D8, DDD §6): prologue recipes expand
+ * into flat KERNEL-scope MATH OpSpecs with their scratch allocated in the
+ * current scope, the recipe's primary output auto-binds to the head GEMM's
+ * `a`, epilogue ops follow the head, and the result is one CompositeCmd
+ * with its rw_handles, checked against every invariant before emit.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "tl/recipes.h"
+#include "tl/tl_int.h"
+
+#define MAX_OPS 48
+#define MAX_BIND 16
+
+/* Names bound while lowering one composite: recipe operands and scratch. */
+typedef struct binding {
+	const char *name;
+	kb_hslot *h;
+} binding;
+
+typedef struct lowering {
+	kb_tl *tl;
+	kb_opspec ops[MAX_OPS];
+	uint32_t n_ops;
+	kb_hslot *reads[MAX_OPS * 4];     /* read-only uses (implicit wait) */
+	uint32_t n_reads;
+	kb_hslot *rw[MAX_OPS];            /* rw_handles, in order, unique */
+	uint32_t n_rw;
+	kb_hslot *writes[MAX_OPS];        /* written, not rw (scratch, out) */
+	uint32_t n_writes;
+	int n_gemm;
+} lowering;
+
+static const char *const unary_names[] = { "src" };
+static const char *const nary_names[] = { "src_a", "src_b", "src_c" };
+
+static void add_unique(kb_hslot **v, uint32_t *n, kb_hslot *h)
+{
+	for (uint32_t i = 0; i < *n; i++)
+		if (v[i] == h)
+			return;
+	v[(*n)++] = h;
+}
+
+static kb_opspec *new_op(lowering *lw, uint16_t kind, kb_scope_kind scope)
+{
+	kb_opspec *op;
+
+	if (lw->n_ops == MAX_OPS) {
+		kb__tl_fail(lw->tl, KB_V_OVER_CAP, "more than %d ops in one composite", MAX_OPS);
+		return NULL;
+	}
+	op = &lw->ops[lw->n_ops++];
+	memset(op, 0, sizeof(*op));
+	op->kind = kind;
+	op->scope = (uint8_t)scope;
+	return op;
+}
+
+static void op_operand(kb_opspec *op, const char *name, const kb_hslot *h)
+{
+	op->operands[op->n_operands].name = name;
+	op->operands[op->n_operands].t = h->view;
+	op->n_operands++;
+}
+
+static void op_extra(kb_opspec *op, const char *name, double v)
+{
+	op->extras[op->n_extras].name = name;
+	op->extras[op->n_extras].value = v;
+	op->n_extras++;
+}
+
+static void view_nshape(const kb_tview *t, kb_nshape *s)
+{
+	s->rank = t->rank;
+	for (int i = 0; i < t->rank; i++)
+		s->dim[i] = t->shape[i];
+}
+
+static int nshape_equal_2d(const kb_nshape *a, const kb_tview *t)
+{
+	int64_t rows = 1, cols = a->rank ? a->dim[a->rank - 1] : 1;
+
+	for (int i = 0; i + 1 < a->rank; i++)
+		rows *= a->dim[i];
+	return rows == kb__tview_rows(t) && cols == kb__tview_cols(t);
+}
+
+/* Output shape of a MATH kind by NumPy broadcasting, or a reduction. */
+static int math_out_shape(kb_math_kind kind, const kb_hslot *const *in, int n, kb_nshape *out)
+{
+	kb_nshape s;
+
+	view_nshape(&in[0]->view, out);
+	if (kind == KB_MATH_RMAX || kind == KB_MATH_RSUM) {
+		out->dim[out->rank - 1] = 1;
+		return 0;
+	}
+	for (int i = 1; i < n; i++) {
+		view_nshape(&in[i]->view, &s);
+		while (out->rank < s.rank) {
+			memmove(&out->dim[1], &out->dim[0], (size_t)out->rank * sizeof(out->dim[0]));
+			out->dim[0] = 1;
+			out->rank++;
+		}
+		for (int k = 0; k < s.rank; k++) {
+			int64_t *d = &out->dim[out->rank - s.rank + k], e = s.dim[k];
+
+			if (*d == 1)
+				*d = e;
+			else if (e != 1 && e != *d)
+				return -1;
+		}
+	}
+	return 0;
+}
+
+static const char *shape_text(const kb_tview *t, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "(");
+
+	for (int i = 0; i < t->rank && n > 0 && (size_t)n < len; i++)
+		n += snprintf(buf + n, len - n, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
+	if (n > 0 && (size_t)n < len)
+		snprintf(buf + n, len - n, ")");
+	return buf;
+}
+
+static int same_2d(const kb_tview *a, const kb_tview *b)
+{
+	return kb__tview_rows(a) == kb__tview_rows(b) && kb__tview_cols(a) == kb__tview_cols(b);
+}
+
+static kb_hslot *lookup(binding *b, int nb, const char *name)
+{
+	for (int i = 0; i < nb; i++)
+		if (strcmp(b[i].name, name) == 0)
+			return b[i].h;
+	return NULL;
+}
+
+/* Binds the call's named args to the recipe's operand contract. */
+static int bind_recipe_operands(lowering *lw, const kb_recipe *r, const kb_tl_recipe_call *call,
+				binding *b, int *nb)
+{
+	kb_tl *tl = lw->tl;
+
+	for (int i = 0; i < KB_TL_MAX_ARGS && call->args[i].name; i++) {
+		int known = 0;
+
+		for (int k = 0; k < KB_RECIPE_MAX_OPERANDS && r->operands[k].name; k++)
+			known |= strcmp(r->operands[k].name, call->args[i].name) == 0;
+		if (!known)
+			return kb__tl_fail(tl, KB_V_MISSING_OPERAND, "recipe %s has no operand '%s'",
+					   r->name, call->args[i].name);
+	}
+	for (int k = 0; k < KB_RECIPE_MAX_OPERANDS && r->operands[k].name; k++) {
+		const char *name = r->operands[k].name;
+		kb_hslot *h = NULL;
+		char what[96];
+
+		for (int i = 0; i < KB_TL_MAX_ARGS && call->args[i].name; i++)
+			if (strcmp(call->args[i].name, name) == 0) {
+				snprintf(what, sizeof(what), "recipe %s operand '%s'", r->name, name);
+				h = kb__tl_slot(tl, call->args[i].t, what);
+				if (!h)
+					return KB_EVALIDATE;
+			}
+		if (!h)
+			return kb__tl_fail(tl, KB_V_MISSING_OPERAND, "recipe %s needs operand '%s'",
+					   r->name, name);
+		if (h->view.space != KB_SPACE_TCM)
+			return kb__tl_fail(tl, KB_V_PROLOGUE_HBM,
+					   "prologue recipe %s operand '%s' lives in HBM; prologue operands must be in TCM (tl.load it first)",
+					   r->name, name);
+		if (r->operands[k].access == KB_RECIPE_RW)
+			add_unique(lw->rw, &lw->n_rw, h);
+		else
+			add_unique(lw->reads, &lw->n_reads, h);
+		b[(*nb)++] = (binding){ name, h };
+	}
+	return KB_OK;
+}
+
+static int alloc_recipe_scratch(lowering *lw, const kb_recipe *r, binding *b, int *nb)
+{
+	for (int k = 0; k < KB_RECIPE_MAX_SCRATCH && r->scratch[k].name; k++) {
+		const kb_recipe_scratch *sc = &r->scratch[k];
+		kb_hslot *like = lookup(b, *nb, sc->like), *h;
+		int64_t shape[KB_TL_MAX_RANK];
+		kb_tl_tensor *t;
+
+		for (int i = 0; i < like->view.rank; i++)
+			shape[i] = like->view.shape[i];
+		if (sc->shape == KB_RECIPE_ROWVEC)
+			shape[like->view.rank - 1] = 1;
+		h = kb__tl_new_tcm(lw->tl, (kb_dtype)like->view.dtype, like->view.rank, shape, &t);
+		if (!h)
+			return KB_EVALIDATE;
+		add_unique(lw->writes, &lw->n_writes, h);
+		b[(*nb)++] = (binding){ sc->name, h };
+	}
+	return KB_OK;
+}
+
+/* One recipe micro-op as a flat KERNEL-scope MATH OpSpec. */
+static int expand_step(lowering *lw, const kb_recipe *r, const kb_recipe_step *st, binding *b,
+		       int nb)
+{
+	const kb_hslot *in[3];
+	kb_hslot *dst = lookup(b, nb, st->dst);
+	int n = kb__math_arity(st->kind);
+	kb_nshape want;
+	kb_opspec *op = new_op(lw, (uint16_t)st->kind, KB_SCOPE_KERNEL);
+	char s1[64], s2[64];
+
+	if (!op)
+		return KB_EVALIDATE;
+	for (int i = 0; i < n; i++) {
+		in[i] = lookup(b, nb, st->src[i]);
+		op_operand(op, n == 1 ? unary_names[0] : nary_names[i], in[i]);
+	}
+	op->has_out = 1;
+	op->out = dst->view;
+	if (st->reduce_axis)
+		op_extra(op, "reduce_axis", st->reduce_axis);
+	if (st->bcast_axis != KB_RECIPE_NO_AXIS)
+		op_extra(op, "bcast_axis", st->bcast_axis);
+	if (math_out_shape(st->kind, in, n, &want) || !nshape_equal_2d(&want, &dst->view))
+		return kb__tl_fail(lw->tl, KB_V_SHAPE,
+				   "recipe %s step %s: operand '%s' %s does not fit '%s' %s",
+				   r->name, kb__math_kind_name(st->kind), st->src[n - 1],
+				   shape_text(&in[n - 1]->view, s1, sizeof(s1)), st->dst,
+				   shape_text(&dst->view, s2, sizeof(s2)));
+	return KB_OK;
+}
+
+static int lower_prologue(lowering *lw, const kb_tl_recipe_call *call, kb_hslot **primary)
+{
+	const kb_recipe *r = kb__recipe_find(call->recipe);
+	binding b[MAX_BIND];
+	int nb = 0;
+
+	if (!r) {
+		char known[256] = "";
+		size_t used = 0;
+
+		for (size_t i = 0; i < kb__recipe_count() && used < sizeof(known); i++)
+			used += (size_t)snprintf(known + used, sizeof(known) - used, "%s%s",
+						 i ? ", " : "", kb__recipe_get(i)->name);
+		return kb__tl_fail(lw->tl, KB_V_UNKNOWN_RECIPE, "unknown recipe '%s' (known: %s)",
+				   call->recipe ? call->recipe : "(null)", known);
+	}
+	if (bind_recipe_operands(lw, r, call, b, &nb) || alloc_recipe_scratch(lw, r, b, &nb))
+		return KB_EVALIDATE;
+	for (int i = 0; i < KB_RECIPE_MAX_STEPS && r->steps[i].dst; i++)
+		if (expand_step(lw, r, &r->steps[i], b, nb))
+			return KB_EVALIDATE;
+	if (r->primary_out) {
+		if (*primary)
+			return kb__tl_fail(lw->tl, KB_V_AUTOBIND_CONFLICT,
+					   "two prologue recipes both produce a primary output");
+		*primary = lookup(b, nb, r->primary_out);
+	}
+	return KB_OK;
+}
+
+/* The head GEMM: a (M, K) and b (K, N), or b (N, K) with KB_TL_TRANS_B. */
+static int lower_gemm(lowering *lw, kb_hslot *a, kb_hslot *b, unsigned flags, int64_t mkn[3])
+{
+	int trans = (flags & KB_TL_TRANS_B) != 0;
+	int64_t kb_ = trans ? kb__tview_cols(&b->view) : kb__tview_rows(&b->view);
+	kb_opspec *op;
+	char s1[64], s2[64];
+
+	mkn[0] = kb__tview_rows(&a->view);
+	mkn[1] = kb__tview_cols(&a->view);
+	mkn[2] = trans ? kb__tview_rows(&b->view) : kb__tview_cols(&b->view);
+	if (kb_ != mkn[1])
+		return kb__tl_fail(lw->tl, KB_V_SHAPE, "gemm: a %s and b%s %s disagree on K",
+				   shape_text(&a->view, s1, sizeof(s1)), trans ? "^T" : "",
+				   shape_text(&b->view, s2, sizeof(s2)));
+	if (a->view.dtype != b->view.dtype)
+		return kb__tl_fail(lw->tl, KB_V_DTYPE, "gemm: a is %s but b is %s",
+				   kb_dtype_name((kb_dtype)a->view.dtype),
+				   kb_dtype_name((kb_dtype)b->view.dtype));
+	op = new_op(lw, KB_OP_GEMM, KB_SCOPE_KERNEL);
+	if (!op)
+		return KB_EVALIDATE;
+	op_operand(op, "a", a);
+	op_operand(op, "b", b);
+	op_extra(op, "m", (double)mkn[0]);
+	op_extra(op, "k", (double)mkn[1]);
+	op_extra(op, "n", (double)mkn[2]);
+	if (trans) {
+		op_extra(op, "trans_b", 1);
+		op->trans_b = 1;
+	}
+	op->has_out = 1;
+	add_unique(lw->reads, &lw->n_reads, a);
+	add_unique(lw->reads, &lw->n_reads, b);
+	lw->n_gemm++;
+	return KB_OK;
+}
+
+/* A MATH head op on a (and b): its output shape by broadcasting. */
+static int lower_math_head(lowering *lw, kb_math_kind kind, kb_hslot *a, kb_hslot *b,
+			   const kb_tl_extra *extras, kb_nshape *out_shape)
+{
+	const kb_hslot *in[2] = { a, b };
+	int n = kb__math_arity(kind);
+	kb_opspec *op;
+
+	if (n > 2)
+		return kb__tl_fail(lw->tl, KB_V_UNKNOWN_OP, "%s takes %d operands; a composite head takes at most 2",
+				   kb__math_kind_name(kind), n);
+	if (!a || (n == 2 && !b))
+		return kb__tl_fail(lw->tl, KB_V_MISSING_OPERAND, "%s needs operand%s a%s",
+				   kb__math_kind_name(kind), n == 2 ? "s" : "", n == 2 ? " and b" : "");
+	if (math_out_shape(kind, in, n, out_shape))
+		return kb__tl_fail(lw->tl, KB_V_SHAPE, "%s: shapes of a and b do not broadcast",
+				   kb__math_kind_name(kind));
+	op = new_op(lw, (uint16_t)kind, KB_SCOPE_KERNEL);
+	if (!op)
+		return KB_EVALIDATE;
+	op_operand(op, n == 1 ? "src" : "src_a", a);
+	add_unique(lw->reads, &lw->n_reads, a);
+	if (n == 2) {
+		op_operand(op, "src_b", b);
+		add_unique(lw->reads, &lw->n_reads, b);
+	}
+	for (int i = 0; i < KB_TL_MAX_EXTRAS && extras[i].name; i++)
+		op_extra(op, strcmp(extras[i].name, "scale") == 0 ? "scale" : "value", extras[i].value);
+	op->has_out = 1;
+	return KB_OK;
+}
+
+/* Epilogue op on the running value (the head's result), plus operands. */
+static int lower_epilogue(lowering *lw, const kb_tl_op *e, const kb_hslot *out)
+{
+	kb_math_kind kind;
+	kb_opspec *op;
+	kb_scope_kind scope = e->scope == KB_TL_KERNEL ? KB_SCOPE_KERNEL :
+			      e->scope == KB_TL_K_TILE ? KB_SCOPE_K_TILE : KB_SCOPE_OUTPUT_TILE;
+	int need;
+
+	if (e->op && strcmp(e->op, "gemm") == 0)
+		return kb__tl_fail(lw->tl, KB_V_TWO_GEMMS,
+				   "a composite holds at most one GEMM; this epilogue adds a second");
+	if (!e->op || kb__math_kind_parse(e->op, &kind))
+		return kb__tl_fail(lw->tl, KB_V_UNKNOWN_OP, "unknown epilogue op '%s'",
+				   e->op ? e->op : "(null)");
+	op = new_op(lw, (uint16_t)kind, scope);
+	if (!op)
+		return KB_EVALIDATE;
+	need = kb__math_arity(kind) - 1;  /* the running value is the first input */
+	for (int i = 0; i < KB_TL_MAX_ARGS && e->args[i].name; i++) {
+		static const char *const names[] = { "other", "bias", "src_b", "src_c" };
+		const char *nm = NULL;
+		kb_hslot *h;
+		char what[64];
+
+		for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+			if (strcmp(names[k], e->args[i].name) == 0)
+				nm = names[k];
+		if (!nm || i >= need)
+			return kb__tl_fail(lw->tl, KB_V_MISSING_OPERAND,
+					   "epilogue %s takes %d operand(s); '%s' is not one of them",
+					   e->op, need, e->args[i].name);
+		snprintf(what, sizeof(what), "epilogue %s operand '%s'", e->op, nm);
+		if (!(h = kb__tl_slot(lw->tl, e->args[i].t, what)))
+			return KB_EVALIDATE;
+		if (h->view.space != KB_SPACE_TCM)
+			return kb__tl_fail(lw->tl, KB_V_SPACE,
+					   "epilogue %s operand '%s' lives in HBM; tl.load it into TCM first",
+					   e->op, nm);
+		if (kind != KB_MATH_BIAS && !same_2d(&h->view, &out->view))
+			return kb__tl_fail(lw->tl, KB_V_SHAPE, "epilogue %s operand '%s' must have the output's shape",
+					   e->op, nm);
+		if (kind == KB_MATH_BIAS && kb__tview_elems(&h->view) != kb__tview_cols(&out->view))
+			return kb__tl_fail(lw->tl, KB_V_SHAPE, "bias must have one value per output column (%lld)",
+					   (long long)kb__tview_cols(&out->view));
+		op_operand(op, nm, h);
+		/* Reading the output it accumulates into makes it a read-write handle. */
+		if (h == out)
+			add_unique(lw->rw, &lw->n_rw, (kb_hslot *)h);
+		else
+			add_unique(lw->reads, &lw->n_reads, h);
+	}
+	if (op->n_operands != need)
+		return kb__tl_fail(lw->tl, KB_V_MISSING_OPERAND, "epilogue %s needs %d operand(s), got %d",
+				   e->op, need, op->n_operands);
+	for (int i = 0; i < KB_TL_MAX_EXTRAS && e->extras[i].name; i++)
+		op_extra(op, strcmp(e->extras[i].name, "scale") == 0 ? "scale" : "value",
+			 e->extras[i].value);
+	if (kind == KB_MATH_SCALE && op->n_extras == 0)
+		return kb__tl_fail(lw->tl, KB_V_MISSING_OPERAND, "epilogue scale needs the extra 'scale'");
+	if (scope == KB_SCOPE_KERNEL && out->view.space != KB_SPACE_TCM && lw->n_gemm)
+		return kb__tl_fail(lw->tl, KB_V_SPACE,
+				   "a KERNEL-scope epilogue after the GEMM runs on the whole output, which must be in TCM");
+	return KB_OK;
+}
+
+/* The output: a given handle, an HBM address, or auto TCM scratch. */
+static kb_hslot *resolve_out(lowering *lw, const kb_tl_composite_desc *d, const kb_nshape *shape,
+			     kb_dtype dt, kb_tl_tensor **out)
+{
+	kb_tl *tl = lw->tl;
+	kb_hslot *h;
+	int64_t dims[KB_TL_MAX_RANK];
+	char s1[64];
+
+	for (int i = 0; i < shape->rank; i++)
+		dims[i] = shape->dim[i];
+	if (d->out && d->out_hbm) {
+		kb__tl_fail(tl, KB_V_MISSING_OPERAND, "give either out or out_hbm, not both");
+		return NULL;
+	}
+	if (d->out) {
+		if (!(h = kb__tl_slot(tl, d->out, "composite out")))
+			return NULL;
+		if (!nshape_equal_2d(shape, &h->view)) {
+			kb__tl_fail(tl, KB_V_SHAPE, "out %s does not match the head's result (%lld, %lld)",
+				    shape_text(&h->view, s1, sizeof(s1)),
+				    (long long)(shape->rank > 1 ? shape->dim[shape->rank - 2] : 1),
+				    (long long)shape->dim[shape->rank - 1]);
+			return NULL;
+		}
+		*out = d->out;
+		return h;
+	}
+	if (d->out_hbm) {
+		uint64_t bytes;
+
+		if (kb__tl_check_shape(tl, shape->rank, dims, dt, &bytes))
+			return NULL;
+		if (d->out_hbm > tl->cfg.hbm_bytes || bytes > tl->cfg.hbm_bytes - d->out_hbm) {
+			kb__tl_fail(tl, KB_V_SPACE, "out_hbm 0x%llx + %llu bytes is outside HBM",
+				    (unsigned long long)d->out_hbm, (unsigned long long)bytes);
+			return NULL;
+		}
+		return kb__tl_new_handle(tl, KB_SPACE_HBM, d->out_hbm, dt, shape->rank, dims, out);
+	}
+	return kb__tl_new_tcm(tl, dt, shape->rank, dims, out);
+}
+
+static int build_cmd(lowering *lw, kb_hslot *out)
+{
+	kb_tl *tl = lw->tl;
+	kb_cmd *c = kb__tl_cmd_new(tl, KB_CMD_COMPOSITE);
+	uint64_t lbytes, cap = tl->cfg.cost.max_composite_logical_bytes;
+	int in_rw = 0;
+
+	if (!c)
+		return KB_EVALIDATE;
+	for (uint32_t i = 0; i < lw->n_rw; i++)
+		in_rw |= lw->rw[i] == out;
+	if (!in_rw)
+		add_unique(lw->writes, &lw->n_writes, out);
+	c->ops = malloc(lw->n_ops * sizeof(*c->ops));
+	if (!c->ops)
+		goto oom;
+	memcpy(c->ops, lw->ops, lw->n_ops * sizeof(*c->ops));
+	c->n_ops = lw->n_ops;
+	c->n_rw = lw->n_rw;
+	lbytes = kb__composite_lbytes(c->ops, c->n_ops, c->n_rw);
+	if (lbytes > cap) {
+		kb__cmd_free(c);
+		return kb__tl_fail(tl, KB_V_OVER_CAP,
+				   "composite is %llu logical bytes, over pe_cost_model.max_composite_logical_bytes = %llu; split it into smaller composites",
+				   (unsigned long long)lbytes, (unsigned long long)cap);
+	}
+	/* Read-only operands: implicit wait for their producers. rw handles
+	 * and outputs: the scheduler's strict-FIFO tracker orders them. */
+	for (uint32_t i = 0; i < lw->n_reads; i++)
+		if (kb__cmd_read(c, lw->reads[i], 1))
+			goto oom;
+	for (uint32_t i = 0; i < lw->n_rw; i++)
+		if (kb__cmd_read(c, lw->rw[i], 0) || kb__cmd_write(c, lw->rw[i]))
+			goto oom;
+	for (uint32_t i = 0; i < lw->n_writes; i++)
+		if (kb__cmd_write(c, lw->writes[i]))
+			goto oom;
+	for (uint32_t i = 0; i < lw->n_rw; i++)
+		lw->rw[i]->writer = (int64_t)c->id;
+	for (uint32_t i = 0; i < lw->n_writes; i++)
+		lw->writes[i]->writer = (int64_t)c->id;
+	return kb__tl_emit(tl, c);
+oom:
+	kb__cmd_free(c);
+	return kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory");
+}
+
+KB_API kb_tl_tensor *kb_tl_composite_at(kb_tl *tl, const kb_tl_composite_desc *d,
+					const char *file, int line)
+{
+	lowering *lw;
+	kb_hslot *primary = NULL, *a = NULL, *b = NULL, *out;
+	kb_tl_tensor *result = NULL;
+	kb_nshape shape;
+	kb_math_kind kind = KB_MATH_COPY;
+	int is_gemm;
+
+	if (kb__tl_begin(tl, "kb_tl_composite", file, line))
+		return NULL;
+	if (!d || !d->op) {
+		kb__tl_fail(tl, KB_V_UNKNOWN_OP, "composite needs a head op (\"gemm\" or a MATH kind)");
+		return NULL;
+	}
+	is_gemm = strcmp(d->op, "gemm") == 0;
+	if (!is_gemm && kb__math_kind_parse(d->op, &kind)) {
+		kb__tl_fail(tl, KB_V_UNKNOWN_OP, "unknown head op '%s'", d->op);
+		return NULL;
+	}
+	lw = calloc(1, sizeof(*lw));
+	if (!lw) {
+		kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory");
+		return NULL;
+	}
+	lw->tl = tl;
+	if (d->n_prologue && !d->prologue) {
+		kb__tl_fail(tl, KB_V_MISSING_OPERAND, "n_prologue is %zu but prologue is NULL", d->n_prologue);
+		goto done;
+	}
+	for (size_t i = 0; i < d->n_prologue; i++)
+		if (lower_prologue(lw, &d->prologue[i], &primary))
+			goto done;
+	if (primary && d->a) {
+		kb__tl_fail(tl, KB_V_AUTOBIND_CONFLICT,
+			    "auto-bind conflict: the prologue recipe's primary output binds to the head's 'a', and the kernel also passed 'a'; omit one");
+		goto done;
+	}
+	if ((d->a && !(a = kb__tl_slot(tl, d->a, "head operand 'a'"))) ||
+	    (d->b && !(b = kb__tl_slot(tl, d->b, "head operand 'b'"))))
+		goto done;
+	if (primary)
+		a = primary;
+	if (is_gemm) {
+		int64_t mkn[3];
+
+		if (!a || !b) {
+			kb__tl_fail(tl, KB_V_MISSING_OPERAND, "gemm needs operands a and b");
+			goto done;
+		}
+		if (lower_gemm(lw, a, b, d->flags, mkn))
+			goto done;
+		shape.rank = 2;
+		shape.dim[0] = mkn[0];
+		shape.dim[1] = mkn[2];
+	} else if (lower_math_head(lw, kind, a, b, d->extras, &shape)) {
+		goto done;
+	}
+	out = resolve_out(lw, d, &shape, a ? (kb_dtype)a->view.dtype : KB_FP32, &result);
+	if (!out)
+		goto done;
+	/* The head op is the first op after the prologue. */
+	lw->ops[lw->n_ops - 1].out = out->view;
+	if (d->n_epilogue && !d->epilogue) {
+		kb__tl_fail(tl, KB_V_MISSING_OPERAND, "n_epilogue is %zu but epilogue is NULL", d->n_epilogue);
+		result = NULL;
+		goto done;
+	}
+	for (size_t i = 0; i < d->n_epilogue; i++)
+		if (lower_epilogue(lw, &d->epilogue[i], out)) {
+			result = NULL;
+			goto done;
+		}
+	if (build_cmd(lw, out))
+		result = NULL;
+done:
+	free(lw);
+	return result;
+}
+
+KB_API kb_tl_tensor *kb_tl_dot_at(kb_tl *tl, kb_tl_tensor *a, kb_tl_tensor *b, unsigned flags,
+				  const char *file, int line)
+{
+	kb_tl_composite_desc d = { .op = "gemm", .a = a, .b = b, .flags = flags };
+
+	return kb_tl_composite_at(tl, &d, file, line);
+}

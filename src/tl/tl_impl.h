@@ -1,0 +1,34 @@
+/* The tl context as the PE model drives it (the compiler analog). */
+#ifndef KB_TL_TL_IMPL_H
+#define KB_TL_TL_IMPL_H
+
+#include "kernbench/tl.h"
+#include "pe/cmd.h"
+
+/* Receives each command in program order and owns it from then on.
+ * Returns nonzero when nobody will consume commands any more. */
+typedef int (*kb_tl_emit_fn)(void *ctx, kb_cmd *cmd);
+
+typedef struct kb_tl_config {
+	uint32_t pe, program_id, num_programs, n_pes;
+	kb_cost_model cost;
+	uint64_t tcm_bytes;      /* TCM usable by kernels (staging excluded) */
+	uint64_t hbm_bytes;
+	uint16_t tag;            /* distinguishes handles of different contexts */
+	kb_tl_emit_fn emit;
+	void *emit_ctx;
+} kb_tl_config;
+
+kb_tl *kb__tl_create(const kb_tl_config *cfg);
+void kb__tl_destroy(kb_tl *tl);
+/* After the kernel function returns: checks scopes and emits END (or
+ * nothing when an ERROR was already emitted). */
+int kb__tl_finish(kb_tl *tl);
+/* The recorded validation error, or NULL. */
+const kb_error *kb__tl_error(const kb_tl *tl);
+/* Tells the context that the consumer is gone: every later op is a no-op. */
+void kb__tl_cancel(kb_tl *tl);
+/* Number of commands emitted so far. */
+uint64_t kb__tl_commands(const kb_tl *tl);
+
+#endif

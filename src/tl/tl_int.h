@@ -1,0 +1,69 @@
+/* Private state of the tl context, shared by tl.c and composite.c. */
+#ifndef KB_TL_TL_INT_H
+#define KB_TL_TL_INT_H
+
+#include "tl/tl_impl.h"
+
+#define KB_TL_MAX_SCOPES 64
+
+typedef struct kb_hslot {
+	uint32_t gen;
+	uint8_t live;
+	uint8_t owns_alloc;
+	int scope;               /* scope depth it was created in */
+	kb_tview view;
+	int64_t writer;          /* id of the last command writing it; -1: none */
+	uint64_t fence;          /* commands touching it wait for ids < fence */
+	uint64_t alloc_size;
+	uint32_t next_free;
+} kb_hslot;
+
+typedef struct kb_scope {
+	uint32_t *slots;
+	size_t n, cap;
+} kb_scope;
+
+typedef struct kb_seg {
+	uint64_t off, size, fence;
+} kb_seg;
+
+struct kb_tl {
+	kb_tl_config cfg;
+	int failed, cancelled;
+	kb_error error;
+	/* the operation in progress, for error messages */
+	uint64_t op_count;
+	const char *op_name, *op_file;
+	int op_line;
+	uint64_t next_cmd;
+	uint64_t next_id;
+	kb_hslot **chunks;       /* slots in fixed chunks: pointers stay valid */
+	size_t n_slots, cap_slots;
+	uint32_t free_slot;
+	kb_scope scopes[KB_TL_MAX_SCOPES];
+	int depth;
+	kb_seg *segs;
+	size_t n_segs, cap_segs;
+	uint64_t cursor, tcm_used, leaked;
+};
+
+#define KB_TL_CHUNK 1024
+#define KB_SLOT(tl, i) (&(tl)->chunks[(i) / KB_TL_CHUNK][(i) % KB_TL_CHUNK])
+
+int kb__tl_fail(kb_tl *tl, int detail, const char *fmt, ...) KB_PRINTF(3, 4);
+int kb__tl_begin(kb_tl *tl, const char *name, const char *file, int line);
+kb_hslot *kb__tl_slot(kb_tl *tl, const kb_tl_tensor *t, const char *what);
+int kb__tl_check_shape(kb_tl *tl, int rank, const int64_t *shape, kb_dtype dt, uint64_t *bytes);
+kb_hslot *kb__tl_new_handle(kb_tl *tl, kb_space space, uint64_t addr, kb_dtype dt, int rank,
+			    const int64_t *shape, kb_tl_tensor **out);
+kb_hslot *kb__tl_new_tcm(kb_tl *tl, kb_dtype dt, int rank, const int64_t *shape,
+			 kb_tl_tensor **out);
+int kb__scope_track(kb_tl *tl, uint32_t slot);
+int kb__tcm_alloc(kb_tl *tl, uint64_t bytes, uint64_t *off, uint64_t *fence);
+void kb__tcm_free(kb_tl *tl, uint64_t off, uint64_t bytes);
+kb_cmd *kb__tl_cmd_new(kb_tl *tl, kb_cmd_kind kind);
+int kb__cmd_read(kb_cmd *c, const kb_hslot *h, int implicit_wait);
+int kb__cmd_write(kb_cmd *c, const kb_hslot *h);
+int kb__tl_emit(kb_tl *tl, kb_cmd *c);
+
+#endif

@@ -1,0 +1,29 @@
+#!/bin/bash
+# --plot writes valid SVG (XML) with one polyline per panel and series.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+"$KB" sweep synthetic --param lps=1,2,4,8 --param events=100,200 --param seed=3 \
+	--quiet --out "$TMP/p.csv" --plot "$TMP/p.svg" || fail "sweep --plot exited $?"
+[ -s "$TMP/p.svg" ] || fail "no plot written"
+head -c 200 "$TMP/p.svg" | grep -q '<svg' || fail "not an SVG"
+# synthetic has no tiles: 4 panels (sim_time_ns, commands, events, wall_s),
+# 2 series (events=100, events=200).
+n=$(grep -c '<polyline' "$TMP/p.svg")
+[ "$n" -eq 8 ] || fail "expected 8 polylines, found $n"
+grep -q 'events=200' "$TMP/p.svg" || fail "the legend lacks a series"
+grep -q '>lps<' "$TMP/p.svg" || fail "the x axis is not labelled"
+grep -q '>sim_time_ns' "$TMP/p.svg" || fail "no sim_time_ns panel"
+if have_python; then
+	python3 -c 'import xml.dom.minidom,sys; d = xml.dom.minidom.parse(sys.argv[1]); assert len(d.getElementsByTagName("polyline")) == 8' \
+		"$TMP/p.svg" || fail "the SVG is not valid XML"
+fi
+# Non-numeric x values, a failing point, and text that needs escaping.
+"$KB" sweep synthetic --param 'seed=1,<2&3>' --param events=100 --quiet \
+	--plot "$TMP/q.svg" >/dev/null
+[ $? -eq 1 ] || fail "the failing point did not fail"
+if have_python; then
+	python3 -c 'import xml.dom.minidom,sys; xml.dom.minidom.parse(sys.argv[1])' "$TMP/q.svg" ||
+		fail "the SVG with escaped text is not valid XML"
+fi
+echo PASS

@@ -1,0 +1,18 @@
+/* Every Check suite of the project; tests/check_all.c runs them. */
+#ifndef KB_TESTS_SUITES_H
+#define KB_TESTS_SUITES_H
+
+#include <check.h>
+
+Suite *topology_suite(void);
+Suite *numerics_suite(void);
+Suite *sim_suite(void);
+Suite *oplog_suite(void);
+Suite *pe_suite(void);
+Suite *tl_suite(void);
+Suite *bench_suite(void);
+Suite *data_suite(void);
+Suite *parallel_suite(void);
+Suite *api_suite(void);
+
+#endif
