@@ -173,7 +173,7 @@ START_TEST(test_default_values)
 	ck_assert_uint_eq(p->gemm.macs_per_cycle, 1024);
 	ck_assert_uint_eq(p->gemm.fill_cycles, 16);
 	ck_assert_uint_eq(p->gemm.tile_m, 64);
-	ck_assert_uint_eq(p->gemm.tile_n, 64);
+	ck_assert_uint_eq(p->gemm.tile_n, 128);
 	ck_assert_uint_eq(p->gemm.tile_k, 64);
 	ck_assert_uint_eq(p->math.vector_width, 64);
 	ck_assert_uint_eq(p->sched.max_inflight_tiles, 4);
@@ -205,7 +205,7 @@ START_TEST(test_partial_overlay)
 	const kb_topo_params *p = kb__topology_params(t);
 
 	ck_assert_uint_eq(p->gemm.tile_m, 32);
-	ck_assert_uint_eq(p->gemm.tile_n, 64);       /* sibling kept */
+	ck_assert_uint_eq(p->gemm.tile_n, 128);       /* sibling kept */
 	ck_assert(p->cost.fixed_cycles == 10.0);     /* integer accepted for a real */
 	ck_assert(p->cost.r_cycles_per_byte == 0.0625);
 	ck_assert(p->clock_freq_ghz == 1.5);
