@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/tsan.h"
 #include "oplog/oplog.h"
 
 #define NODES_PER_SLAB 256
@@ -295,6 +296,7 @@ int kb__lp_send(kb_lp *lp, uint32_t dst, kb_time delay, const kb_event *ev)
 		if (!n)
 			return kb__lp_fail(lp, KB_ENOMEM, "out of memory sending a message");
 		n->ev = e;
+		KB_TSAN_RELEASE(n);
 		cds_wfcq_enqueue(&d->inbox_head, &d->inbox_tail, &n->node);
 	}
 	return KB_OK;
@@ -339,6 +341,7 @@ void kb__worker_drain(kb_worker *w)
 			if (qn == CDS_WFCQ_WOULDBLOCK)
 				continue;  /* cannot happen after the barrier; retry */
 			n = caa_container_of(qn, kb_msgnode, node);
+			KB_TSAN_ACQUIRE(n);
 			if (evheap_push(&lp->heap, &n->ev))
 				w->alloc_failed = 1;
 			n->next_free = w->free_nodes;
