@@ -5,7 +5,8 @@
  * scheduling. An LP handles up to events/lps events (the first events % lps
  * LPs one more) and forwards one message per handled event; a message that
  * reaches an LP whose quota is spent ends there. `work` burns CPU per event
- * to stand in for an engine's real work (for the parallel benchmarks).
+ * to stand in for an engine's real work, and `population` (messages each LP
+ * starts with) sets how much parallel work a window holds.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -26,6 +27,7 @@ typedef struct phold_lp {
 	kb_time lookahead, spread;
 	double remote;
 	uint64_t work;
+	uint64_t population;
 	uint64_t sink;
 } phold_lp;
 
@@ -54,8 +56,11 @@ static int forward(kb_lp *lp, phold_lp *s)
 static int phold_start(kb_lp *lp)
 {
 	phold_lp *s = kb__lp_state(lp);
+	int rc = KB_OK;
 
-	return s->quota ? forward(lp, s) : KB_OK;
+	for (uint64_t i = 0; !rc && s->quota && i < s->population; i++)
+		rc = forward(lp, s);
+	return rc;
 }
 
 static int phold_event(kb_lp *lp, const kb_event *ev)
@@ -124,6 +129,7 @@ static int run_synthetic(kb_bench_ctx *ctx, kb_result *res, kb_error *err)
 		s->spread = 2 * kb__cycles_to_ps(kb__bench_real(ctx, "mean_ns"), 1.0);
 		s->remote = kb__bench_real(ctx, "remote");
 		s->work = (uint64_t)kb__bench_int(ctx, "work");
+		s->population = (uint64_t)kb__bench_int(ctx, "population");
 		if (kb__sim_add_lp(sim, &phold_type, s, i, 0) != i)
 			rc = kb__err(err, KB_ENOMEM, "out of memory adding LPs");
 	}
@@ -164,6 +170,7 @@ static const kb_param_info params[] = {
 	{ "mean_ns", KB_PARAM_REAL, "10", "mean extra delay (uniform over [0, 2 mean])", NULL, 0, 1e6 },
 	{ "remote", KB_PARAM_REAL, "0.9", "probability a message goes to another LP", NULL, 0, 1 },
 	{ "work", KB_PARAM_INT, "0", "busy-loop iterations per event", NULL, 0, 1e9 },
+	{ "population", KB_PARAM_INT, "1", "messages each LP starts with (parallelism)", NULL, 1, 1 << 20 },
 };
 
 const kb_bench_def kb__bench_synthetic = {

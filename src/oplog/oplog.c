@@ -140,21 +140,79 @@ static int lane_reserve(kb_oplog_lane *lane, size_t text_len)
 	return 0;
 }
 
+/* A bounded text builder: formatting records is the hot path of the log,
+ * so it avoids printf. */
+typedef struct tbuf {
+	char *p, *end;
+	int over;
+} tbuf;
+
+static void put_str(tbuf *b, const char *s)
+{
+	while (*s && b->p < b->end)
+		*b->p++ = *s++;
+	if (*s)
+		b->over = 1;
+}
+
+static void put_u64(tbuf *b, uint64_t v)
+{
+	char tmp[24];
+	int n = 0;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	if (b->end - b->p < n) {
+		b->over = 1;
+		return;
+	}
+	while (n)
+		*b->p++ = tmp[--n];
+}
+
+static void put_i64(tbuf *b, int64_t v)
+{
+	if (v < 0) {
+		put_str(b, "-");
+		put_u64(b, (uint64_t)0 - (uint64_t)v);
+	} else {
+		put_u64(b, (uint64_t)v);
+	}
+}
+
 /* Formats the fixed keys in their contract order, then the optional ones. */
 static int format_record(char *buf, size_t len, const kb_oplog_record *r, const char *extra)
 {
-	int n = snprintf(buf, len,
-			 "{\"t0\":%" PRIu64 ",\"t1\":%" PRIu64 ",\"pe\":%" PRIu32
-			 ",\"eng\":\"%s\",\"op\":\"%s\",\"cmd\":%" PRIu64,
-			 r->t0_ps, r->t1_ps, r->pe, r->eng, r->op, r->cmd);
-	if (r->kind && n >= 0 && (size_t)n < len)
-		n += snprintf(buf + n, len - n, ",\"kind\":\"%s\",\"lbytes\":%" PRId64,
-			      r->kind, r->lbytes);
-	if (r->bytes >= 0 && n >= 0 && (size_t)n < len)
-		n += snprintf(buf + n, len - n, ",\"bytes\":%" PRId64, r->bytes);
-	if (n >= 0 && (size_t)n < len)
-		n += snprintf(buf + n, len - n, "%s}", extra ? extra : "");
-	return n;
+	tbuf b = { buf, buf + len, 0 };
+
+	put_str(&b, "{\"t0\":");
+	put_u64(&b, r->t0_ps);
+	put_str(&b, ",\"t1\":");
+	put_u64(&b, r->t1_ps);
+	put_str(&b, ",\"pe\":");
+	put_u64(&b, r->pe);
+	put_str(&b, ",\"eng\":\"");
+	put_str(&b, r->eng);
+	put_str(&b, "\",\"op\":\"");
+	put_str(&b, r->op);
+	put_str(&b, "\",\"cmd\":");
+	put_u64(&b, r->cmd);
+	if (r->kind) {
+		put_str(&b, ",\"kind\":\"");
+		put_str(&b, r->kind);
+		put_str(&b, "\",\"lbytes\":");
+		put_i64(&b, r->lbytes);
+	}
+	if (r->bytes >= 0) {
+		put_str(&b, ",\"bytes\":");
+		put_i64(&b, r->bytes);
+	}
+	if (extra)
+		put_str(&b, extra);
+	put_str(&b, "}");
+	return b.over ? -1 : (int)(b.p - buf);
 }
 
 int kb__oplog_emit(kb_oplog_lane *lane, const kb_oplog_record *rec, const char *extra)
@@ -163,7 +221,7 @@ int kb__oplog_emit(kb_oplog_lane *lane, const kb_oplog_record *rec, const char *
 	int n = format_record(buf, sizeof(buf), rec, extra);
 	lane_entry *e;
 
-	if (n < 0 || (size_t)n >= sizeof(buf) || lane_reserve(lane, (size_t)n)) {
+	if (n < 0 || lane_reserve(lane, (size_t)n)) {
 		lane->oom = 1;
 		return KB_ENOMEM;
 	}

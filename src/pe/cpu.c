@@ -123,13 +123,11 @@ static int dispatched(kb_lp *lp, kb_cpu *c)
 	kb_machine *m = c->ps->m;
 	kb_cmd *cmd = c->cur;
 	kb_time now = kb__lp_now(lp);
-	char extra[64];
-	int rc;
+	kb_oplog_record r = { c->dispatch_t0, now, c->ps->pe, kb__eng_name(KB_ENG_CPU), "dispatch",
+			      cmd->id, kb__cmd_kind_name((int)cmd->kind), (int64_t)cmd->lbytes, -1,
+			      NULL, 0 };
+	int rc = kb__lp_lane(lp) ? kb__oplog_emit(kb__lp_lane(lp), &r, NULL) : KB_OK;
 
-	snprintf(extra, sizeof(extra), ",\"kind\":\"%s\",\"lbytes\":%" PRIu64,
-		 kb__cmd_kind_name((int)cmd->kind), cmd->lbytes);
-	rc = kb__pe_log(lp, c->ps->pe, KB_ENG_CPU, "dispatch", cmd->id, c->dispatch_t0, now, -1,
-			extra);
 	if (rc)
 		return kb__lp_fail(lp, rc, "cannot buffer an op_log record");
 	c->ps->fig.commands++;

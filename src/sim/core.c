@@ -451,7 +451,10 @@ static int place_lps(kb_sim *sim, kb_error *err)
 	nw = sim->cfg.threads <= 0 ? (unsigned)n : (unsigned)sim->cfg.threads;
 	if (nw > n)
 		nw = (unsigned)(n ? n : 1);
-	sim->workers = calloc(nw, sizeof(*sim->workers));
+	if (posix_memalign((void **)&sim->workers, 64, nw * sizeof(*sim->workers)))
+		sim->workers = NULL;
+	if (sim->workers)
+		memset(sim->workers, 0, nw * sizeof(*sim->workers));
 	if (!sim->workers) {
 		free(pe_index);
 		return kb__err(err, KB_ENOMEM, "out of memory creating workers");

@@ -40,7 +40,7 @@ struct kb_lp {
 	kb_oplog_lane *lane;
 };
 
-struct kb_worker {
+struct __attribute__((aligned(64))) kb_worker {
 	unsigned index;
 	kb_sim *sim;
 	kb_lp **lps;             /* indexed min-heap on (next event time, LP id) */
