@@ -1,18 +1,750 @@
-/* Placeholder: fails until the real suite is written. */
-#include "suites.h"
+/*
+ * Tests of the op_log (src/oplog): the fixed key order and record order of
+ * real runs, the SHA-256 over the file's bytes, streaming without memory
+ * growth, write failures, the Chrome/Perfetto trace and the record callback.
+ */
+#include <check.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <nettle/sha2.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
-START_TEST(not_written)
+#include "kernbench.h"
+#include "oplog/oplog.h"
+#include "suites.h"
+#include "testutil.h"
+
+static const char *const gemm128[] = { "M=128", "K=128", "N=128", NULL };
+static const char *const decode4[] = { "H_kv=2", "P=2", "C=2", "S_kv=512", NULL };
+
+/* ---- helpers ---------------------------------------------------------- */
+
+typedef struct tmpfiles {
+	char *dir;
+	char path[8][4200];
+	int n;
+} tmpfiles;
+
+static const char *tmp_path(tmpfiles *t, const char *name)
 {
-	ck_abort_msg("the oplog suite is not written yet");
+	if (!t->dir) {
+		t->dir = kbt_tmpdir();
+		ck_assert_ptr_nonnull(t->dir);
+	}
+	ck_assert_int_lt(t->n, 8);
+	snprintf(t->path[t->n], sizeof(t->path[0]), "%s/%s", t->dir, name);
+	return t->path[t->n++];
+}
+
+static void tmp_clean(tmpfiles *t)
+{
+	for (int i = 0; i < t->n; i++)
+		unlink(t->path[i]);
+	if (t->dir)
+		rmdir(t->dir);
+	free(t->dir);
+	t->dir = NULL;
+	t->n = 0;
+}
+
+/* Runs bench with params and options; asserts success. */
+static void run_ok(const char *bench, const char *const *params, const kb_run_options *o,
+		   kb_result *res)
+{
+	kb_params *p = NULL;
+	kb_error err;
+	int rc;
+
+	ck_assert_int_eq(kb_params_create(&p), 0);
+	for (size_t i = 0; params && params[i]; i++)
+		ck_assert_int_eq(kb_params_set_assignment(p, params[i], &err), 0);
+	rc = kb_bench_run(bench, p, NULL, o, res, &err);
+	ck_assert_msg(rc == 0, "%s: %s", bench, err.message);
+	kb_params_destroy(p);
+}
+
+/* Runs bench expecting failure; returns the status, err filled. */
+static int run_fail(const char *bench, const char *const *params, const kb_run_options *o,
+		    kb_error *err)
+{
+	kb_params *p = NULL;
+	kb_result res;
+	int rc;
+
+	ck_assert_int_eq(kb_params_create(&p), 0);
+	for (size_t i = 0; params && params[i]; i++)
+		ck_assert_int_eq(kb_params_set_assignment(p, params[i], err), 0);
+	rc = kb_bench_run(bench, p, NULL, o, &res, err);
+	kb_params_destroy(p);
+	if (rc == 0)
+		kb_result_clear(&res);
+	return rc;
+}
+
+/* Splits a buffer into lines in place; returns the count. */
+static size_t split_lines(char *buf, size_t len, char ***lines_out)
+{
+	size_t n = 0, cap = 1024;
+	char **lines = malloc(cap * sizeof(*lines));
+
+	ck_assert_ptr_nonnull(lines);
+	ck_assert_msg(len == 0 || buf[len - 1] == '\n', "op_log does not end with a newline");
+	for (char *p = buf; p < buf + len;) {
+		char *nl = memchr(p, '\n', (size_t)(buf + len - p));
+
+		ck_assert_ptr_nonnull(nl);
+		*nl = '\0';
+		if (n == cap) {
+			cap *= 2;
+			lines = realloc(lines, cap * sizeof(*lines));
+			ck_assert_ptr_nonnull(lines);
+		}
+		lines[n++] = p;
+		p = nl + 1;
+	}
+	*lines_out = lines;
+	return n;
+}
+
+static void sha256_hex(const void *data, size_t len, char hex[65])
+{
+	struct sha256_ctx c;
+	uint8_t d[SHA256_DIGEST_SIZE];
+
+	sha256_init(&c);
+	sha256_update(&c, len, data);
+	sha256_digest(&c, sizeof(d), d);
+	for (int i = 0; i < SHA256_DIGEST_SIZE; i++)
+		snprintf(hex + 2 * i, 3, "%02x", d[i]);
+}
+
+static int eng_order(const char *eng)
+{
+	static const char *const names[] = { "cpu", "sched", "dma", "tcm", "gemm", "math", "ipcq", "lp" };
+
+	for (int i = 0; i < 8; i++)
+		if (strcmp(eng, names[i]) == 0)
+			return i;
+	return -1;
+}
+
+static long peak_rss_kb(void)
+{
+	struct rusage ru;
+
+	ck_assert_int_eq(getrusage(RUSAGE_SELF, &ru), 0);
+	return ru.ru_maxrss;
+}
+
+/* ---- key order -------------------------------------------------------- */
+
+/* Checks the contract keys of every line; returns the number of lines. */
+static size_t check_keys(char **lines, size_t n)
+{
+	regex_t head, disp, bytes, tail;
+	regmatch_t m;
+
+	ck_assert_int_eq(regcomp(&head,
+				 "^\\{\"t0\":[0-9]+,\"t1\":[0-9]+,\"pe\":[0-9]+,"
+				 "\"eng\":\"(cpu|sched|dma|tcm|gemm|math|ipcq)\","
+				 "\"op\":\"[a-z0-9_]+\",\"cmd\":[0-9]+",
+				 REG_EXTENDED), 0);
+	ck_assert_int_eq(regcomp(&disp, "^,\"kind\":\"[a-z0-9_]+\",\"lbytes\":[0-9]+", REG_EXTENDED), 0);
+	ck_assert_int_eq(regcomp(&bytes, "^,\"bytes\":[0-9]+", REG_EXTENDED), 0);
+	ck_assert_int_eq(regcomp(&tail, "^(\\}|,\"[a-z_0-9]+\":.*\\})$", REG_EXTENDED), 0);
+	for (size_t i = 0; i < n; i++) {
+		const char *l = lines[i], *rest;
+		json_error_t jerr;
+		json_t *j = json_loads(l, 0, &jerr), *t0, *t1;
+		const char *eng, *op;
+
+		ck_assert_msg(j != NULL, "line %zu does not parse (%s): %s", i + 1, jerr.text, l);
+		ck_assert_msg(regexec(&head, l, 1, &m, 0) == 0, "line %zu: keys out of order: %s",
+			      i + 1, l);
+		rest = l + m.rm_eo;
+		eng = json_string_value(json_object_get(j, "eng"));
+		op = json_string_value(json_object_get(j, "op"));
+		ck_assert_ptr_nonnull(eng);
+		ck_assert_ptr_nonnull(op);
+		if (strcmp(eng, "cpu") == 0 && strcmp(op, "dispatch") == 0) {
+			ck_assert_msg(regexec(&disp, rest, 1, &m, 0) == 0,
+				      "line %zu: dispatch without kind, lbytes after cmd: %s", i + 1, l);
+			rest += m.rm_eo;
+		} else {
+			ck_assert_msg(!json_object_get(j, "kind") && !json_object_get(j, "lbytes"),
+				      "line %zu: kind/lbytes on a non-dispatch record: %s", i + 1, l);
+		}
+		if (!strcmp(eng, "dma") || !strcmp(eng, "tcm") || !strcmp(eng, "ipcq")) {
+			ck_assert_msg(regexec(&bytes, rest, 1, &m, 0) == 0,
+				      "line %zu: data mover without bytes after cmd: %s", i + 1, l);
+			rest += m.rm_eo;
+		}
+		ck_assert_msg(regexec(&tail, rest, 0, NULL, 0) == 0, "line %zu: bad tail '%s'", i + 1,
+			      rest);
+		t0 = json_object_get(j, "t0");
+		t1 = json_object_get(j, "t1");
+		ck_assert_msg(json_is_integer(t0) && json_is_integer(t1), "line %zu: t0/t1 not integers",
+			      i + 1);
+		ck_assert_msg(json_integer_value(t0) <= json_integer_value(t1), "line %zu: t0 > t1: %s",
+			      i + 1, l);
+		ck_assert(json_is_integer(json_object_get(j, "pe")));
+		ck_assert(json_is_integer(json_object_get(j, "cmd")));
+		json_decref(j);
+	}
+	regfree(&head);
+	regfree(&disp);
+	regfree(&bytes);
+	regfree(&tail);
+	return n;
+}
+
+/* Checks the total order: t1, then PE, then engine (cpu..ipcq). */
+static void check_order(char **lines, size_t n)
+{
+	json_int_t pt1 = -1, ppe = -1;
+	int peng = -1;
+
+	for (size_t i = 0; i < n; i++) {
+		json_t *j = json_loads(lines[i], 0, NULL);
+		json_int_t t1, pe;
+		int eng;
+
+		ck_assert_ptr_nonnull(j);
+		t1 = json_integer_value(json_object_get(j, "t1"));
+		pe = json_integer_value(json_object_get(j, "pe"));
+		eng = eng_order(json_string_value(json_object_get(j, "eng")));
+		ck_assert_int_ge(eng, 0);
+		ck_assert_msg(t1 > pt1 || (t1 == pt1 && (pe > ppe || (pe == ppe && eng >= peng))),
+			      "line %zu out of order (t1 %lld pe %lld eng %d after t1 %lld pe %lld eng %d)",
+			      i + 1, (long long)t1, (long long)pe, eng, (long long)pt1, (long long)ppe,
+			      peng);
+		pt1 = t1;
+		ppe = pe;
+		peng = eng;
+		json_decref(j);
+	}
+}
+
+/* Runs bench with an op_log file; returns its lines (buf owns them). */
+static size_t log_lines(const char *bench, const char *const *params, int threads, tmpfiles *tf,
+			kb_result *res, char **buf, char ***lines)
+{
+	kb_run_options o = KB_RUN_OPTIONS_INIT;
+	size_t len = 0, n;
+
+	o.threads = threads;
+	o.oplog_path = tmp_path(tf, "log.jsonl");
+	run_ok(bench, params, &o, res);
+	*buf = kbt_slurp(o.oplog_path, &len);
+	ck_assert_ptr_nonnull(*buf);
+	n = split_lines(*buf, len, lines);
+	ck_assert_uint_eq(n, res->records);
+	return n;
+}
+
+START_TEST(key_order_gemm)
+{
+	tmpfiles tf = { 0 };
+	kb_result r;
+	char *buf, **lines;
+	size_t n = log_lines("gemm", gemm128, 1, &tf, &r, &buf, &lines);
+
+	ck_assert_uint_gt(n, 10);
+	check_keys(lines, n);
+	free(lines);
+	free(buf);
+	kb_result_clear(&r);
+	tmp_clean(&tf);
+}
+END_TEST
+
+START_TEST(key_order_decode)
+{
+	tmpfiles tf = { 0 };
+	kb_result r;
+	char *buf, **lines;
+	size_t n = log_lines("gqa_decode_opt2", decode4, 0, &tf, &r, &buf, &lines);
+
+	ck_assert_uint_gt(n, 100);
+	check_keys(lines, n);
+	free(lines);
+	free(buf);
+	kb_result_clear(&r);
+	tmp_clean(&tf);
+}
+END_TEST
+
+/* ---- record order ----------------------------------------------------- */
+
+START_TEST(record_order)
+{
+	static const struct {
+		const char *bench;
+		const char *const *params;
+		int threads;
+	} runs[] = {
+		{ "gemm", gemm128, 1 },
+		{ "gemm", gemm128, 0 },
+		{ "gqa_decode_opt2", decode4, 1 },
+		{ "gqa_decode_opt3", decode4, 2 },
+		{ "gqa_decode_opt3", decode4, 0 },
+	};
+
+	for (size_t k = 0; k < sizeof(runs) / sizeof(runs[0]); k++) {
+		tmpfiles tf = { 0 };
+		kb_result r;
+		char *buf, **lines;
+		size_t n = log_lines(runs[k].bench, runs[k].params, runs[k].threads, &tf, &r, &buf,
+				     &lines);
+
+		check_order(lines, n);
+		free(lines);
+		free(buf);
+		kb_result_clear(&r);
+		tmp_clean(&tf);
+	}
+}
+END_TEST
+
+/* ---- hash ------------------------------------------------------------- */
+
+START_TEST(sha256_of_file)
+{
+	static const struct {
+		const char *bench;
+		const char *const *params;
+	} runs[] = {
+		{ "gemm", gemm128 },
+		{ "gqa_decode_opt2", decode4 },
+	};
+
+	for (size_t k = 0; k < sizeof(runs) / sizeof(runs[0]); k++) {
+		tmpfiles tf = { 0 };
+		kb_run_options o = KB_RUN_OPTIONS_INIT;
+		kb_result with, without;
+		char hex[65], *buf;
+		size_t len = 0;
+
+		o.threads = 1;
+		o.oplog_path = tmp_path(&tf, "log.jsonl");
+		run_ok(runs[k].bench, runs[k].params, &o, &with);
+		buf = kbt_slurp(o.oplog_path, &len);
+		ck_assert_ptr_nonnull(buf);
+		sha256_hex(buf, len, hex);
+		ck_assert_str_eq(hex, with.oplog_sha256);
+		o.oplog_path = NULL;
+		run_ok(runs[k].bench, runs[k].params, &o, &without);
+		ck_assert_str_eq(without.oplog_sha256, with.oplog_sha256);
+		ck_assert_uint_eq(without.records, with.records);
+		free(buf);
+		kb_result_clear(&with);
+		kb_result_clear(&without);
+		tmp_clean(&tf);
+	}
+}
+END_TEST
+
+/* An empty log hashes to the SHA-256 of no bytes. */
+START_TEST(sha256_empty)
+{
+	kb_oplog *log = NULL;
+	kb_error err;
+	char hex[65];
+	uint64_t records = 99;
+
+	ck_assert_int_eq(kb__oplog_create(&log, NULL, &err), 0);
+	ck_assert_ptr_nonnull(kb__oplog_lane(log, 0));
+	ck_assert_int_eq(kb__oplog_finish(log, hex, &records, &err), 0);
+	ck_assert_str_eq(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+	ck_assert_uint_eq(records, 0);
+	kb__oplog_destroy(log);
+}
+END_TEST
+
+/* ---- streaming -------------------------------------------------------- */
+
+#define STREAM_RECORDS 2000000u
+
+START_TEST(streaming_unit)
+{
+	tmpfiles tf = { 0 };
+	kb_oplog_options oo = { 0 };
+	kb_oplog *log = NULL;
+	kb_oplog_lane *lane[2];
+	kb_error err;
+	char hex[65], line[256];
+	uint64_t records = 0, t1_prev = 0;
+	size_t max_buf = 0, lines = 0;
+	long rss0 = peak_rss_kb();
+	FILE *f;
+
+	oo.path = tmp_path(&tf, "stream.jsonl");
+	ck_assert_int_eq(kb__oplog_create(&log, &oo, &err), 0);
+	/* lanes created in reverse so the merge order (not creation order) counts */
+	lane[1] = kb__oplog_lane(log, 1);
+	lane[0] = kb__oplog_lane(log, 0);
+	ck_assert_ptr_nonnull(lane[0]);
+	ck_assert_ptr_nonnull(lane[1]);
+	for (uint64_t i = 0; i < STREAM_RECORDS; i++) {
+		/* two records per t1, lane 1 emitted first; t0 shrinks every 3rd */
+		uint64_t t1 = 1000 + (i / 2) * 7;
+		int l = (i % 2) ? 0 : 1;
+		kb_oplog_record r = { t1 - (i % 3), t1, (uint32_t)l, "lp", "ev", i, NULL, -1, -1, NULL, 0 };
+
+		ck_assert_int_eq(kb__oplog_emit(lane[l], &r, i % 5 ? NULL : ",\"x\":1"), 0);
+		if (i % 1000 == 999) {
+			size_t b;
+
+			ck_assert_int_eq(kb__oplog_flush(log, t1, &err), 0);
+			b = kb__oplog_buffered(log);
+			if (b > max_buf)
+				max_buf = b;
+		}
+	}
+	ck_assert_msg(max_buf < 10000, "op_log buffered %zu records", max_buf);
+	ck_assert_uint_lt(max_buf, 10);   /* only records at the last t1 stay */
+	ck_assert_int_eq(kb__oplog_finish(log, hex, &records, &err), 0);
+	ck_assert_uint_eq(records, STREAM_RECORDS);
+	kb__oplog_destroy(log);
+	ck_assert_msg(peak_rss_kb() - rss0 < 64 * 1024, "peak RSS grew by %ld kB",
+		      peak_rss_kb() - rss0);
+
+	f = fopen(tf.path[0], "r");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long t0, t1, cmd;
+		unsigned pe;
+
+		ck_assert_msg(sscanf(line, "{\"t0\":%llu,\"t1\":%llu,\"pe\":%u,\"eng\":\"lp\",\"op\":\"ev\",\"cmd\":%llu",
+				     &t0, &t1, &pe, &cmd) == 4, "line %zu: %s", lines + 1, line);
+		/* lane 0 (pe 0) first at each t1 although lane 1 was emitted first */
+		ck_assert_uint_eq(pe, lines % 2);
+		ck_assert_uint_eq(cmd, lines % 2 ? lines - 1 : lines + 1);
+		ck_assert_uint_ge(t1, t1_prev);
+		t1_prev = t1;
+		lines++;
+	}
+	fclose(f);
+	ck_assert_uint_eq(lines, STREAM_RECORDS);
+	tmp_clean(&tf);
+}
+END_TEST
+
+/* A long synthetic run streams its op_log: peak memory does not follow it. */
+START_TEST(streaming_synthetic)
+{
+	static const char *const p[] = { "lps=16", "events=1000000", "seed=3", NULL };
+	tmpfiles tf = { 0 };
+	kb_run_options o = KB_RUN_OPTIONS_INIT;
+	kb_result r;
+	long rss0 = peak_rss_kb(), grew;
+	FILE *f;
+	size_t lines = 0;
+	int c;
+
+	o.threads = 1;
+	o.oplog_path = tmp_path(&tf, "synth.jsonl");
+	run_ok("synthetic", p, &o, &r);
+	grew = peak_rss_kb() - rss0;
+	ck_assert_uint_gt(r.records, 900000);
+	ck_assert_msg(grew < 64 * 1024, "peak RSS grew by %ld kB for %llu records", grew,
+		      (unsigned long long)r.records);
+	f = fopen(o.oplog_path, "r");
+	ck_assert_ptr_nonnull(f);
+	while ((c = getc(f)) != EOF)
+		lines += c == '\n';
+	fclose(f);
+	ck_assert_uint_eq(lines, r.records);
+	kb_result_clear(&r);
+	tmp_clean(&tf);
+}
+END_TEST
+
+/* ---- write failures --------------------------------------------------- */
+
+START_TEST(write_fail_dev_full)
+{
+	kb_run_options o = KB_RUN_OPTIONS_INIT;
+	kb_error err;
+	int rc;
+
+	if (access("/dev/full", W_OK) != 0)
+		return;
+	o.threads = 1;
+	o.oplog_path = "/dev/full";
+	rc = run_fail("gemm", gemm128, &o, &err);
+	ck_assert_msg(rc == KB_EIO, "rc %d (%s)", rc, err.message);
+	ck_assert_int_eq(err.code, KB_EIO);
+	ck_assert_msg(strstr(err.message, "/dev/full"), "message '%s' lacks the path", err.message);
+	/* a long run fails mid-way, on every executor */
+	for (int t = 0; t <= 2; t++) {
+		static const char *const p[] = { "lps=8", "events=200000", NULL };
+
+		o.threads = t;
+		rc = run_fail("synthetic", p, &o, &err);
+		ck_assert_msg(rc == KB_EIO, "threads %d: rc %d (%s)", t, rc, err.message);
+		ck_assert(strstr(err.message, "/dev/full") != NULL);
+	}
+}
+END_TEST
+
+START_TEST(write_fail_no_dir)
+{
+	tmpfiles tf = { 0 };
+	kb_run_options o = KB_RUN_OPTIONS_INIT;
+	kb_error err;
+	int rc;
+
+	o.threads = 1;
+	o.oplog_path = tmp_path(&tf, "no/such/dir/log.jsonl");
+	rc = run_fail("gemm", gemm128, &o, &err);
+	ck_assert_msg(rc == KB_EIO, "rc %d (%s)", rc, err.message);
+	ck_assert_msg(strstr(err.message, "no/such/dir/log.jsonl"), "message '%s'", err.message);
+	o.oplog_path = NULL;
+	o.trace_path = tf.path[0];
+	rc = run_fail("gemm", gemm128, &o, &err);
+	ck_assert_msg(rc == KB_EIO, "trace: rc %d (%s)", rc, err.message);
+	ck_assert(strstr(err.message, "no/such/dir/log.jsonl") != NULL);
+	tf.n = 0;
+	tmp_clean(&tf);
+}
+END_TEST
+
+START_TEST(write_fail_trace_dev_full)
+{
+	tmpfiles tf = { 0 };
+	kb_run_options o = KB_RUN_OPTIONS_INIT;
+	kb_error err;
+	int rc;
+
+	if (access("/dev/full", W_OK) != 0)
+		return;
+	o.threads = 1;
+	o.trace_path = "/dev/full";
+	rc = run_fail("gemm", gemm128, &o, &err);
+	ck_assert_msg(rc == KB_EIO, "rc %d (%s)", rc, err.message);
+	ck_assert_msg(strstr(err.message, "trace") && strstr(err.message, "/dev/full"),
+		      "message '%s'", err.message);
+	/* with a good op_log next to it */
+	o.oplog_path = tmp_path(&tf, "log.jsonl");
+	rc = run_fail("gqa_decode_opt2", decode4, &o, &err);
+	ck_assert_msg(rc == KB_EIO, "rc %d (%s)", rc, err.message);
+	tmp_clean(&tf);
+}
+END_TEST
+
+/* ---- trace ------------------------------------------------------------ */
+
+static void check_trace(const char *bench, const char *const *params, int threads)
+{
+	tmpfiles tf = { 0 };
+	kb_run_options o = KB_RUN_OPTIONS_INIT;
+	kb_result r;
+	json_error_t jerr;
+	json_t *root, *evs, *ev;
+	size_t i, n_x = 0, n_proc = 0, n_thread = 0, n_lines;
+	char *buf, **lines;
+	size_t len;
+
+	o.threads = threads;
+	o.oplog_path = tmp_path(&tf, "log.jsonl");
+	o.trace_path = tmp_path(&tf, "trace.json");
+	run_ok(bench, params, &o, &r);
+	buf = kbt_slurp(o.oplog_path, &len);
+	ck_assert_ptr_nonnull(buf);
+	n_lines = split_lines(buf, len, &lines);
+	root = json_load_file(o.trace_path, 0, &jerr);
+	ck_assert_msg(root != NULL, "trace does not parse: %s at line %d", jerr.text, jerr.line);
+	evs = json_object_get(root, "traceEvents");
+	ck_assert_msg(json_is_array(evs), "no traceEvents array");
+	json_array_foreach(evs, i, ev) {
+		const char *ph = json_string_value(json_object_get(ev, "ph"));
+		const char *name = json_string_value(json_object_get(ev, "name"));
+
+		ck_assert_ptr_nonnull(ph);
+		ck_assert_ptr_nonnull(name);
+		if (strcmp(ph, "X") == 0) {
+			json_t *ts = json_object_get(ev, "ts"), *dur = json_object_get(ev, "dur");
+			json_t *args = json_object_get(ev, "args");
+			json_t *rec;
+
+			ck_assert(json_is_number(ts) && json_is_number(dur));
+			ck_assert(json_number_value(dur) >= 0);
+			ck_assert(json_is_integer(json_object_get(ev, "pid")));
+			ck_assert(json_is_integer(json_object_get(ev, "tid")));
+			/* events follow the op_log, record for record */
+			ck_assert_uint_lt(n_x, n_lines);
+			rec = json_loads(lines[n_x], 0, NULL);
+			ck_assert_ptr_nonnull(rec);
+			ck_assert_msg(json_equal(args, rec), "trace event %zu args differ from line %zu",
+				      n_x, n_x + 1);
+			ck_assert_int_eq(json_integer_value(json_object_get(ev, "pid")),
+					 json_integer_value(json_object_get(rec, "pe")));
+			ck_assert_str_eq(name, json_string_value(json_object_get(rec, "op")));
+			/* microseconds with picosecond precision */
+			ck_assert_int_eq((long long)(json_number_value(ts) * 1e6 + 0.5),
+					 json_integer_value(json_object_get(rec, "t0")));
+			ck_assert_int_eq((long long)(json_number_value(dur) * 1e6 + 0.5),
+					 json_integer_value(json_object_get(rec, "t1")) -
+						 json_integer_value(json_object_get(rec, "t0")));
+			json_decref(rec);
+			n_x++;
+		} else if (strcmp(ph, "M") == 0) {
+			n_proc += strcmp(name, "process_name") == 0;
+			n_thread += strcmp(name, "thread_name") == 0;
+			ck_assert(json_is_string(json_object_get(json_object_get(ev, "args"), "name")));
+		}
+	}
+	ck_assert_uint_eq(n_x, r.records);
+	ck_assert_uint_eq(n_x, n_lines);
+	ck_assert_uint_eq(n_proc, r.pes);
+	ck_assert_uint_ge(n_thread, n_proc);
+	json_decref(root);
+	free(lines);
+	free(buf);
+	kb_result_clear(&r);
+	tmp_clean(&tf);
+}
+
+START_TEST(trace_gemm)
+{
+	check_trace("gemm", gemm128, 1);
+}
+END_TEST
+
+START_TEST(trace_decode)
+{
+	check_trace("gqa_decode_opt3", decode4, 0);
+}
+END_TEST
+
+/* ---- callback --------------------------------------------------------- */
+
+typedef struct cb_state {
+	size_t count, stop_after;
+	char *text;
+	size_t len, cap;
+	uint64_t last_t1;
+	int bad;
+} cb_state;
+
+static int on_record(const kb_oplog_record *rec, void *payload)
+{
+	cb_state *s = payload;
+
+	if (rec->t1_ps < s->last_t1 || !rec->json || rec->json_len == 0 ||
+	    rec->json[rec->json_len - 1] != '}' || rec->t0_ps > rec->t1_ps)
+		s->bad++;
+	s->last_t1 = rec->t1_ps;
+	if (s->len + rec->json_len + 2 > s->cap) {
+		s->cap = 2 * (s->cap + rec->json_len + 2);
+		s->text = realloc(s->text, s->cap);
+		if (!s->text)
+			abort();
+	}
+	memcpy(s->text + s->len, rec->json, rec->json_len);
+	s->len += rec->json_len;
+	s->text[s->len++] = '\n';
+	s->count++;
+	return s->stop_after && s->count >= s->stop_after;
+}
+
+START_TEST(callback_every_record)
+{
+	for (int t = 0; t <= 1; t++) {
+		tmpfiles tf = { 0 };
+		kb_run_options o = KB_RUN_OPTIONS_INIT;
+		cb_state s = { 0 };
+		kb_result r;
+		char *buf;
+		size_t len = 0;
+
+		o.threads = t;
+		o.oplog_path = tmp_path(&tf, "log.jsonl");
+		o.on_record = on_record;
+		o.payload = &s;
+		run_ok("gqa_decode_opt2", decode4, &o, &r);
+		buf = kbt_slurp(o.oplog_path, &len);
+		ck_assert_ptr_nonnull(buf);
+		ck_assert_uint_eq(s.count, r.records);
+		ck_assert_int_eq(s.bad, 0);
+		ck_assert_uint_eq(s.len, len);
+		ck_assert_msg(memcmp(s.text, buf, len) == 0, "callback JSON differs from the file");
+		free(s.text);
+		free(buf);
+		kb_result_clear(&r);
+		tmp_clean(&tf);
+	}
+}
+END_TEST
+
+START_TEST(callback_stops_run)
+{
+	for (int t = 0; t <= 2; t++) {
+		kb_run_options o = KB_RUN_OPTIONS_INIT;
+		cb_state s = { 0 };
+		kb_error err;
+		int rc;
+
+		s.stop_after = 5;
+		o.threads = t;
+		o.on_record = on_record;
+		o.payload = &s;
+		rc = run_fail("gemm", gemm128, &o, &err);
+		ck_assert_msg(rc != 0, "threads %d: a callback returning nonzero did not fail the run", t);
+		ck_assert_int_eq(err.code, rc);
+		ck_assert_msg(strstr(err.message, "callback"), "message '%s'", err.message);
+		ck_assert_uint_eq(s.count, 5);
+		free(s.text);
+		/* a long synthetic run stops early too */
+		{
+			static const char *const p[] = { "lps=8", "events=100000", NULL };
+
+			memset(&s, 0, sizeof(s));
+			s.stop_after = 10;
+			rc = run_fail("synthetic", p, &o, &err);
+			ck_assert_msg(rc != 0, "synthetic threads %d went on", t);
+			ck_assert_uint_eq(s.count, 10);
+			free(s.text);
+		}
+	}
 }
 END_TEST
 
 Suite *oplog_suite(void)
 {
 	Suite *s = suite_create("oplog");
-	TCase *tc = tcase_create("placeholder");
+	TCase *format = tcase_create("format");
+	TCase *stream = tcase_create("streaming");
+	TCase *fail = tcase_create("failures");
+	TCase *sinks = tcase_create("sinks");
 
-	tcase_add_test(tc, not_written);
-	suite_add_tcase(s, tc);
+	tcase_add_test(format, key_order_gemm);
+	tcase_add_test(format, key_order_decode);
+	tcase_add_test(format, record_order);
+	tcase_add_test(format, sha256_of_file);
+	tcase_add_test(format, sha256_empty);
+	suite_add_tcase(s, format);
+
+	tcase_set_timeout(stream, 120);
+	tcase_add_test(stream, streaming_unit);
+	tcase_add_test(stream, streaming_synthetic);
+	suite_add_tcase(s, stream);
+
+	tcase_add_test(fail, write_fail_dev_full);
+	tcase_add_test(fail, write_fail_no_dir);
+	tcase_add_test(fail, write_fail_trace_dev_full);
+	suite_add_tcase(s, fail);
+
+	tcase_add_test(sinks, trace_gemm);
+	tcase_add_test(sinks, trace_decode);
+	tcase_add_test(sinks, callback_every_record);
+	tcase_add_test(sinks, callback_stops_run);
+	suite_add_tcase(s, sinks);
 	return s;
 }

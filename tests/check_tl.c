@@ -1,18 +1,899 @@
-/* Placeholder: fails until the real suite is written. */
-#include "suites.h"
+/*
+ * The tl context (the compiler analog of ADR-0065 D7): logical bytes and
+ * dispatch cost of the commands it emits (ADR-0064 Rev2, DDD §4), the
+ * softmax_merge recipe lowering (DDD §10 P2), validation errors, implicit
+ * waits and scratch-memory reuse fences. Commands are captured through the
+ * context's emit callback: no simulation runs here.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-START_TEST(not_written)
+#include "suites.h"
+#include "testutil.h"
+#include "tl/tl_int.h"
+
+#define MAX_CAP 256
+
+typedef struct capture {
+	kb_cmd *c[MAX_CAP];
+	int n;
+} capture;
+
+static int cap_emit(void *ctx, kb_cmd *cmd)
 {
-	ck_abort_msg("the tl suite is not written yet");
+	capture *cp = ctx;
+
+	ck_assert_int_lt(cp->n, MAX_CAP);
+	cp->c[cp->n++] = cmd;
+	return 0;
+}
+
+static void cap_clear(capture *cp)
+{
+	for (int i = 0; i < cp->n; i++)
+		kb__cmd_free(cp->c[i]);
+	cp->n = 0;
+}
+
+/* The default calibration: FIXED 40 cycles, R 0.0625 cycles/byte, 1 GHz. */
+static kb_tl_config default_cfg(capture *cp)
+{
+	kb_tl_config cfg;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.pe = 0;
+	cfg.program_id = 0;
+	cfg.num_programs = 1;
+	cfg.n_pes = 2;
+	cfg.cost = (kb_cost_model){ 40.0, 0.0625, 1024, 1.0 };
+	cfg.tcm_bytes = 1u << 20;
+	cfg.hbm_bytes = UINT64_C(1) << 30;
+	cfg.tag = 1;
+	cfg.emit = cap_emit;
+	cfg.emit_ctx = cp;
+	return cfg;
+}
+
+static kb_tl *new_tl(capture *cp)
+{
+	kb_tl_config cfg = default_cfg(cp);
+	kb_tl *tl = kb__tl_create(&cfg);
+
+	ck_assert_ptr_nonnull(tl);
+	return tl;
+}
+
+static const kb_tview *view_of(kb_tl *tl, kb_tl_tensor *t)
+{
+	kb_hslot *h = kb__tl_slot(tl, t, "test handle");
+
+	ck_assert_ptr_nonnull(h);
+	return &h->view;
+}
+
+static kb_tl_tensor *tcm2(kb_tl *tl, kb_dtype dt, int64_t r, int64_t c)
+{
+	int64_t s[2] = { r, c };
+	kb_tl_tensor *t = kb_tl_alloc(tl, dt, 2, s);
+
+	ck_assert_ptr_nonnull(t);
+	return t;
+}
+
+static kb_tl_tensor *hbm2(kb_tl *tl, uint64_t addr, kb_dtype dt, int64_t r, int64_t c)
+{
+	int64_t s[2] = { r, c };
+	kb_tl_tensor *t = kb_tl_ref(tl, addr, dt, 2, s);
+
+	ck_assert_ptr_nonnull(t);
+	return t;
+}
+
+static int has_id(const uint64_t *v, uint32_t n, uint64_t id)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (v[i] == id)
+			return 1;
+	return 0;
+}
+
+/* ---- logical bytes and dispatch cost ---- */
+
+START_TEST(test_lbytes_plain_gemm)
+{
+	capture cp = { .n = 0 };
+	kb_tl *tl = new_tl(&cp);
+	kb_cost_model cm = { 40.0, 0.0625, 1024, 1.0 };
+	kb_tl_composite_desc d = { .op = "gemm" };
+	const kb_cmd *c;
+
+	d.a = tcm2(tl, KB_FP16, 64, 64);
+	d.b = hbm2(tl, 0x10000, KB_FP16, 64, 64);
+	d.out = hbm2(tl, 0x20000, KB_FP16, 64, 64);
+	ck_assert_ptr_nonnull(kb_tl_composite(tl, &d));
+	ck_assert_int_eq(cp.n, 1);
+	c = cp.c[0];
+	ck_assert_uint_eq(c->kind, KB_CMD_COMPOSITE);
+	ck_assert_uint_eq(c->n_ops, 1);
+	/* one OpSpec: 2 + (1 + 8*2) + 8 (out) + (1 + 4*3: m, k, n) = 40;
+	 * composite: 4 + (1 + 40) + (1 + 0) = 46 */
+	ck_assert_uint_eq(kb__opspec_lbytes(&c->ops[0]), 40);
+	ck_assert_uint_eq(c->lbytes, 46);
+	ck_assert_uint_eq(kb__cmd_lbytes(c), 46);
+	/* 40 + 0.0625 * 46 = 42.875 cycles at 1 GHz */
+	ck_assert_uint_eq(kb__dispatch_ps(&cm, c), 42875);
+	cap_clear(&cp);
+	kb__tl_destroy(tl);
+}
+END_TEST
+
+static void fill_view(kb_tview *t, uint64_t id)
+{
+	memset(t, 0, sizeof(*t));
+	t->id = id;
+	t->addr = id * 256;
+	t->rank = 2;
+	t->shape[0] = 8;
+	t->shape[1] = 8;
+	t->ld = 8;
+	t->space = KB_SPACE_TCM;
+	t->dtype = KB_FP32;
+}
+
+START_TEST(test_lbytes_no_dedup)
+{
+	kb_opspec dup[3], ded[3];
+
+	memset(dup, 0, sizeof(dup));
+	memset(ded, 0, sizeof(ded));
+	for (int i = 0; i < 3; i++) {
+		dup[i].kind = KB_MATH_ADD;
+		dup[i].scope = KB_SCOPE_KERNEL;
+		dup[i].n_operands = 2;
+		dup[i].operands[0].name = "src_a";
+		fill_view(&dup[i].operands[0].t, 10 + (uint64_t)i);
+		dup[i].operands[1].name = "src_b";
+		fill_view(&dup[i].operands[1].t, 99);   /* the same handle O, three times */
+		dup[i].has_out = 1;
+		fill_view(&dup[i].out, 20 + (uint64_t)i);
+		ded[i] = dup[i];
+		ded[i].n_operands = 1;                   /* O referenced once, elsewhere */
+	}
+	/* Per-op summation: 3 extra operand references (3*8) and one
+	 * rw_handles entry (8) cost exactly 32 bytes, nothing is shared. */
+	ck_assert_uint_eq(kb__composite_lbytes(dup, 3, 1), kb__composite_lbytes(ded, 3, 0) + 32);
+	/* and the absolute values: ded op = 2 + 9 + 8 + 1 = 20; 4 + 1 + 60 + 1 = 66 */
+	ck_assert_uint_eq(kb__composite_lbytes(ded, 3, 0), 66);
+	ck_assert_uint_eq(kb__composite_lbytes(dup, 3, 1), 98);
+}
+END_TEST
+
+START_TEST(test_cost_overrides)
+{
+	capture cp = { .n = 0 };
+	kb_tl *tl = new_tl(&cp);
+	kb_tl_composite_desc d = { .op = "gemm" };
+	kb_cost_model r25 = { 40.0, 0.25, 1024, 1.0 }, f100 = { 100.0, 0.0625, 1024, 1.0 };
+	kb_cost_model both = { 100.0, 0.25, 1024, 2.0 };
+
+	d.a = tcm2(tl, KB_FP16, 64, 64);
+	d.b = hbm2(tl, 0x10000, KB_FP16, 64, 64);
+	d.out = hbm2(tl, 0x20000, KB_FP16, 64, 64);
+	ck_assert_ptr_nonnull(kb_tl_composite(tl, &d));
+	ck_assert_int_eq(cp.n, 1);
+	ck_assert_uint_eq(kb__dispatch_ps(&r25, cp.c[0]), 51500);   /* 40 + 0.25*46 */
+	ck_assert_uint_eq(kb__dispatch_ps(&f100, cp.c[0]), 102875); /* 100 + 0.0625*46 */
+	ck_assert_uint_eq(kb__dispatch_ps(&both, cp.c[0]), 55750);  /* 111.5 cycles at 2 GHz */
+	cap_clear(&cp);
+	kb__tl_destroy(tl);
+}
+END_TEST
+
+START_TEST(test_cost_override_topology)
+{
+	/* The same through a bench run: topology keys reach PE_CPU. */
+	const char *const params[] = { "M=64", "K=64", "N=64", NULL };
+	const char *const sets[] = { "pe_cost_model.fixed_cycles=100",
+				     "pe_cost_model.r_cycles_per_byte=0.25", NULL };
+	kb_result res;
+	kb_error err;
+
+	memset(&res, 0, sizeof(res));
+	ck_assert_int_eq(kbt_run("gemm", params, NULL, 1, 0, &res, &err), KB_OK);
+	ck_assert_uint_eq(res.commands, 1);
+	ck_assert_uint_eq(res.dispatch_ps, 42875);
+	kb_result_clear(&res);
+	memset(&res, 0, sizeof(res));
+	ck_assert_int_eq(kbt_run("gemm", params, sets, 1, 0, &res, &err), KB_OK);
+	ck_assert_uint_eq(res.dispatch_ps, 111500);  /* 100 + 0.25*46 */
+	kb_result_clear(&res);
+}
+END_TEST
+
+START_TEST(test_cpu_overhead_bypass)
+{
+	capture cp = { .n = 0 };
+	kb_tl *tl = new_tl(&cp);
+	kb_cost_model cm = { 40.0, 0.0625, 1024, 1.0 }, big = { 1000.0, 5.0, 1024, 1.0 };
+
+	ck_assert_int_eq(kb_tl_cpu_overhead(tl, 123.0), KB_OK);
+	ck_assert_int_eq(cp.n, 1);
+	ck_assert_uint_eq(cp.c[0]->kind, KB_CMD_CPU);
+	ck_assert_uint_eq(cp.c[0]->lbytes, 10);
+	/* The explicit cost, whatever FIXED and R are. */
+	ck_assert_uint_eq(kb__dispatch_ps(&cm, cp.c[0]), 123000);
+	ck_assert_uint_eq(kb__dispatch_ps(&big, cp.c[0]), 123000);
+	cap_clear(&cp);
+	kb__tl_destroy(tl);
+}
+END_TEST
+
+/* ---- softmax_merge lowering (DDD §10 P2) ---- */
+
+static int sm_line;   /* call site of sm_composite's kb_tl_composite */
+
+typedef struct sm_setup {
+	kb_tl_tensor *S, *m, *l, *O, *V;
+} sm_setup;
+
+static void sm_make(kb_tl *tl, sm_setup *s)
+{
+	s->S = tcm2(tl, KB_FP16, 8, 64);
+	s->m = tcm2(tl, KB_FP32, 8, 1);
+	s->l = tcm2(tl, KB_FP32, 8, 1);
+	s->O = tcm2(tl, KB_FP32, 8, 128);
+	s->V = hbm2(tl, 0x40000, KB_FP16, 64, 128);
+}
+
+static kb_tl_tensor *sm_composite(kb_tl *tl, const sm_setup *s, kb_tl_tensor *a)
+{
+	kb_tl_recipe_call merge = { "softmax_merge",
+				    { { "s", s->S }, { "m", s->m }, { "l", s->l }, { "O", s->O } } };
+	kb_tl_op add = { .op = "add", .args = { { "other", s->O } } };
+	kb_tl_composite_desc d = { .op = "gemm", .a = a, .b = s->V, .out = s->O,
+				   .prologue = &merge, .n_prologue = 1,
+				   .epilogue = &add, .n_epilogue = 1 };
+
+	sm_line = __LINE__ + 1;
+	return kb_tl_composite(tl, &d);
+}
+
+static int overlap(const kb_tview *a, const kb_tview *b)
+{
+	uint64_t ea = a->addr + kb__tview_bytes(a), eb = b->addr + kb__tview_bytes(b);
+
+	return a->addr < eb && b->addr < ea;
+}
+
+START_TEST(test_softmax_merge_lowering)
+{
+	static const uint16_t kinds[10] = {
+		KB_MATH_RMAX, KB_MATH_MAX_ELEM, KB_MATH_EXP_DIFF, KB_MATH_EXP_DIFF, KB_MATH_RSUM,
+		KB_MATH_FMA, KB_MATH_MUL_BCAST, KB_MATH_COPY, KB_OP_GEMM, KB_MATH_ADD,
+	};
+	capture cp = { .n = 0 };
+	kb_tl_config cfg = default_cfg(&cp);
+	kb_tl *tl;
+	sm_setup s;
+	const kb_cmd *c;
+	const kb_tview *vS, *vm, *vl, *vO, *vV, *scr[5];
+	uint64_t sum = 0;
+
+	cfg.tcm_bytes = 64 * 1024;
+	tl = kb__tl_create(&cfg);
+	sm_make(tl, &s);
+	ck_assert_int_eq(cp.n, 0);   /* allocations and refs emit nothing */
+	ck_assert_ptr_eq(sm_composite(tl, &s, NULL), s.O);
+	ck_assert_int_eq(cp.n, 1);
+	c = cp.c[0];
+	ck_assert_uint_eq(c->kind, KB_CMD_COMPOSITE);
+	ck_assert_uint_eq(c->n_ops, 10);
+	for (int i = 0; i < 10; i++) {
+		ck_assert_msg(c->ops[i].kind == kinds[i], "op %d kind %u, want %u", i,
+			      c->ops[i].kind, kinds[i]);
+		ck_assert_uint_eq(c->ops[i].scope, i < 9 ? KB_SCOPE_KERNEL : KB_SCOPE_OUTPUT_TILE);
+		ck_assert_uint_eq(c->ops[i].has_out, i == 9 ? 0 : 1);
+	}
+	vS = view_of(tl, s.S);
+	vm = view_of(tl, s.m);
+	vl = view_of(tl, s.l);
+	vO = view_of(tl, s.O);
+	vV = view_of(tl, s.V);
+	/* gemm: a is P (op 4's out), b is V, out is O */
+	ck_assert_str_eq(c->ops[8].operands[0].name, "a");
+	ck_assert_str_eq(c->ops[8].operands[1].name, "b");
+	ck_assert_uint_eq(c->ops[8].operands[0].t.id, c->ops[3].out.id);
+	ck_assert_uint_eq(c->ops[8].operands[1].t.id, vV->id);
+	ck_assert_uint_eq(c->ops[8].operands[1].t.space, KB_SPACE_HBM);
+	ck_assert_uint_eq(c->ops[8].operands[1].t.addr, 0x40000);
+	ck_assert_uint_eq(c->ops[8].out.id, vO->id);
+	ck_assert_uint_eq(c->ops[9].operands[0].t.id, vO->id);
+	/* recipe wiring: rmax(s) -> m_loc; max_elem(m, m_loc) -> m_new; ... */
+	ck_assert_uint_eq(c->ops[0].operands[0].t.id, vS->id);
+	ck_assert_uint_eq(c->ops[1].operands[0].t.id, vm->id);
+	ck_assert_uint_eq(c->ops[1].operands[1].t.id, c->ops[0].out.id);
+	ck_assert_uint_eq(c->ops[2].operands[1].t.id, c->ops[1].out.id);
+	ck_assert_uint_eq(c->ops[3].operands[0].t.id, vS->id);
+	ck_assert_uint_eq(c->ops[4].operands[0].t.id, c->ops[3].out.id);
+	ck_assert_uint_eq(c->ops[5].n_operands, 3);
+	ck_assert_uint_eq(c->ops[5].operands[0].t.id, vl->id);
+	ck_assert_uint_eq(c->ops[5].out.id, vl->id);
+	ck_assert_uint_eq(c->ops[6].out.id, vO->id);
+	ck_assert_uint_eq(c->ops[7].out.id, vm->id);
+	ck_assert_uint_eq(c->ops[3].out.shape[0], 8);
+	ck_assert_uint_eq(c->ops[3].out.shape[1], 64);
+	ck_assert_uint_eq(c->ops[3].out.dtype, KB_FP16);
+	/* rw set (m, l, O): in writes and reads */
+	ck_assert_uint_eq(c->n_rw, 3);
+	ck_assert(has_id(c->writes, c->n_writes, vm->id) && has_id(c->reads, c->n_reads, vm->id));
+	ck_assert(has_id(c->writes, c->n_writes, vl->id) && has_id(c->reads, c->n_reads, vl->id));
+	ck_assert(has_id(c->writes, c->n_writes, vO->id) && has_id(c->reads, c->n_reads, vO->id));
+	/* every address concrete: TCM views inside the TCM, HBM only V */
+	for (uint32_t i = 0; i < c->n_ops; i++) {
+		const kb_opspec *op = &c->ops[i];
+
+		for (int k = 0; k <= op->n_operands; k++) {
+			const kb_tview *t = k < op->n_operands ? &op->operands[k].t : &op->out;
+
+			if (k == op->n_operands && !op->has_out)
+				continue;
+			ck_assert_uint_ne(t->id, 0);
+			if (t->space == KB_SPACE_TCM)
+				ck_assert_uint_le(t->addr + kb__tview_bytes(t), cfg.tcm_bytes);
+			else
+				ck_assert_uint_eq(t->id, vV->id);
+		}
+	}
+	/* scratch m_loc, m_new, corr, P, l_loc: distinct, non-overlapping,
+	 * and clear of the kernel's own S, m, l, O */
+	scr[0] = &c->ops[0].out;
+	scr[1] = &c->ops[1].out;
+	scr[2] = &c->ops[2].out;
+	scr[3] = &c->ops[3].out;
+	scr[4] = &c->ops[4].out;
+	for (int i = 0; i < 5; i++) {
+		ck_assert_uint_eq(scr[i]->space, KB_SPACE_TCM);
+		ck_assert(!overlap(scr[i], vS) && !overlap(scr[i], vm) && !overlap(scr[i], vl) &&
+			  !overlap(scr[i], vO));
+		for (int k = 0; k < i; k++)
+			ck_assert_msg(!overlap(scr[i], scr[k]) && scr[i]->id != scr[k]->id,
+				      "scratch %d and %d overlap", i, k);
+	}
+	/*
+	 * Logical bytes by hand (OpSpec = 2 + (1 + 8*operands) + (8 if out) +
+	 * (1 + 4*extras)):
+	 *   rmax      1 operand, out, reduce_axis      2+9+8+5  = 24
+	 *   max_elem  2 operands, out                  2+17+8+1 = 28
+	 *   exp_diff  2 operands, out                            28
+	 *   exp_diff  2 operands, out, bcast_axis      2+17+8+5 = 32
+	 *   rsum      like rmax                                  24
+	 *   fma       3 operands, out                  2+25+8+1 = 36
+	 *   mul_bcast 2 operands, out, bcast_axis                32
+	 *   copy      1 operand, out                   2+9+8+1  = 20   (recipe: 224)
+	 *   gemm      a, b, out, m/k/n                 2+17+8+13 = 40
+	 *   add       other, no out, no extras         2+9+0+1  = 12
+	 * ops 276; composite = 4 + (1 + 276) + (1 + 3*8) = 306.
+	 */
+	for (uint32_t i = 0; i < 8; i++)
+		sum += kb__opspec_lbytes(&c->ops[i]);
+	ck_assert_uint_eq(sum, 224);
+	ck_assert_uint_eq(kb__opspec_lbytes(&c->ops[8]), 40);
+	ck_assert_uint_eq(kb__opspec_lbytes(&c->ops[9]), 12);
+	ck_assert_uint_eq(c->lbytes, 306);
+	ck_assert_uint_lt(c->lbytes, 1024);
+	cap_clear(&cp);
+	kb__tl_destroy(tl);
+}
+END_TEST
+
+START_TEST(test_opt2_qk_bytes)
+{
+	capture cp = { .n = 0 };
+	kb_tl *tl = new_tl(&cp);
+	kb_tl_op scale = { .op = "scale", .extras = { { "scale", 0.088388 } } };
+	kb_tl_composite_desc d = { .op = "gemm", .flags = KB_TL_TRANS_B, .epilogue = &scale,
+				   .n_epilogue = 1 };
+	kb_tl_tensor *S;
+	int rank;
+	int64_t shape[4];
+
+	d.a = tcm2(tl, KB_FP16, 8, 128);
+	d.b = hbm2(tl, 0x40000, KB_FP16, 64, 128);   /* K tile (TILE, d), used transposed */
+	S = kb_tl_composite(tl, &d);
+	ck_assert_ptr_nonnull(S);
+	ck_assert_int_eq(kb_tl_shape(tl, S, &rank, shape), KB_OK);
+	ck_assert_int_eq(rank, 2);
+	ck_assert_int_eq(shape[0], 8);
+	ck_assert_int_eq(shape[1], 64);
+	ck_assert_int_eq(cp.n, 1);
+	/* gemm: 2 + 17 + 8 + (1 + 4*4: m, k, n, trans_b) = 44; scale: 2 + 1 + 0 + 5 = 8;
+	 * 4 + (1 + 52) + 1 = 58 */
+	ck_assert_uint_eq(cp.c[0]->ops[0].trans_b, 1);
+	ck_assert_uint_eq(cp.c[0]->n_rw, 0);
+	ck_assert_uint_eq(cp.c[0]->lbytes, 58);
+	cap_clear(&cp);
+	kb__tl_destroy(tl);
+}
+END_TEST
+
+/* ---- validation errors ---- */
+
+/* After a failure: the recorded error has this detail, message fragment and
+ * call site; exactly one ERROR command was emitted, last; later ops are
+ * no-ops that emit nothing. */
+static void expect_failed(kb_tl *tl, capture *cp, int detail, const char *frag, int line)
+{
+	const kb_error *e = kb__tl_error(tl);
+	char site[64];
+	int errors = 0, n;
+	int64_t s[1] = { 4 };
+
+	ck_assert_ptr_nonnull(e);
+	ck_assert_int_eq(e->code, KB_EVALIDATE);
+	ck_assert_msg(e->detail == detail, "detail %d (%s), want %d (%s): %s", e->detail,
+		      kb_validation_name(e->detail), detail, kb_validation_name(detail), e->message);
+	ck_assert_msg(strstr(e->message, frag) != NULL, "'%s' not in '%s'", frag, e->message);
+	snprintf(site, sizeof(site), "check_tl.c:%d", line);
+	ck_assert_msg(strstr(e->message, site) != NULL, "'%s' not in '%s'", site, e->message);
+	ck_assert(kb_tl_failed(tl));
+	for (int i = 0; i < cp->n; i++)
+		errors += cp->c[i]->kind == KB_CMD_ERROR;
+	ck_assert_int_eq(errors, 1);
+	ck_assert_uint_eq(cp->c[cp->n - 1]->kind, KB_CMD_ERROR);
+	ck_assert_int_eq(cp->c[cp->n - 1]->error->detail, detail);
+	n = cp->n;
+	ck_assert_ptr_null(kb_tl_alloc(tl, KB_FP32, 1, s));
+	ck_assert_ptr_null(kb_tl_full(tl, KB_FP32, 1, s, 1.0));
+	ck_assert_int_ne(kb_tl_cpu_overhead(tl, 5.0), KB_OK);
+	ck_assert_int_ne(kb__tl_finish(tl), KB_OK);
+	ck_assert_int_eq(cp->n, n);
+	/* the first error stays */
+	ck_assert_int_eq(kb__tl_error(tl)->detail, detail);
+}
+
+START_TEST(test_err_autobind_conflict)
+{
+	capture cp = { .n = 0 };
+	kb_tl *tl = new_tl(&cp);
+	sm_setup s;
+	kb_tl_tensor *A;
+
+	sm_make(tl, &s);
+	A = tcm2(tl, KB_FP16, 8, 64);
+	ck_assert_ptr_null(sm_composite(tl, &s, A));
+	/* the call site is sm_composite's kb_tl_composite line, in this file */
+	expect_failed(tl, &cp, KB_V_AUTOBIND_CONFLICT, "auto-bind conflict", sm_line);
+	cap_clear(&cp);
+	kb__tl_destroy(tl);
+}
+END_TEST
+
+START_TEST(test_err_prologue_hbm)
+{
+	capture cp = { .n = 0 };
+	kb_tl *tl = new_tl(&cp);
+	sm_setup s;
+	kb_tl_recipe_call merge;
+	kb_tl_composite_desc d = { .op = "gemm" };
+	int ln;
+
+	sm_make(tl, &s);
+	merge = (kb_tl_recipe_call){ "softmax_merge", { { "s", hbm2(tl, 0x1000, KB_FP16, 8, 64) },
+						       { "m", s.m }, { "l", s.l }, { "O", s.O } } };
+	d.b = s.V;
+	d.out = s.O;
+	d.prologue = &merge;
+	d.n_prologue = 1;
+	ck_assert_ptr_null(kb_tl_composite(tl, &d)); ln = __LINE__;
+	expect_failed(tl, &cp, KB_V_PROLOGUE_HBM, "operand 's' lives in HBM", ln);
+	cap_clear(&cp);
+	kb__tl_destroy(tl);
+}
+END_TEST
+
+START_TEST(test_err_two_gemms)
+{
+	capture cp = { .n = 0 };
+	kb_tl *tl = new_tl(&cp);
+	kb_tl_op g2 = { .op = "gemm" };
+	kb_tl_composite_desc d = { .op = "gemm", .epilogue = &g2, .n_epilogue = 1 };
+	int ln;
+
+	d.a = tcm2(tl, KB_FP16, 64, 64);
+	d.b = tcm2(tl, KB_FP16, 64, 64);
+	ck_assert_ptr_null(kb_tl_composite(tl, &d)); ln = __LINE__;
+	expect_failed(tl, &cp, KB_V_TWO_GEMMS, "at most one GEMM", ln);
+	cap_clear(&cp);
+	kb__tl_destroy(tl);
+}
+END_TEST
+
+START_TEST(test_err_over_cap)
+{
+	capture cp = { .n = 0 };
+	kb_tl_config cfg = default_cfg(&cp);
+	kb_tl *tl;
+	kb_tl_composite_desc d = { .op = "gemm" };
+	sm_setup s;
+
+	cfg.cost.max_composite_logical_bytes = 100;
+	tl = kb__tl_create(&cfg);
+	/* 46 bytes: fits */
+	d.a = tcm2(tl, KB_FP16, 64, 64);
+	d.b = tcm2(tl, KB_FP16, 64, 64);
+	ck_assert_ptr_nonnull(kb_tl_composite(tl, &d));
+	ck_assert_int_eq(cp.n, 1);
+	sm_make(tl, &s);
+	ck_assert_ptr_null(sm_composite(tl, &s, NULL));
+	expect_failed(tl, &cp, KB_V_OVER_CAP, "306 logical bytes", sm_line);
+	ck_assert(strstr(kb__tl_error(tl)->message, "= 100") != NULL);
+	ck_assert_int_eq(cp.n, 2);   /* the good composite, then the ERROR */
+	cap_clear(&cp);
+	kb__tl_destroy(tl);
+}
+END_TEST
+
+START_TEST(test_err_unknown_recipe)
+{
+	capture cp = { .n = 0 };
+	kb_tl *tl = new_tl(&cp);
+	sm_setup s;
+	kb_tl_recipe_call r;
+	kb_tl_composite_desc d = { .op = "gemm" };
+	int ln;
+
+	sm_make(tl, &s);
+	r = (kb_tl_recipe_call){ "softmax_frobnicate", { { "s", s.S } } };
+	d.b = s.V;
+	d.prologue = &r;
+	d.n_prologue = 1;
+	ck_assert_ptr_null(kb_tl_composite(tl, &d)); ln = __LINE__;
+	expect_failed(tl, &cp, KB_V_UNKNOWN_RECIPE, "unknown recipe 'softmax_frobnicate' (known: softmax_merge)", ln);
+	cap_clear(&cp);
+	kb__tl_destroy(tl);
+}
+END_TEST
+
+START_TEST(test_err_missing_recipe_operand)
+{
+	capture cp = { .n = 0 };
+	kb_tl *tl = new_tl(&cp);
+	sm_setup s;
+	kb_tl_recipe_call r;
+	kb_tl_composite_desc d = { .op = "gemm" };
+	int ln;
+
+	sm_make(tl, &s);
+	r = (kb_tl_recipe_call){ "softmax_merge", { { "s", s.S }, { "m", s.m }, { "O", s.O } } };
+	d.b = s.V;
+	d.out = s.O;
+	d.prologue = &r;
+	d.n_prologue = 1;
+	ck_assert_ptr_null(kb_tl_composite(tl, &d)); ln = __LINE__;
+	expect_failed(tl, &cp, KB_V_MISSING_OPERAND, "needs operand 'l'", ln);
+	cap_clear(&cp);
+	kb__tl_destroy(tl);
+}
+END_TEST
+
+START_TEST(test_err_unknown_epilogue)
+{
+	capture cp = { .n = 0 };
+	kb_tl *tl = new_tl(&cp);
+	kb_tl_op e = { .op = "frobnicate" };
+	kb_tl_composite_desc d = { .op = "gemm", .epilogue = &e, .n_epilogue = 1 };
+	int ln;
+
+	d.a = tcm2(tl, KB_FP16, 64, 64);
+	d.b = tcm2(tl, KB_FP16, 64, 64);
+	ck_assert_ptr_null(kb_tl_composite(tl, &d)); ln = __LINE__;
+	expect_failed(tl, &cp, KB_V_UNKNOWN_OP, "unknown epilogue op 'frobnicate'", ln);
+	cap_clear(&cp);
+	kb__tl_destroy(tl);
+}
+END_TEST
+
+START_TEST(test_err_tcm_exhausted)
+{
+	capture cp = { .n = 0 };
+	kb_tl *tl = new_tl(&cp);
+	int64_t big[2] = { 1024, 1024 };   /* 4 MiB of fp32 > 1 MiB of TCM */
+	int ln;
+
+	ck_assert_ptr_null(kb_tl_alloc(tl, KB_FP32, 2, big)); ln = __LINE__;
+	expect_failed(tl, &cp, KB_V_TCM_EXHAUSTED, "TCM exhausted: 4194304 bytes requested", ln);
+	cap_clear(&cp);
+	kb__tl_destroy(tl);
+}
+END_TEST
+
+START_TEST(test_err_shape)
+{
+	capture cp = { .n = 0 };
+	kb_tl *tl = new_tl(&cp);
+	kb_tl_tensor *a = tcm2(tl, KB_FP16, 8, 64), *b = tcm2(tl, KB_FP16, 32, 128);
+	int ln;
+
+	ck_assert_ptr_null(kb_tl_dot(tl, a, b, 0)); ln = __LINE__;
+	expect_failed(tl, &cp, KB_V_SHAPE, "disagree on K", ln);
+	cap_clear(&cp);
+	kb__tl_destroy(tl);
+}
+END_TEST
+
+START_TEST(test_err_dtype)
+{
+	capture cp = { .n = 0 };
+	kb_tl *tl = new_tl(&cp);
+	kb_tl_tensor *a = tcm2(tl, KB_FP16, 8, 64), *b = tcm2(tl, KB_FP32, 64, 128);
+	int ln;
+
+	ck_assert_ptr_null(kb_tl_dot(tl, a, b, 0)); ln = __LINE__;
+	expect_failed(tl, &cp, KB_V_DTYPE, "a is fp16 but b is fp32", ln);
+	cap_clear(&cp);
+	kb__tl_destroy(tl);
+}
+END_TEST
+
+START_TEST(test_err_stale_handle)
+{
+	capture cp = { .n = 0 };
+	kb_tl *tl = new_tl(&cp);
+	kb_tl_tensor *x, *b = tcm2(tl, KB_FP16, 64, 64);
+	int ln;
+
+	ck_assert_int_eq(kb_tl_scope_begin(tl), KB_OK);
+	x = tcm2(tl, KB_FP16, 64, 64);
+	ck_assert_int_eq(kb_tl_scope_end(tl), KB_OK);
+	/* the slot is reused by a new handle: the old one must still be stale */
+	(void)tcm2(tl, KB_FP16, 64, 64);
+	ck_assert_ptr_null(kb_tl_dot(tl, x, b, 0)); ln = __LINE__;
+	expect_failed(tl, &cp, KB_V_BAD_HANDLE, "no longer valid", ln);
+	cap_clear(&cp);
+	kb__tl_destroy(tl);
+}
+END_TEST
+
+START_TEST(test_err_foreign_handle)
+{
+	capture cp = { .n = 0 }, cp2 = { .n = 0 };
+	kb_tl_config cfg2 = default_cfg(&cp2);
+	kb_tl *tl = new_tl(&cp), *tl2;
+	kb_tl_tensor *mine, *theirs;
+	int ln;
+
+	cfg2.tag = 2;
+	tl2 = kb__tl_create(&cfg2);
+	theirs = tcm2(tl2, KB_FP16, 64, 64);
+	mine = tcm2(tl, KB_FP16, 64, 64);
+	ck_assert_ptr_null(kb_tl_dot(tl, mine, theirs, 0)); ln = __LINE__;
+	expect_failed(tl, &cp, KB_V_BAD_HANDLE, "belongs to another kernel instance", ln);
+	ck_assert_int_eq(cp2.n, 0);
+	ck_assert(!kb_tl_failed(tl2));
+	cap_clear(&cp);
+	kb__tl_destroy(tl);
+	kb__tl_destroy(tl2);
+}
+END_TEST
+
+START_TEST(test_err_null_handle)
+{
+	capture cp = { .n = 0 };
+	kb_tl *tl = new_tl(&cp);
+	int ln;
+
+	ck_assert_ptr_null(kb_tl_load(tl, NULL, NULL)); ln = __LINE__;
+	expect_failed(tl, &cp, KB_V_BAD_HANDLE, "load source is NULL", ln);
+	cap_clear(&cp);
+	kb__tl_destroy(tl);
+}
+END_TEST
+
+START_TEST(test_err_unbalanced_scope)
+{
+	capture cp = { .n = 0 };
+	kb_tl *tl = new_tl(&cp);
+	int ln;
+
+	ck_assert_int_eq(kb_tl_scope_begin(tl), KB_OK); ln = __LINE__;
+	ck_assert_int_eq(kb__tl_finish(tl), KB_EVALIDATE);
+	/* the site is the last operation the kernel performed */
+	expect_failed(tl, &cp, KB_V_SCOPE, "1 scratch scope(s) open", ln);
+	cap_clear(&cp);
+	kb__tl_destroy(tl);
+}
+END_TEST
+
+START_TEST(test_err_scope_end_without_begin)
+{
+	capture cp = { .n = 0 };
+	kb_tl *tl = new_tl(&cp);
+	int ln;
+
+	ck_assert_int_eq(kb_tl_scope_end(tl), KB_EVALIDATE); ln = __LINE__;
+	expect_failed(tl, &cp, KB_V_SCOPE, "without a matching scope begin", ln);
+	cap_clear(&cp);
+	kb__tl_destroy(tl);
+}
+END_TEST
+
+START_TEST(test_err_message_names_op)
+{
+	capture cp = { .n = 0 };
+	kb_tl *tl = new_tl(&cp);
+	kb_tl_tensor *a = tcm2(tl, KB_FP16, 8, 64), *b = tcm2(tl, KB_FP32, 64, 128);
+	const kb_error *e;
+	char want[128];
+	int ln;
+
+	ck_assert_ptr_null(kb_tl_dot(tl, a, b, 0)); ln = __LINE__;
+	e = kb__tl_error(tl);
+	/* "FILE:LINE: pe0: tl op #3 kb_tl_composite: ... (dtype)" */
+	snprintf(want, sizeof(want), "check_tl.c:%d: pe0: tl op #3 kb_tl_composite: ", ln);
+	ck_assert_msg(strstr(e->message, want) != NULL, "'%s' not in '%s'", want, e->message);
+	ck_assert_int_eq(e->line, ln);
+	ck_assert(strstr(e->source, "check_tl.c") != NULL);
+	cap_clear(&cp);
+	kb__tl_destroy(tl);
+}
+END_TEST
+
+/* ---- implicit waits ---- */
+
+START_TEST(test_implicit_waits)
+{
+	capture cp = { .n = 0 };
+	kb_tl *tl = new_tl(&cp);
+	int64_t so[2] = { 64, 128 };
+	kb_tl_tensor *L, *O, *B;
+	kb_tl_op add;
+	kb_tl_composite_desc d = { .op = "gemm" };
+	const kb_cmd *c;
+	uint64_t load_id, fill_id;
+
+	L = kb_tl_load(tl, hbm2(tl, 0x1000, KB_FP16, 64, 64), NULL);
+	ck_assert_ptr_nonnull(L);
+	O = kb_tl_full(tl, KB_FP32, 2, so, 0.0);
+	ck_assert_ptr_nonnull(O);
+	B = tcm2(tl, KB_FP16, 64, 128);
+	ck_assert_int_eq(cp.n, 2);
+	ck_assert_uint_eq(cp.c[0]->kind, KB_CMD_LOAD);
+	ck_assert_uint_eq(cp.c[1]->kind, KB_CMD_FILL);
+	load_id = cp.c[0]->id;
+	fill_id = cp.c[1]->id;
+	ck_assert_uint_eq(load_id, 0);
+	ck_assert_uint_eq(fill_id, 1);
+	add = (kb_tl_op){ .op = "add", .args = { { "other", O } } };
+	d.a = L;
+	d.b = B;
+	d.out = O;
+	d.epilogue = &add;
+	d.n_epilogue = 1;
+	ck_assert_ptr_eq(kb_tl_composite(tl, &d), O);
+	ck_assert_int_eq(cp.n, 3);
+	c = cp.c[2];
+	ck_assert_uint_eq(c->id, 2);
+	ck_assert_uint_eq(c->n_rw, 1);
+	/* a is read-only: wait for its load; O is an rw handle: ordered by
+	 * the scheduler's FIFO tracker, not an implicit wait */
+	ck_assert(has_id(c->deps, c->n_deps, load_id));
+	ck_assert(!has_id(c->deps, c->n_deps, fill_id));
+	ck_assert_uint_eq(c->n_deps, 1);
+	ck_assert(has_id(c->writes, c->n_writes, view_of(tl, O)->id));
+	/* an explicit wait: a WAIT marker with the producer in deps, no id */
+	ck_assert_int_eq(kb_tl_wait(tl, L), KB_OK);
+	ck_assert_int_eq(cp.n, 4);
+	ck_assert_uint_eq(cp.c[3]->kind, KB_CMD_WAIT);
+	ck_assert_uint_eq(cp.c[3]->n_deps, 1);
+	ck_assert_uint_eq(cp.c[3]->deps[0], load_id);
+	ck_assert_uint_eq(cp.c[3]->id, UINT64_MAX);
+	/* waiting on O waits for the composite that last wrote it */
+	ck_assert_int_eq(kb_tl_wait(tl, O), KB_OK);
+	ck_assert_int_eq(cp.n, 5);
+	ck_assert_uint_eq(cp.c[4]->deps[0], 2);
+	/* a handle nobody wrote needs no wait */
+	ck_assert_int_eq(kb_tl_wait(tl, B), KB_OK);
+	ck_assert_int_eq(cp.n, 5);
+	ck_assert_int_eq(kb__tl_finish(tl), KB_OK);
+	ck_assert_uint_eq(cp.c[cp.n - 1]->kind, KB_CMD_END);
+	ck_assert_uint_eq(cp.c[cp.n - 1]->id, 3);   /* WAITs take no id */
+	cap_clear(&cp);
+	kb__tl_destroy(tl);
+}
+END_TEST
+
+/* ---- scratch scopes ---- */
+
+START_TEST(test_scratch_reuse_fence)
+{
+	capture cp = { .n = 0 };
+	kb_tl_config cfg = default_cfg(&cp);
+	kb_tl *tl;
+	int64_t s[2] = { 16, 16 };   /* 1024 bytes of fp32 */
+	kb_tl_tensor *A, *B, *C, *D, *E;
+	uint64_t a_addr, free_point;
+
+	cfg.tcm_bytes = 4096;
+	tl = kb__tl_create(&cfg);
+	ck_assert_int_eq(kb_tl_scope_begin(tl), KB_OK);
+	A = kb_tl_full(tl, KB_FP32, 2, s, 1.0);
+	ck_assert_ptr_nonnull(A);
+	a_addr = view_of(tl, A)->addr;
+	ck_assert_uint_eq(a_addr, 0);
+	ck_assert_int_eq(kb_tl_cpu_overhead(tl, 1.0), KB_OK);
+	ck_assert_int_eq(kb_tl_cpu_overhead(tl, 1.0), KB_OK);
+	ck_assert_int_eq(kb_tl_scope_end(tl), KB_OK);
+	free_point = kb__tl_commands(tl);
+	ck_assert_uint_eq(free_point, 3);
+	ck_assert_uint_eq(kb_tl_tcm_free(tl), 4096);
+	/* next fit: the freed block is not reused at once */
+	B = kb_tl_full(tl, KB_FP32, 2, s, 2.0);
+	C = kb_tl_full(tl, KB_FP32, 2, s, 3.0);
+	D = kb_tl_full(tl, KB_FP32, 2, s, 4.0);
+	ck_assert_ptr_nonnull(D);
+	ck_assert_uint_eq(view_of(tl, B)->addr, 1024);
+	ck_assert_uint_eq(view_of(tl, C)->addr, 2048);
+	ck_assert_uint_eq(view_of(tl, D)->addr, 3072);
+	/* wrapping around reuses A's block: its command carries the fence */
+	E = kb_tl_full(tl, KB_FP32, 2, s, 5.0);
+	ck_assert_ptr_nonnull(E);
+	ck_assert_uint_eq(view_of(tl, E)->addr, a_addr);
+	ck_assert_uint_eq(cp.c[cp.n - 1]->kind, KB_CMD_FILL);
+	ck_assert_uint_ge(cp.c[cp.n - 1]->fence, free_point);
+	/* a command that later reads E carries it as well */
+	{
+		kb_tl_composite_desc d = { .op = "exp", .a = E, .out = E };
+
+		ck_assert_ptr_nonnull(kb_tl_composite(tl, &d));
+		ck_assert_uint_ge(cp.c[cp.n - 1]->fence, free_point);
+	}
+	/* the very first fills touched never-used memory: no fence */
+	ck_assert_uint_eq(cp.c[0]->fence, 0);
+	/* now full: one more block does not fit */
+	ck_assert_ptr_null(kb_tl_alloc(tl, KB_FP32, 2, s));
+	ck_assert_int_eq(kb__tl_error(tl)->detail, KB_V_TCM_EXHAUSTED);
+	cap_clear(&cp);
+	kb__tl_destroy(tl);
 }
 END_TEST
 
 Suite *tl_suite(void)
 {
 	Suite *s = suite_create("tl");
-	TCase *tc = tcase_create("placeholder");
+	TCase *cost = tcase_create("cost");
+	TCase *rec = tcase_create("recipe");
+	TCase *val = tcase_create("validation");
+	TCase *dep = tcase_create("deps");
 
-	tcase_add_test(tc, not_written);
-	suite_add_tcase(s, tc);
+	tcase_add_test(cost, test_lbytes_plain_gemm);
+	tcase_add_test(cost, test_lbytes_no_dedup);
+	tcase_add_test(cost, test_cost_overrides);
+	tcase_add_test(cost, test_cost_override_topology);
+	tcase_add_test(cost, test_cpu_overhead_bypass);
+	tcase_add_test(rec, test_softmax_merge_lowering);
+	tcase_add_test(rec, test_opt2_qk_bytes);
+	tcase_add_test(val, test_err_autobind_conflict);
+	tcase_add_test(val, test_err_prologue_hbm);
+	tcase_add_test(val, test_err_two_gemms);
+	tcase_add_test(val, test_err_over_cap);
+	tcase_add_test(val, test_err_unknown_recipe);
+	tcase_add_test(val, test_err_missing_recipe_operand);
+	tcase_add_test(val, test_err_unknown_epilogue);
+	tcase_add_test(val, test_err_tcm_exhausted);
+	tcase_add_test(val, test_err_shape);
+	tcase_add_test(val, test_err_dtype);
+	tcase_add_test(val, test_err_stale_handle);
+	tcase_add_test(val, test_err_foreign_handle);
+	tcase_add_test(val, test_err_null_handle);
+	tcase_add_test(val, test_err_unbalanced_scope);
+	tcase_add_test(val, test_err_scope_end_without_begin);
+	tcase_add_test(val, test_err_message_names_op);
+	tcase_add_test(dep, test_implicit_waits);
+	tcase_add_test(dep, test_scratch_reuse_fence);
+	suite_add_tcase(s, cost);
+	suite_add_tcase(s, rec);
+	suite_add_tcase(s, val);
+	suite_add_tcase(s, dep);
 	return s;
 }

@@ -281,19 +281,16 @@ static void seg_remove(kb_tl *tl, size_t at)
 	tl->n_segs--;
 }
 
-int kb__tcm_alloc(kb_tl *tl, uint64_t bytes, uint64_t *off, uint64_t *fence)
+static int tcm_try_alloc(kb_tl *tl, uint64_t size, uint64_t *off, uint64_t *fence)
 {
-	uint64_t size = (bytes + TCM_ALIGN - 1) / TCM_ALIGN * TCM_ALIGN;
 	size_t start = 0;
 
-	if (size == 0)
-		size = TCM_ALIGN;
 	while (start < tl->n_segs && tl->segs[start].off + tl->segs[start].size <= tl->cursor)
 		start++;
 	for (size_t k = 0; k < tl->n_segs; k++) {
 		size_t i = (start + k) % tl->n_segs;
 		kb_seg *s = &tl->segs[i];
-		uint64_t base = (i == start && s->off < tl->cursor) ? tl->cursor : s->off;
+		uint64_t base = (k == 0 && s->off < tl->cursor) ? tl->cursor : s->off;
 
 		base = (base + TCM_ALIGN - 1) / TCM_ALIGN * TCM_ALIGN;
 		if (base + size > s->off + s->size)
@@ -321,6 +318,41 @@ int kb__tcm_alloc(kb_tl *tl, uint64_t bytes, uint64_t *off, uint64_t *fence)
 	return -1;
 }
 
+/* Merges every run of adjacent free blocks (fence: the latest of them). */
+static void tcm_coalesce(kb_tl *tl)
+{
+	size_t i = 0;
+
+	while (i + 1 < tl->n_segs) {
+		kb_seg *a = &tl->segs[i], *b = &tl->segs[i + 1];
+
+		if (a->off + a->size != b->off) {
+			i++;
+			continue;
+		}
+		a->size += b->size;
+		if (b->fence > a->fence)
+			a->fence = b->fence;
+		seg_remove(tl, i + 1);
+	}
+}
+
+int kb__tcm_alloc(kb_tl *tl, uint64_t bytes, uint64_t *off, uint64_t *fence)
+{
+	uint64_t size = (bytes + TCM_ALIGN - 1) / TCM_ALIGN * TCM_ALIGN;
+
+	if (size == 0)
+		size = TCM_ALIGN;
+	if (!tcm_try_alloc(tl, size, off, fence))
+		return 0;
+	/* Fragmented: merge neighbours (taking the later fence) and retry. */
+	tcm_coalesce(tl);
+	return tcm_try_alloc(tl, size, off, fence);
+}
+
+/* Freed blocks are not merged with their neighbours here: merging would
+ * give never-used memory the fence of the freed block and make its next
+ * users wait for no reason. Blocks merge only when an allocation needs it. */
 void kb__tcm_free(kb_tl *tl, uint64_t off, uint64_t bytes)
 {
 	uint64_t size = (bytes + TCM_ALIGN - 1) / TCM_ALIGN * TCM_ALIGN, fence = tl->next_cmd;
@@ -331,21 +363,8 @@ void kb__tcm_free(kb_tl *tl, uint64_t off, uint64_t bytes)
 	while (i < tl->n_segs && tl->segs[i].off < off)
 		i++;
 	tl->tcm_used -= size;
-	if (i > 0 && tl->segs[i - 1].off + tl->segs[i - 1].size == off) {
-		kb_seg *p = &tl->segs[i - 1];
-
-		p->size += size;
-		p->fence = fence;
-		if (i < tl->n_segs && p->off + p->size == tl->segs[i].off) {
-			p->size += tl->segs[i].size;
-			seg_remove(tl, i);
-		}
-		return;
-	}
-	if (i < tl->n_segs && off + size == tl->segs[i].off) {
-		tl->segs[i].off = off;
-		tl->segs[i].size += size;
-		tl->segs[i].fence = fence;
+	if (i > 0 && tl->segs[i - 1].off + tl->segs[i - 1].size == off && tl->segs[i - 1].fence == fence) {
+		tl->segs[i - 1].size += size;
 		return;
 	}
 	if (seg_insert(tl, i, off, size, fence))
