@@ -488,7 +488,7 @@ START_TEST(failed_run_then_destroy)
 	 * the way from the kernel (reported), so the message is what is checked. */
 	if (err.detail != 0)
 		ck_assert_int_eq(err.detail, KB_V_SHAPE);
-	ck_assert_msg(strstr(err.message, "(shape)") != NULL, "message: %s", err.message);
+	ck_assert_msg(strstr(err.message, kb_validation_name(KB_V_SHAPE)) != NULL, "message: %s", err.message);
 	ck_assert_uint_eq(addr[2], 1);
 	ck_assert_uint_eq(addr[3], 1);
 	/* The message names the call site (this file). */

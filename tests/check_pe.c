@@ -1,18 +1,659 @@
-/* Placeholder: fails until the real suite is written. */
-#include "suites.h"
+/*
+ * The PE model: PE_SCHEDULER's plan of a command (DDD §7, §10 P3), strict
+ * FIFO hazards (DDD §8), K-before-V DMA order in decode opt2 (ADR-0065
+ * D6.2), dispatch records (ADR-0064 Rev2) and the deadlock report.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-START_TEST(not_written)
+#include "suites.h"
+#include "testutil.h"
+#include "pe/plan.h"
+#include "tl/tl_int.h"
+
+/* ---- captured commands and a minimal machine ---- */
+
+#define MAX_CAP 64
+
+typedef struct capture {
+	kb_cmd *c[MAX_CAP];
+	int n;
+} capture;
+
+static int cap_emit(void *ctx, kb_cmd *cmd)
 {
-	ck_abort_msg("the pe suite is not written yet");
+	capture *cp = ctx;
+
+	ck_assert_int_lt(cp->n, MAX_CAP);
+	cp->c[cp->n++] = cmd;
+	return 0;
+}
+
+static void cap_clear(capture *cp)
+{
+	for (int i = 0; i < cp->n; i++)
+		kb__cmd_free(cp->c[i]);
+	cp->n = 0;
+}
+
+static kb_tl *new_tl(capture *cp)
+{
+	kb_tl_config cfg;
+	kb_tl *tl;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.num_programs = 1;
+	cfg.n_pes = 1;
+	cfg.cost = (kb_cost_model){ 40.0, 0.0625, 1024, 1.0 };
+	cfg.tcm_bytes = 1u << 20;
+	cfg.hbm_bytes = UINT64_C(1) << 30;
+	cfg.tag = 3;
+	cfg.emit = cap_emit;
+	cfg.emit_ctx = cp;
+	tl = kb__tl_create(&cfg);
+	ck_assert_ptr_nonnull(tl);
+	return tl;
+}
+
+typedef struct fixture {
+	kb_topology *topo;
+	kb_machine m;
+	capture cp;
+	kb_tl *tl;
+} fixture;
+
+static void fx_init(fixture *f)
+{
+	kb_error err;
+
+	memset(f, 0, sizeof(*f));
+	ck_assert_int_eq(kb_topology_default(&f->topo, &err), KB_OK);
+	f->m.tp = kb__topology_params(f->topo);
+	f->m.cost = (kb_cost_model){ 40.0, 0.0625, 1024, 1.0 };
+	f->m.staging_slots = 4;
+	f->m.n_pes = 1;
+	f->tl = new_tl(&f->cp);
+}
+
+static void fx_done(fixture *f)
+{
+	cap_clear(&f->cp);
+	kb__tl_destroy(f->tl);
+	kb_topology_destroy(f->topo);
+}
+
+static kb_plan *plan_last(fixture *f)
+{
+	kb_plan *p = NULL;
+	kb_error err;
+
+	ck_assert_int_gt(f->cp.n, 0);
+	ck_assert_int_eq(kb__plan_create(&p, f->cp.c[f->cp.n - 1], &f->m, &err), KB_OK);
+	ck_assert_ptr_nonnull(p);
+	return p;
+}
+
+static kb_tl_tensor *tcm2(kb_tl *tl, kb_dtype dt, int64_t r, int64_t c)
+{
+	int64_t s[2] = { r, c };
+	kb_tl_tensor *t = kb_tl_alloc(tl, dt, 2, s);
+
+	ck_assert_ptr_nonnull(t);
+	return t;
+}
+
+static kb_tl_tensor *hbm2(kb_tl *tl, uint64_t addr, kb_dtype dt, int64_t r, int64_t c)
+{
+	int64_t s[2] = { r, c };
+	kb_tl_tensor *t = kb_tl_ref(tl, addr, dt, 2, s);
+
+	ck_assert_ptr_nonnull(t);
+	return t;
+}
+
+/* Checks a stage template against (kind, eng, op, operand) rows. */
+static void expect_stages(const kb_stage_ref *st, uint32_t n, const int (*want)[4], uint32_t n_want,
+			  const char *what)
+{
+	ck_assert_msg(n == n_want, "%s: %u stages, want %u", what, n, n_want);
+	for (uint32_t i = 0; i < n; i++)
+		ck_assert_msg(st[i].kind == want[i][0] && st[i].eng == want[i][1] &&
+				      st[i].op == want[i][2] && st[i].operand == want[i][3],
+			      "%s stage %u: (%d, %d, %d, %d), want (%d, %d, %d, %d)", what, i,
+			      st[i].kind, st[i].eng, st[i].op, st[i].operand, want[i][0], want[i][1],
+			      want[i][2], want[i][3]);
+}
+
+/* ---- plans ---- */
+
+START_TEST(test_plan_softmax_merge)
+{
+	static const int last[][4] = {
+		{ KB_ST_DMA_READ, KB_ENG_DMA, 8, 1 },   /* V only: P is TCM */
+		{ KB_ST_FETCH, KB_ENG_TCM, 8, -1 },
+		{ KB_ST_GEMM, KB_ENG_GEMM, 8, -1 },
+		{ KB_ST_MATH, KB_ENG_MATH, 9, -1 },     /* add, per output tile */
+		{ KB_ST_STORE, KB_ENG_TCM, 8, -1 },     /* O in TCM: no DMA_WRITE */
+	};
+	fixture f;
+	kb_tl_tensor *S, *m, *l, *O, *V;
+	kb_tl_recipe_call merge;
+	kb_tl_op add;
+	kb_tl_composite_desc d = { .op = "gemm" };
+	kb_plan *p;
+	uint64_t dma_reads = 0;
+
+	fx_init(&f);
+	S = tcm2(f.tl, KB_FP16, 8, 64);
+	m = tcm2(f.tl, KB_FP32, 8, 1);
+	l = tcm2(f.tl, KB_FP32, 8, 1);
+	O = tcm2(f.tl, KB_FP32, 8, 128);
+	V = hbm2(f.tl, 0x40000, KB_FP16, 64, 128);
+	merge = (kb_tl_recipe_call){ "softmax_merge", { { "s", S }, { "m", m }, { "l", l }, { "O", O } } };
+	add = (kb_tl_op){ .op = "add", .args = { { "other", O } } };
+	d.b = V;
+	d.out = O;
+	d.prologue = &merge;
+	d.n_prologue = 1;
+	d.epilogue = &add;
+	d.n_epilogue = 1;
+	ck_assert_ptr_nonnull(kb_tl_composite(f.tl, &d));
+	p = plan_last(&f);
+	ck_assert_int_eq(p->gemm, 8);
+	ck_assert_uint_eq(p->n_pre, 8);
+	for (uint32_t i = 0; i < p->n_pre; i++) {
+		ck_assert_uint_eq(p->pre[i].kind, KB_ST_MATH);
+		ck_assert_uint_eq(p->pre[i].eng, KB_ENG_MATH);
+		ck_assert_int_eq(p->pre[i].op, (int)i);
+	}
+	ck_assert_uint_eq(p->n_post, 0);
+	/* (G=8, TILE=64, d=128) at tiles 64/64/128: one k-step, one output tile */
+	ck_assert_int_eq(p->M, 8);
+	ck_assert_int_eq(p->K, 64);
+	ck_assert_int_eq(p->N, 128);
+	ck_assert_uint_eq(p->kt, 1);
+	ck_assert_uint_eq(p->n_steps, 1);
+	expect_stages(p->last, p->n_last, last, 5, "last k-step");
+	ck_assert_int_eq(p->phase, KB_PH_PRE);
+	for (uint64_t s = 0; s < p->n_steps; s++) {
+		uint32_t n;
+		const kb_stage_ref *st = kb__plan_stages(p, KB_PH_LOOP, s, &n);
+
+		for (uint32_t i = 0; i < n; i++)
+			dma_reads += st[i].kind == KB_ST_DMA_READ;
+	}
+	ck_assert_uint_eq(dma_reads, 1);
+	kb__plan_free(p);
+	fx_done(&f);
+}
+END_TEST
+
+START_TEST(test_plan_gemm_multi_k)
+{
+	/* A HBM, B TCM, out HBM, K = 256: four k-steps; the non-last ones
+	 * stream A, fetch and accumulate; the last stores and writes back. */
+	static const int mid[][4] = {
+		{ KB_ST_DMA_READ, KB_ENG_DMA, 0, 0 },
+		{ KB_ST_FETCH, KB_ENG_TCM, 0, -1 },
+		{ KB_ST_GEMM, KB_ENG_GEMM, 0, -1 },
+	};
+	static const int last[][4] = {
+		{ KB_ST_DMA_READ, KB_ENG_DMA, 0, 0 },
+		{ KB_ST_FETCH, KB_ENG_TCM, 0, -1 },
+		{ KB_ST_GEMM, KB_ENG_GEMM, 0, -1 },
+		{ KB_ST_MATH, KB_ENG_MATH, 1, -1 },
+		{ KB_ST_STORE, KB_ENG_TCM, 0, -1 },
+		{ KB_ST_DMA_WRITE, KB_ENG_DMA, 0, -1 },
+	};
+	fixture f;
+	kb_tl_op relu = { .op = "relu" };
+	kb_tl_composite_desc d = { .op = "gemm", .epilogue = &relu, .n_epilogue = 1 };
+	kb_plan *p;
+	uint32_t n;
+
+	fx_init(&f);
+	d.a = hbm2(f.tl, 0x1000, KB_FP16, 128, 256);
+	d.b = tcm2(f.tl, KB_FP16, 256, 128);
+	d.out = hbm2(f.tl, 0x100000, KB_FP16, 128, 128);
+	ck_assert_ptr_nonnull(kb_tl_composite(f.tl, &d));
+	p = plan_last(&f);
+	ck_assert_uint_eq(p->n_pre, 0);
+	ck_assert_uint_eq(p->mt, 2);
+	ck_assert_uint_eq(p->nt, 1);
+	ck_assert_uint_eq(p->kt, 4);
+	ck_assert_uint_eq(p->n_steps, 8);
+	expect_stages(p->mid, p->n_mid, mid, 3, "mid k-step");
+	expect_stages(p->last, p->n_last, last, 6, "last k-step");
+	ck_assert_ptr_eq(kb__plan_stages(p, KB_PH_LOOP, 0, &n), p->mid);
+	ck_assert_ptr_eq(kb__plan_stages(p, KB_PH_LOOP, 3, &n), p->last);
+	ck_assert_ptr_eq(kb__plan_stages(p, KB_PH_LOOP, 4, &n), p->mid);
+	ck_assert_ptr_eq(kb__plan_stages(p, KB_PH_LOOP, 7, &n), p->last);
+	ck_assert_int_eq(p->phase, KB_PH_LOOP);
+	kb__plan_free(p);
+	fx_done(&f);
+}
+END_TEST
+
+START_TEST(test_plan_math_only)
+{
+	static const int tcm[][4] = {
+		{ KB_ST_MATH, KB_ENG_MATH, 0, -1 },
+		{ KB_ST_MATH, KB_ENG_MATH, 1, -1 },
+	};
+	static const int hbm_out[][4] = {
+		{ KB_ST_MATH, KB_ENG_MATH, 0, -1 },
+		{ KB_ST_MATH, KB_ENG_MATH, 1, -1 },
+		{ KB_ST_DMA_WRITE, KB_ENG_DMA, 0, -1 },
+	};
+	static const int hbm_in[][4] = {
+		{ KB_ST_DMA_READ, KB_ENG_DMA, 0, 0 },
+		{ KB_ST_MATH, KB_ENG_MATH, 0, -1 },
+	};
+	fixture f;
+	kb_tl_op scale = { .op = "scale", .extras = { { "scale", 2.0 } } };
+	kb_tl_composite_desc d = { .op = "add", .epilogue = &scale, .n_epilogue = 1 };
+	kb_tl_tensor *x, *y;
+	kb_plan *p;
+
+	fx_init(&f);
+	x = tcm2(f.tl, KB_FP32, 8, 128);
+	y = tcm2(f.tl, KB_FP32, 8, 128);
+	d.a = x;
+	d.b = y;
+	ck_assert_ptr_nonnull(kb_tl_composite(f.tl, &d));
+	p = plan_last(&f);
+	ck_assert_int_eq(p->gemm, -1);
+	ck_assert_uint_eq(p->n_pre, 0);
+	ck_assert_uint_eq(p->n_steps, 1);
+	expect_stages(p->last, p->n_last, tcm, 2, "math in TCM");
+	kb__plan_free(p);
+
+	d.out_hbm = 0x2000;   /* HBM output: written back */
+	ck_assert_ptr_nonnull(kb_tl_composite(f.tl, &d));
+	p = plan_last(&f);
+	expect_stages(p->last, p->n_last, hbm_out, 3, "math to HBM");
+	kb__plan_free(p);
+
+	/* HBM head operand: streamed in first */
+	d = (kb_tl_composite_desc){ .op = "exp", .a = hbm2(f.tl, 0x8000, KB_FP32, 8, 128) };
+	ck_assert_ptr_nonnull(kb_tl_composite(f.tl, &d));
+	p = plan_last(&f);
+	expect_stages(p->last, p->n_last, hbm_in, 2, "math from HBM");
+	kb__plan_free(p);
+	fx_done(&f);
+}
+END_TEST
+
+START_TEST(test_plan_simple_commands)
+{
+	fixture f;
+	kb_plan *p;
+	kb_tl_tensor *t;
+	int64_t s[2] = { 8, 8 };
+
+	fx_init(&f);
+	t = kb_tl_load(f.tl, hbm2(f.tl, 0x1000, KB_FP32, 8, 8), NULL);
+	ck_assert_ptr_nonnull(t);
+	p = plan_last(&f);
+	ck_assert_uint_eq(p->n_last, 1);
+	ck_assert_uint_eq(p->last[0].kind, KB_ST_DMA_READ);
+	kb__plan_free(p);
+	ck_assert_ptr_nonnull(kb_tl_full(f.tl, KB_FP32, 2, s, 1.0));
+	p = plan_last(&f);
+	ck_assert_uint_eq(p->n_last, 1);
+	ck_assert_uint_eq(p->last[0].kind, KB_ST_FILL);
+	ck_assert_uint_eq(p->last[0].eng, KB_ENG_MATH);
+	kb__plan_free(p);
+	fx_done(&f);
+}
+END_TEST
+
+/* ---- runs: records ---- */
+
+typedef struct rec {
+	uint64_t t0, t1, cmd;
+	uint32_t pe;
+	char eng[8], op[16], kind[16];
+	int64_t lbytes;
+} rec;
+
+typedef struct recs {
+	rec *v;
+	size_t n, cap;
+} recs;
+
+static int on_rec(const kb_oplog_record *r, void *payload)
+{
+	recs *rs = payload;
+	rec *x;
+
+	if (rs->n == rs->cap) {
+		size_t cap = rs->cap ? 2 * rs->cap : 256;
+		rec *v = realloc(rs->v, cap * sizeof(*v));
+
+		if (!v)
+			return 1;
+		rs->v = v;
+		rs->cap = cap;
+	}
+	x = &rs->v[rs->n++];
+	memset(x, 0, sizeof(*x));
+	x->t0 = r->t0_ps;
+	x->t1 = r->t1_ps;
+	x->cmd = r->cmd;
+	x->pe = r->pe;
+	x->lbytes = r->lbytes;
+	snprintf(x->eng, sizeof(x->eng), "%s", r->eng);
+	snprintf(x->op, sizeof(x->op), "%s", r->op);
+	snprintf(x->kind, sizeof(x->kind), "%s", r->kind ? r->kind : "");
+	/* the JSON line carries the same fields */
+	if (!r->json || r->json_len == 0 || r->json[0] != '{' || r->json[r->json_len - 1] != '}')
+		return 1;
+	return 0;
+}
+
+static int is_stage(const rec *r)
+{
+	return strcmp(r->eng, "cpu") != 0 && strcmp(r->eng, "sched") != 0;
+}
+
+/* First start and last end of cmd's engine stages on pe. */
+static int span(const recs *rs, uint32_t pe, uint64_t cmd, uint64_t *t0, uint64_t *t1)
+{
+	int n = 0;
+
+	*t0 = UINT64_MAX;
+	*t1 = 0;
+	for (size_t i = 0; i < rs->n; i++) {
+		const rec *r = &rs->v[i];
+
+		if (r->pe != pe || r->cmd != cmd || !is_stage(r))
+			continue;
+		n++;
+		if (r->t0 < *t0)
+			*t0 = r->t0;
+		if (r->t1 > *t1)
+			*t1 = r->t1;
+	}
+	return n;
+}
+
+typedef struct two_args {
+	uint64_t b1, b2;
+	int shared;       /* both accumulate into one O (rw) or write their own */
+} two_args;
+
+/* Two GEMM composites with TCM a and HBM b (four k-steps each). */
+static void two_kernel(kb_tl *tl, void *p)
+{
+	const two_args *a = p;
+	int64_t sa[2] = { 64, 256 }, sb[2] = { 256, 128 }, so[2] = { 64, 128 };
+	kb_tl_tensor *A = kb_tl_full(tl, KB_FP16, 2, sa, 1.0);
+	kb_tl_tensor *O1 = kb_tl_full(tl, KB_FP32, 2, so, 0.0);
+	kb_tl_tensor *O2 = a->shared ? O1 : kb_tl_full(tl, KB_FP32, 2, so, 0.0);
+	kb_tl_op add1 = { .op = "add", .args = { { "other", O1 } } };
+	kb_tl_op add2 = { .op = "add", .args = { { "other", O2 } } };
+	kb_tl_composite_desc d1 = { .op = "gemm", .a = A, .b = kb_tl_ref(tl, a->b1, KB_FP16, 2, sb),
+				    .out = O1, .epilogue = &add1, .n_epilogue = 1 };
+	kb_tl_composite_desc d2 = { .op = "gemm", .a = A, .b = kb_tl_ref(tl, a->b2, KB_FP16, 2, sb),
+				    .out = O2, .epilogue = &add2, .n_epilogue = 1 };
+
+	/* both fills must be done before the composites go */
+	kb_tl_wait(tl, O2);
+	kb_tl_wait(tl, A);
+	kb_tl_composite(tl, &d1);
+	kb_tl_composite(tl, &d2);
+}
+
+static int run_two(int shared, recs *rs, uint64_t *c1, uint64_t *c2)
+{
+	kb_sim_options o = KB_SIM_OPTIONS_INIT;
+	kb_simulation *sim = NULL;
+	int64_t sb[2] = { 256, 128 };
+	two_args a = { 0, 0, shared };
+	kb_error err;
+	kb_result res;
+	int rc;
+
+	o.threads = 1;
+	o.on_record = on_rec;
+	o.payload = rs;
+	o.pes = 1;
+	memset(&res, 0, sizeof(res));
+	ck_assert_int_eq(kb_simulation_create(&sim, NULL, &o, &err), KB_OK);
+	ck_assert_int_eq(kb_simulation_alloc(sim, KB_FP16, 2, sb, 1, &a.b1, &err), KB_OK);
+	ck_assert_int_eq(kb_simulation_alloc(sim, KB_FP16, 2, sb, 1, &a.b2, &err), KB_OK);
+	ck_assert_int_eq(kb_simulation_launch(sim, two_kernel, &a, 0, 1, &err), KB_OK);
+	rc = kb_simulation_run(sim, &res, &err);
+	ck_assert_msg(rc == KB_OK, "run: %s", err.message);
+	kb_result_clear(&res);
+	kb_simulation_destroy(sim);
+	/* the composites are the last two commands */
+	*c1 = *c2 = 0;
+	for (size_t i = 0; i < rs->n; i++)
+		if (strcmp(rs->v[i].op, "dispatch") == 0 && strcmp(rs->v[i].kind, "composite") == 0) {
+			*c1 = *c2;
+			*c2 = rs->v[i].cmd;
+		}
+	ck_assert_uint_eq(*c2, *c1 + 1);
+	return rc;
+}
+
+START_TEST(test_fifo_shared_rw)
+{
+	recs rs = { NULL, 0, 0 };
+	uint64_t c1, c2, a0, a1, b0, b1;
+	int hazard = 0;
+
+	run_two(1, &rs, &c1, &c2);
+	ck_assert_int_gt(span(&rs, 0, c1, &a0, &a1), 0);
+	ck_assert_int_gt(span(&rs, 0, c2, &b0, &b1), 0);
+	/* completion in dispatch order, no interleaving on any engine */
+	ck_assert_msg(a1 <= b0, "cmd %llu ends at %llu, cmd %llu starts at %llu",
+		      (unsigned long long)c1, (unsigned long long)a1, (unsigned long long)c2,
+		      (unsigned long long)b0);
+	ck_assert_uint_lt(a1, b1);
+	for (size_t i = 0; i < rs.n; i++)
+		hazard |= strcmp(rs.v[i].op, "hazard_wait") == 0 && rs.v[i].cmd == c2;
+	ck_assert(hazard);
+	free(rs.v);
+}
+END_TEST
+
+START_TEST(test_disjoint_overlap)
+{
+	recs rs = { NULL, 0, 0 };
+	uint64_t c1, c2, a0, a1, b0, b1;
+
+	run_two(0, &rs, &c1, &c2);
+	ck_assert_int_gt(span(&rs, 0, c1, &a0, &a1), 0);
+	ck_assert_int_gt(span(&rs, 0, c2, &b0, &b1), 0);
+	ck_assert_msg(b0 < a1, "disjoint composites do not overlap: B starts %llu, A ends %llu",
+		      (unsigned long long)b0, (unsigned long long)a1);
+	for (size_t i = 0; i < rs.n; i++)
+		ck_assert(!(strcmp(rs.v[i].op, "hazard_wait") == 0 && rs.v[i].cmd == c2));
+	free(rs.v);
+}
+END_TEST
+
+/* ---- decode opt2 through the bench ---- */
+
+static void run_bench_recs(const char *bench, const char *const *params, recs *rs)
+{
+	kb_params *p = NULL;
+	kb_run_options o = KB_RUN_OPTIONS_INIT;
+	kb_result res;
+	kb_error err;
+	int rc;
+
+	ck_assert_int_eq(kb_params_create(&p), KB_OK);
+	for (size_t i = 0; params[i]; i++)
+		ck_assert_int_eq(kb_params_set_assignment(p, params[i], &err), KB_OK);
+	o.threads = 1;
+	o.on_record = on_rec;
+	o.payload = rs;
+	memset(&res, 0, sizeof(res));
+	rc = kb_bench_run(bench, p, NULL, &o, &res, &err);
+	ck_assert_msg(rc == KB_OK, "%s: %s", bench, err.message);
+	ck_assert_uint_eq(res.records, rs->n);
+	kb_result_clear(&res);
+	kb_params_destroy(p);
+}
+
+static int is_recipe_op(const char *op)
+{
+	static const char *const names[] = { "rmax", "max_elem", "exp_diff", "rsum", "fma",
+					     "mul_bcast", "copy" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(op, names[i]) == 0)
+			return 1;
+	return 0;
+}
+
+START_TEST(test_k_before_v)
+{
+	const char *const params[] = { "S_kv=512", NULL };
+	recs rs = { NULL, 0, 0 };
+	int composites2 = 0;
+
+	run_bench_recs("gqa_decode_opt2", params, &rs);
+	for (size_t i = 0; i < rs.n; i++) {
+		const rec *d = &rs.v[i];
+		uint64_t pro_end = 0, first_dma = UINT64_MAX, gemm_start = UINT64_MAX;
+		int n_math = 0, n_dma = 0;
+
+		/* a #2 composite: its records include the recipe's MATH ops */
+		if (strcmp(d->op, "dispatch") != 0 || strcmp(d->kind, "composite") != 0)
+			continue;
+		for (size_t k = 0; k < rs.n; k++) {
+			const rec *r = &rs.v[k];
+
+			if (r->pe != d->pe || r->cmd != d->cmd)
+				continue;
+			if (strcmp(r->eng, "math") == 0 && is_recipe_op(r->op)) {
+				n_math++;
+				if (r->t1 > pro_end)
+					pro_end = r->t1;
+			}
+			if (strcmp(r->op, "dma_read") == 0) {
+				n_dma++;
+				if (r->t0 < first_dma)
+					first_dma = r->t0;
+			}
+			if (strcmp(r->op, "gemm") == 0 && r->t0 < gemm_start)
+				gemm_start = r->t0;
+		}
+		if (!n_math)
+			continue;
+		composites2++;
+		ck_assert_int_eq(n_math, 8);
+		ck_assert_int_eq(n_dma, 1);            /* the V tile, once */
+		ck_assert_int_eq(d->lbytes, 306);
+		ck_assert_msg(first_dma >= pro_end,
+			      "cmd %llu: V dma_read at %llu before its prologue ends at %llu",
+			      (unsigned long long)d->cmd, (unsigned long long)first_dma,
+			      (unsigned long long)pro_end);
+		ck_assert_uint_lt(first_dma, gemm_start);
+	}
+	ck_assert_int_eq(composites2, 8);   /* 512 / 64 KV tiles, one #2 each */
+	free(rs.v);
+}
+END_TEST
+
+START_TEST(test_dispatch_records)
+{
+	const char *const params[] = { "S_kv=256", NULL };
+	const char *const benches[] = { "gqa_decode_opt2", "gqa_decode_opt3" };
+	kb_cost_model cm = { 40.0, 0.0625, 1024, 1.0 };
+
+	for (size_t b = 0; b < 2; b++) {
+		recs rs = { NULL, 0, 0 };
+		size_t n = 0;
+
+		run_bench_recs(benches[b], params, &rs);
+		for (size_t i = 0; i < rs.n; i++) {
+			const rec *r = &rs.v[i];
+			kb_cmd c;
+
+			if (strcmp(r->op, "dispatch") != 0) {
+				ck_assert_int_eq(r->lbytes, -1);
+				continue;
+			}
+			n++;
+			ck_assert_str_eq(r->eng, "cpu");
+			ck_assert(r->kind[0] != '\0');
+			ck_assert_int_gt(r->lbytes, 0);
+			memset(&c, 0, sizeof(c));
+			c.kind = KB_CMD_COMPOSITE;
+			c.lbytes = (uint64_t)r->lbytes;
+			ck_assert_uint_eq(r->t1 - r->t0, kb__dispatch_ps(&cm, &c));
+			/* 40 + 0.0625 * lbytes cycles, in ps at 1 GHz */
+			ck_assert_uint_eq((r->t1 - r->t0) * 16, 640000 + 1000 * (uint64_t)r->lbytes);
+		}
+		ck_assert_uint_gt(n, 4);
+		free(rs.v);
+	}
+}
+END_TEST
+
+/* ---- deadlock ---- */
+
+static void recv_kernel(kb_tl *tl, void *p)
+{
+	int64_t s[2] = { 8, 8 };
+
+	(void)p;
+	if (kb_tl_pe(tl) == 1)
+		kb_tl_recv(tl, kb_tl_alloc(tl, KB_FP32, 2, s), 0, 7);
+}
+
+START_TEST(test_deadlock_message)
+{
+	kb_topology *t = NULL;
+	kb_simulation *sim = NULL;
+	kb_sim_options o = KB_SIM_OPTIONS_INIT;
+	kb_result res;
+	kb_error err;
+	int rc;
+
+	ck_assert_int_eq(kb_topology_default(&t, &err), KB_OK);
+	ck_assert_int_eq(kb_topology_set(t, "pes_per_cluster", "2", &err), KB_OK);
+	o.threads = 1;
+	memset(&res, 0, sizeof(res));
+	ck_assert_int_eq(kb_simulation_create(&sim, t, &o, &err), KB_OK);
+	ck_assert_uint_eq(kb_simulation_pes(sim), 2);
+	ck_assert_int_eq(kb_simulation_launch(sim, recv_kernel, NULL, 0, 2, &err), KB_OK);
+	rc = kb_simulation_run(sim, &res, &err);
+	ck_assert_int_eq(rc, KB_EDEADLOCK);
+	ck_assert_int_eq(err.code, KB_EDEADLOCK);
+	ck_assert_msg(strstr(err.message, "pe1") && strstr(err.message, "pe0"),
+		      "deadlock message names neither side: %s", err.message);
+	ck_assert_msg(strstr(err.message, "deadlock") != NULL, "%s", err.message);
+	kb_result_clear(&res);
+	kb_simulation_destroy(sim);
+	kb_topology_destroy(t);
 }
 END_TEST
 
 Suite *pe_suite(void)
 {
 	Suite *s = suite_create("pe");
-	TCase *tc = tcase_create("placeholder");
+	TCase *plan = tcase_create("plan");
+	TCase *run = tcase_create("run");
 
-	tcase_add_test(tc, not_written);
-	suite_add_tcase(s, tc);
+	tcase_add_test(plan, test_plan_softmax_merge);
+	tcase_add_test(plan, test_plan_gemm_multi_k);
+	tcase_add_test(plan, test_plan_math_only);
+	tcase_add_test(plan, test_plan_simple_commands);
+	tcase_add_test(run, test_fifo_shared_rw);
+	tcase_add_test(run, test_disjoint_overlap);
+	tcase_add_test(run, test_k_before_v);
+	tcase_add_test(run, test_dispatch_records);
+	tcase_add_test(run, test_deadlock_message);
+	tcase_set_timeout(run, 60);
+	suite_add_tcase(s, plan);
+	suite_add_tcase(s, run);
 	return s;
 }
