@@ -1,18 +1,240 @@
-/* Placeholder: fails until the real suite is written. */
-#include "suites.h"
+/*
+ * The built-in benches: the opt2/opt3 dispatch ratio (ADR-0065 test 7,
+ * DDD §10 P6), golden op_log hashes, thread-count independence, parameter
+ * errors and a split-KV scaling sanity check.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-START_TEST(not_written)
+#include "suites.h"
+#include "testutil.h"
+
+/* Runs a bench in timing mode; fails the test on error. */
+static void run_ok(const char *bench, const char *const *params, const char *const *sets,
+		   int threads, kb_result *res)
 {
-	ck_abort_msg("the bench suite is not written yet");
+	kb_error err;
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	rc = kbt_run(bench, params, sets, threads, 0, res, &err);
+	ck_assert_msg(rc == KB_OK, "%s: %s", bench, err.message);
+}
+
+/* ---- dispatch ratio ---- */
+
+static double per_tile(const char *bench, const char *r)
+{
+	const char *const params[] = { "S_kv=1024", NULL };
+	char set[64];
+	const char *const sets[] = { set, NULL };
+	kb_result res;
+	double v;
+
+	snprintf(set, sizeof(set), "pe_cost_model.r_cycles_per_byte=%s", r ? r : "0.0625");
+	run_ok(bench, params, r ? sets : NULL, 1, &res);
+	ck_assert_uint_eq(res.tiles, 16);
+	v = res.dispatch_per_tile_ns;
+	kb_result_clear(&res);
+	return v;
+}
+
+START_TEST(test_dispatch_ratio_default)
+{
+	double o2 = per_tile("gqa_decode_opt2", NULL), o3 = per_tile("gqa_decode_opt3", NULL);
+
+	printf("dispatch per tile (S_kv=1024, default calibration): opt3 %.3f ns, opt2 %.3f ns, ratio %.3f\n",
+	       o3, o2, o3 / o2);
+	/* the robust gate of ADR-0065 test 7 */
+	ck_assert_msg(o3 > 2.0 * o2, "opt3 %.3f ns is not > 2 x opt2 %.3f ns", o3, o2);
+}
+END_TEST
+
+START_TEST(test_dispatch_ratio_r_sweep)
+{
+	static const char *const rs[] = { "0.25", "0.0625", "0.03125" };
+	double ratio[3];
+
+	for (int i = 0; i < 3; i++) {
+		double o2 = per_tile("gqa_decode_opt2", rs[i]), o3 = per_tile("gqa_decode_opt3", rs[i]);
+
+		ratio[i] = o3 / o2;
+		printf("dispatch per tile at R=%s: opt3 %.3f ns, opt2 %.3f ns, ratio %.3f\n", rs[i], o3,
+		       o2, ratio[i]);
+		ck_assert_msg(o2 < o3, "R=%s: opt2 %.3f ns is not < opt3 %.3f ns", rs[i], o2, o3);
+	}
+	/* FIXED dominates more as R falls */
+	ck_assert(ratio[0] < ratio[1]);
+	ck_assert(ratio[1] < ratio[2]);
+}
+END_TEST
+
+/* ---- golden op_log hashes ----
+ *
+ * These are the SHA-256 of the op_log (timing mode) of each bench at small
+ * sizes. They change with ANY change to the cost model (FIXED, R, logical
+ * bytes), an engine latency formula, the plan / stage order of a command,
+ * the op_log record format, or the default topology. Such a change must
+ * come in a commit that explains the model change (and why the new op_log
+ * is right); update the constants in that same commit, never to silence a
+ * failing test.
+ */
+typedef struct golden {
+	const char *bench;
+	const char *params[6];
+	const char *sha256;
+	uint64_t sim_time_ps;
+} golden;
+
+static const golden goldens[] = {
+	{ "synthetic", { "lps=8", "events=2000", NULL },
+	  "793438b133822e12f669e170e7be87ca45d1ed0ed6d41490d25801a0a1ac982c", 2848403 },
+	{ "gemm", { "M=128", "K=128", "N=128", NULL },
+	  "5a0cc88f9e05b826c2ab9b96acd15fb872de67d5ff72b2e876f0e99286ea10d2", 3734875 },
+	{ "gemm", { "M=128", "K=128", "N=128", "epilogue=bias", NULL },
+	  "87beb3953343a8fc3a102eb5ab2295f3816c06a5005b0fa0f7bdb1a4c48a0de9", 3978000 },
+	{ "gqa_decode_opt2", { "S_kv=256", NULL },
+	  "be7a3ef7151f76c82f07a4cb05843433b7634bd58edbafd12aaacb592be09df7", 4202250 },
+	{ "gqa_decode_opt3", { "S_kv=256", NULL },
+	  "011dac7e2e4c6c75c62c2cbcc1f74bbe1dacecf8386cfd32afdfc6f7c7d2aca1", 3719375 },
+	{ "gqa_decode_opt2", { "S_kv=256", "H_kv=2", "P=2", "C=2", NULL },
+	  "75ee14a8a66cf4ee05b2265e1e7024533553b6605fa26a7f5cb8848be43c16a9", 3068625 },
+};
+
+#define N_GOLDENS (sizeof(goldens) / sizeof(goldens[0]))
+
+START_TEST(test_golden_hash)
+{
+	const golden *g = &goldens[_i];
+	kb_result res;
+
+	run_ok(g->bench, g->params, NULL, 1, &res);
+	ck_assert_msg(strcmp(res.oplog_sha256, g->sha256) == 0,
+		      "%s golden %d: op_log sha256 %s, want %s (see the comment above goldens[])",
+		      g->bench, _i, res.oplog_sha256, g->sha256);
+	ck_assert_uint_eq(res.sim_time_ps, g->sim_time_ps);
+	ck_assert_int_eq(res.threads, 1);
+	kb_result_clear(&res);
+}
+END_TEST
+
+START_TEST(test_hash_threads)
+{
+	const golden *g = &goldens[_i];
+	static const int threads[] = { 1, 2, 0 };
+	char first[65] = "";
+
+	for (int t = 0; t < 3; t++) {
+		kb_result res;
+
+		run_ok(g->bench, g->params, NULL, threads[t], &res);
+		if (t == 0)
+			snprintf(first, sizeof(first), "%s", res.oplog_sha256);
+		ck_assert_msg(strcmp(res.oplog_sha256, first) == 0,
+			      "%s golden %d: threads=%d hash %s differs from threads=1 %s", g->bench,
+			      _i, threads[t], res.oplog_sha256, first);
+		ck_assert_str_eq(res.oplog_sha256, g->sha256);
+		kb_result_clear(&res);
+	}
+}
+END_TEST
+
+/* ---- parameter errors ---- */
+
+static void expect_error(const char *bench, const char *const *params, int code, const char *frag)
+{
+	kb_result res;
+	kb_error err;
+	int rc;
+
+	memset(&res, 0, sizeof(res));
+	memset(&err, 0, sizeof(err));
+	rc = kbt_run(bench, params, NULL, 1, 0, &res, &err);
+	ck_assert_msg(rc == code, "%s: rc %d (%s), want %d: %s", bench, rc, kb_strerror(rc), code,
+		      err.message);
+	ck_assert_int_eq(err.code, code);
+	ck_assert_msg(strstr(err.message, frag) != NULL, "'%s' not in '%s'", frag, err.message);
+	kb_result_clear(&res);
+}
+
+START_TEST(test_param_errors)
+{
+	const char *const none[] = { NULL };
+	const char *const unknown[] = { "S_kv=256", "bogus_param=3", NULL };
+	const char *const range[] = { "S_kv=0", NULL };
+	const char *const range_hi[] = { "G=5000", NULL };
+	const char *const nonnum[] = { "S_kv=lots", NULL };
+	const char *const big_p[] = { "S_kv=256", "P=8", NULL };   /* 4 KV tiles */
+	const char *const bad_choice[] = { "M=64", "K=64", "N=64", "dtype=int8", NULL };
+
+	expect_error("no_such_bench", none, KB_ENOTFOUND, "no_such_bench");
+	expect_error("gqa_decode_opt2", unknown, KB_ENOTFOUND, "bogus_param");
+	expect_error("gqa_decode_opt2", range, KB_ERANGE, "S_kv");
+	expect_error("gqa_decode_opt3", range_hi, KB_ERANGE, "G");
+	expect_error("gqa_decode_opt2", nonnum, KB_EPARSE, "S_kv");
+	expect_error("gqa_decode_opt2", big_p, KB_ERANGE, "P = 8");
+	expect_error("gqa_decode_opt3", big_p, KB_ERANGE, "4 KV tiles");
+	{
+		kb_result res;
+		kb_error err;
+		int rc;
+
+		memset(&res, 0, sizeof(res));
+		rc = kbt_run("gemm", bad_choice, NULL, 1, 0, &res, &err);
+		ck_assert_int_ne(rc, KB_OK);
+		ck_assert(strstr(err.message, "dtype") != NULL);
+		kb_result_clear(&res);
+	}
+	ck_assert_ptr_null(kb_bench_find("no_such_bench"));
+	ck_assert_ptr_nonnull(kb_bench_find("gqa_decode_opt2"));
+}
+END_TEST
+
+/* ---- scaling ---- */
+
+START_TEST(test_split_kv_scaling)
+{
+	static const char *const ps[] = { "P=1", "P=2", "P=4", "P=8" };
+	uint64_t t[4];
+
+	for (int i = 0; i < 4; i++) {
+		const char *const params[] = { "S_kv=2048", "H_kv=1", "C=1", ps[i], NULL };
+		kb_result res;
+
+		run_ok("gqa_decode_opt2", params, NULL, 1, &res);
+		t[i] = res.sim_time_ps;
+		ck_assert_uint_eq(res.pes, (uint32_t)(1u << i));
+		printf("gqa_decode_opt2 S_kv=2048 H_kv=1 C=1 %s: sim_time %llu ps (%.3f us)\n", ps[i],
+		       (unsigned long long)t[i], (double)t[i] / 1e6);
+		kb_result_clear(&res);
+	}
+	/* split-KV helps */
+	ck_assert_msg(t[1] < t[0], "P=2 %llu ps is not faster than P=1 %llu ps",
+		      (unsigned long long)t[1], (unsigned long long)t[0]);
 }
 END_TEST
 
 Suite *bench_suite(void)
 {
 	Suite *s = suite_create("bench");
-	TCase *tc = tcase_create("placeholder");
+	TCase *ratio = tcase_create("dispatch_ratio");
+	TCase *gold = tcase_create("golden");
+	TCase *err = tcase_create("params");
+	TCase *scale = tcase_create("scaling");
 
-	tcase_add_test(tc, not_written);
-	suite_add_tcase(s, tc);
+	tcase_add_test(ratio, test_dispatch_ratio_default);
+	tcase_add_test(ratio, test_dispatch_ratio_r_sweep);
+	tcase_add_loop_test(gold, test_golden_hash, 0, (int)N_GOLDENS);
+	tcase_add_loop_test(gold, test_hash_threads, 0, (int)N_GOLDENS);
+	tcase_add_test(err, test_param_errors);
+	tcase_add_test(scale, test_split_kv_scaling);
+	tcase_set_timeout(ratio, 60);
+	tcase_set_timeout(gold, 60);
+	tcase_set_timeout(scale, 60);
+	suite_add_tcase(s, ratio);
+	suite_add_tcase(s, gold);
+	suite_add_tcase(s, err);
+	suite_add_tcase(s, scale);
 	return s;
 }

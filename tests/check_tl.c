@@ -835,9 +835,22 @@ START_TEST(test_scratch_reuse_fence)
 	ck_assert_uint_eq(view_of(tl, B)->addr, 1024);
 	ck_assert_uint_eq(view_of(tl, C)->addr, 2048);
 	ck_assert_uint_eq(view_of(tl, D)->addr, 3072);
-	/* wrapping around reuses A's block: its command carries the fence */
+	/* B, C, D use never-used memory: no fence (freed blocks do not lend
+	 * their fence to untouched neighbours) */
+	ck_assert_uint_eq(cp.c[cp.n - 3]->fence, 0);
+	ck_assert_uint_eq(cp.c[cp.n - 2]->fence, 0);
+	ck_assert_uint_eq(cp.c[cp.n - 1]->fence, 0);
+	/* wrapping around reuses A's block: its command carries the fence.
+	 * LIBRARY BUG (src/tl/tl.c, tcm_try_alloc, `k == 0 && s->off <
+	 * tl->cursor`): when the cursor is past every free block (start ==
+	 * n_segs), the wrapped-around first candidate segs[0] is still given
+	 * base = cursor, so the free block [0, 1024) is skipped and this
+	 * allocation fails with "TCM exhausted: 1024 bytes requested, 1024 of
+	 * 4096 free, largest free block 1024". Expected: E at offset 0. This
+	 * assertion fails until that is fixed (`i == start` was correct). */
 	E = kb_tl_full(tl, KB_FP32, 2, s, 5.0);
-	ck_assert_ptr_nonnull(E);
+	ck_assert_msg(E != NULL, "wrap-around allocation failed: %s",
+		      kb__tl_error(tl) ? kb__tl_error(tl)->message : "?");
 	ck_assert_uint_eq(view_of(tl, E)->addr, a_addr);
 	ck_assert_uint_eq(cp.c[cp.n - 1]->kind, KB_CMD_FILL);
 	ck_assert_uint_ge(cp.c[cp.n - 1]->fence, free_point);

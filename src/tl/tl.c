@@ -290,7 +290,7 @@ static int tcm_try_alloc(kb_tl *tl, uint64_t size, uint64_t *off, uint64_t *fenc
 	for (size_t k = 0; k < tl->n_segs; k++) {
 		size_t i = (start + k) % tl->n_segs;
 		kb_seg *s = &tl->segs[i];
-		uint64_t base = (k == 0 && s->off < tl->cursor) ? tl->cursor : s->off;
+		uint64_t base = (i == start && s->off < tl->cursor) ? tl->cursor : s->off;
 
 		base = (base + TCM_ALIGN - 1) / TCM_ALIGN * TCM_ALIGN;
 		if (base + size > s->off + s->size)
