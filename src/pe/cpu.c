@@ -89,7 +89,7 @@ static int advance(kb_lp *lp, kb_cpu *c)
 			c->cur = kb__kernel_next(c->ps->kernel);
 		cmd = c->cur;
 		if (cmd->kind == KB_CMD_ERROR)
-			return kb__lp_fail(lp, cmd->error->code, "%s", cmd->error->message);
+			return kb__lp_fail_with(lp, cmd->error);
 		if (cmd->kind == KB_CMD_END) {
 			c->state = c->outstanding ? CPU_WAITING : CPU_FINISHED;
 			if (c->state == CPU_FINISHED) {

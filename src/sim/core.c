@@ -225,6 +225,21 @@ int kb__lp_fail(kb_lp *lp, int code, const char *fmt, ...)
 	return code;
 }
 
+int kb__lp_fail_with(kb_lp *lp, const kb_error *e)
+{
+	kb_worker *w = lp->worker;
+	int rc = kb__lp_fail(lp, e->code, "%s", e->message);
+
+	/* Keep the detail and the source of the original error. */
+	if (w->err_lp == lp->id && w->err_time == lp->now) {
+		w->error.detail = e->detail;
+		w->error.line = e->line;
+		w->error.column = e->column;
+		memcpy(w->error.source, e->source, sizeof(w->error.source));
+	}
+	return rc;
+}
+
 /* ---- what handlers call ---- */
 
 kb_time kb__lp_now(const kb_lp *lp) { return lp->now; }
@@ -428,14 +443,16 @@ void kb__sim_request_stop(kb_sim *sim)
 	atomic_store(&sim->stop, 1);
 }
 
-/* Worker count and LP placement. Whole PEs stay on one worker when there
- * are at least as many PEs as workers, so the window is the (long) PE-to-PE
- * latency; otherwise LPs are spread one by one and the window is the
- * engine-to-engine latency. */
+/* Worker count and LP placement. With fewer workers than LPs, whole PEs
+ * stay on one worker (partitioning on the long PE-to-PE links, as SST
+ * does), so the window is the PE-to-PE latency; a worker with no PE would
+ * idle, so there are at most as many workers as PEs. With a worker per LP
+ * (--threads 0, or N >= LPs) the window is the engine-to-engine latency. */
 static int place_lps(kb_sim *sim, kb_error *err)
 {
 	size_t n = sim->n_lps, n_pes = 0;
 	unsigned nw;
+	int per_lp;
 	uint32_t last_pe = UINT32_MAX, last_cl = UINT32_MAX;
 	size_t *pe_index = calloc(n ? n : 1, sizeof(*pe_index));
 
@@ -449,8 +466,11 @@ static int place_lps(kb_sim *sim, kb_error *err)
 		pe_index[i] = n_pes - 1;
 	}
 	nw = sim->cfg.threads <= 0 ? (unsigned)n : (unsigned)sim->cfg.threads;
-	if (nw > n)
+	per_lp = nw >= n;
+	if (per_lp)
 		nw = (unsigned)(n ? n : 1);
+	else if (nw > n_pes)
+		nw = (unsigned)n_pes;
 	if (posix_memalign((void **)&sim->workers, 64, nw * sizeof(*sim->workers)))
 		sim->workers = NULL;
 	if (sim->workers)
@@ -461,7 +481,7 @@ static int place_lps(kb_sim *sim, kb_error *err)
 	}
 	sim->n_workers = nw;
 	for (size_t i = 0; i < n; i++) {
-		size_t wi = nw <= n_pes ? pe_index[i] * nw / n_pes : i * nw / n;
+		size_t wi = per_lp ? i : pe_index[i] * nw / n_pes;
 
 		sim->lps[i]->worker = &sim->workers[wi];
 	}

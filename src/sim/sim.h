@@ -100,6 +100,8 @@ int kb__lp_send(kb_lp *lp, uint32_t dst, kb_time delay, const kb_event *ev);
 int kb__lp_self(kb_lp *lp, kb_time delay, const kb_event *ev);
 /* Records an error of this LP at its current time; returns code. */
 int kb__lp_fail(kb_lp *lp, int code, const char *fmt, ...) KB_PRINTF(3, 4);
+/* The same with an error object: keeps its detail, source and line. */
+int kb__lp_fail_with(kb_lp *lp, const kb_error *e);
 /* Latency of the link from lp to dst (what kb__lp_send requires). */
 kb_time kb__lp_link_latency(const kb_lp *lp, uint32_t dst);
 

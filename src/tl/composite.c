@@ -199,7 +199,10 @@ static int alloc_recipe_scratch(lowering *lw, const kb_recipe *r, binding *b, in
 			shape[i] = like->view.shape[i];
 		if (sc->shape == KB_RECIPE_ROWVEC)
 			shape[like->view.rank - 1] = 1;
-		h = kb__tl_new_tcm(lw->tl, (kb_dtype)like->view.dtype, like->view.rank, shape, &t);
+		/* Per-row statistics (max, sum, correction) stay fp32 whatever the
+		 * scores' dtype: reductions accumulate in fp32. */
+		h = kb__tl_new_tcm(lw->tl, sc->shape == KB_RECIPE_ROWVEC ? KB_FP32 : (kb_dtype)like->view.dtype,
+				   like->view.rank, shape, &t);
 		if (!h)
 			return KB_EVALIDATE;
 		add_unique(lw->writes, &lw->n_writes, h);
@@ -555,7 +558,11 @@ KB_API kb_tl_tensor *kb_tl_composite_at(kb_tl *tl, const kb_tl_composite_desc *d
 	} else if (lower_math_head(lw, kind, a, b, d->extras, &shape)) {
 		goto done;
 	}
-	out = resolve_out(lw, d, &shape, a ? (kb_dtype)a->view.dtype : KB_FP32, &result);
+	/* An automatic output keeps the operands' dtype, except reductions,
+	 * whose per-row results stay fp32. */
+	out = resolve_out(lw, d, &shape,
+			  (!is_gemm && (kind == KB_MATH_RMAX || kind == KB_MATH_RSUM)) || !a
+				  ? KB_FP32 : (kb_dtype)a->view.dtype, &result);
 	if (!out)
 		goto done;
 	/* The head op is the first op after the prologue. */
