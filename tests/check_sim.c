@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "base/time.h"
 #include "kernbench.h"
@@ -499,6 +500,72 @@ START_TEST(quiescence_clean)
 }
 END_TEST
 
+/* No LPs at all: every executor returns at once. */
+START_TEST(empty_simulation)
+{
+	for (size_t e = 0; e < N_EXEC; e++) {
+		kb_sim_config cfg = { executors[e], LAT, LAT, LAT, 1, NULL };
+		kb_error err;
+		kb_sim *sim = kb__sim_create(&cfg, &err);
+		int rc;
+
+		ck_assert_ptr_nonnull(sim);
+		ck_assert_uint_eq(kb__sim_lp_count(sim), 0);
+		rc = kb__sim_run(sim, &err);
+		ck_assert_msg(rc == 0, "threads %d: %s", executors[e], err.message);
+		ck_assert_uint_eq(kb__sim_stats(sim)->events, 0);
+		kb__sim_destroy(sim);
+	}
+}
+END_TEST
+
+/* A zero link latency (no lookahead) is refused. */
+START_TEST(zero_latency_refused)
+{
+	kb_sim_config cfg = { 1, LAT, 0, LAT, 0, NULL };
+	kb_error err;
+
+	ck_assert_ptr_null(kb__sim_create(&cfg, &err));
+	ck_assert_int_eq(err.code, KB_EINVAL);
+}
+END_TEST
+
+/* kb__sim_request_stop from inside a handler ends the run with KB_ESTATE. */
+static kb_sim *stop_target;
+
+static int stopper_event(kb_lp *lp, const kb_event *ev)
+{
+	(void)lp;
+	(void)ev;
+	kb__sim_request_stop(stop_target);
+	return KB_OK;
+}
+
+static const kb_lp_type stopper_type = { "stopper", bad_start, stopper_event, NULL };
+
+START_TEST(request_stop)
+{
+	for (size_t e = 0; e < N_EXEC; e++) {
+		model m;
+		kb_error err;
+		tlp *s;
+		int rc, before = thread_count();
+
+		model_init(&m, executors[e], LAT);
+		add_ring(&m, 4, 1000000);   /* far more than the test allows */
+		s = model_add(&m, &stopper_type);
+		s->at = 5000;
+		stop_target = m.sim;
+		rc = kb__sim_run(m.sim, &err);
+		ck_assert_msg(rc == KB_ESTATE, "threads %d: rc %d (%s)", executors[e], rc, err.message);
+		ck_assert_msg(strstr(err.message, "stopped"), "message '%s'", err.message);
+		ck_assert_uint_lt(kb__sim_stats(m.sim)->events, 100000);
+		kb__sim_destroy(m.sim);
+		ck_assert_int_eq(thread_count(), before);
+	}
+}
+END_TEST
+
 /* ---- handler errors --------------------------------------------------- */
 
 /* "failer" fails at t=`at` with fail_code (kb__lp_fail) unless at == 0;
@@ -702,6 +769,73 @@ START_TEST(empty_stretches_skipped)
 }
 END_TEST
 
+/* ---- message node recycling ------------------------------------------- */
+
+/* "talker" sends `count` messages per tick (1 ps) to LP `dst` for `at`
+ * ticks; the receiver never answers. */
+static int talker_start(kb_lp *lp)
+{
+	return self_tag(lp, 0, 0);
+}
+
+static int talker_event(kb_lp *lp, const kb_event *ev)
+{
+	tlp *s = kb__lp_state(lp);
+	int rc = KB_OK;
+
+	for (int i = 0; i < s->count && !rc; i++)
+		rc = send_tag(lp, s->dst, s->delay, ev->w[0]);
+	if (!rc && ev->w[0] + 1 < s->at)
+		rc = self_tag(lp, 1, ev->w[0] + 1);
+	return rc;
+}
+
+static int sink_event(kb_lp *lp, const kb_event *ev)
+{
+	(void)lp;
+	(void)ev;
+	return KB_OK;
+}
+
+static const kb_lp_type talker_type = { "talker", talker_start, talker_event, NULL };
+static const kb_lp_type sink_type = { "sink", NULL, sink_event, NULL };
+
+/* One-way traffic between two workers: the nodes freed by the receiving
+ * worker should come back to the sender's pool (or the pools be bounded),
+ * so memory does not grow with the number of messages.
+ * KNOWN BUG (reported): nodes are recycled into the *consumer's* free list
+ * (kb__worker_drain), so with one-way traffic the sender allocates a new
+ * slab every 256 messages and the receiver's free list grows without bound:
+ * about 96 bytes per message for the whole run (2M messages: ~190 MB).
+ * Enable the test (tcase_add_test below) once it is fixed. */
+START_TEST(one_way_traffic_memory)
+{
+	model m;
+	kb_error err;
+	tlp *a, *b;
+	struct rusage ru0, ru1;
+	long grew;
+	int rc;
+
+	model_init(&m, 2, LAT);
+	a = model_add(&m, &talker_type);
+	b = model_add(&m, &sink_type);
+	(void)b;
+	a->dst = 1;
+	a->delay = LAT;
+	a->count = 50;
+	a->at = 40000;
+	getrusage(RUSAGE_SELF, &ru0);
+	rc = kb__sim_run(m.sim, &err);
+	getrusage(RUSAGE_SELF, &ru1);
+	ck_assert_msg(rc == 0, "%s", err.message);
+	ck_assert_uint_eq(kb__sim_stats(m.sim)->messages, 2000000);
+	grew = ru1.ru_maxrss - ru0.ru_maxrss;
+	kb__sim_destroy(m.sim);
+	ck_assert_msg(grew < 32 * 1024, "peak RSS grew by %ld kB for 2M one-way messages", grew);
+}
+END_TEST
+
 /* ---- synthetic model -------------------------------------------------- */
 
 /*
@@ -798,6 +932,9 @@ Suite *sim_suite(void)
 	tcase_add_test(errors, lookahead_violation_at_start);
 	tcase_add_test(errors, deadlock_detected);
 	tcase_add_test(errors, quiescence_clean);
+	tcase_add_test(errors, empty_simulation);
+	tcase_add_test(errors, zero_latency_refused);
+	tcase_add_test(errors, request_stop);
 	tcase_add_test(errors, handler_error_first_wins);
 	tcase_add_test(errors, handler_error_plain_return);
 	/* KNOWN BUG, see start_error_plain_return: enable once fixed.
@@ -805,8 +942,12 @@ Suite *sim_suite(void)
 	(void)start_error_plain_return;
 	suite_add_tcase(s, errors);
 
+	tcase_set_timeout(timec, 60);
 	tcase_add_test(timec, cycles_to_ps_rounding);
 	tcase_add_test(timec, empty_stretches_skipped);
+	/* KNOWN BUG, see one_way_traffic_memory: enable once fixed.
+	 * tcase_add_test(timec, one_way_traffic_memory); */
+	(void)one_way_traffic_memory;
 	suite_add_tcase(s, timec);
 
 	tcase_set_timeout(synth, 60);

@@ -2,7 +2,8 @@
  * op_log records as an embedding program receives them.
  *
  * Thread rules: the callback is called on the thread that runs the
- * simulation (the caller of kb_sim_run), in the op_log's total order.
+ * simulation (the caller of kb_simulation_run or kb_bench_run), in the
+ * op_log's total order.
  */
 #ifndef KERNBENCH_OPLOG_H
 #define KERNBENCH_OPLOG_H
@@ -26,7 +27,7 @@ typedef struct kb_oplog_record {
 	const char *kind;      /* dispatch records: command kind; otherwise NULL */
 	int64_t lbytes;        /* dispatch records: logical bytes; otherwise -1 */
 	int64_t bytes;         /* records that move data: bytes; otherwise -1 */
-	const char *json;      /* the record's JSON line, without the newline */
+	const char *json;      /* the record's JSON line, without the newline; NOT NUL-terminated: use json_len */
 	size_t json_len;
 } kb_oplog_record;
 

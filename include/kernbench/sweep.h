@@ -67,8 +67,10 @@ KB_API int kb_sweep_skip(kb_sweep *s, size_t index, kb_error *err);
 /* Describes point `index` without running it (keys/values as in rows). */
 KB_API int kb_sweep_point(const kb_sweep *s, size_t index, const char **bench,
 			  const char *const **values, kb_error *err);
-/* Runs every point not skipped; returns 0 when the sweep ran (even if some
- * points failed: see row.status), an error when it could not run. */
+/* Runs every point not skipped; returns 0 when every point ran (even if
+ * some points failed: see row.status), KB_ESTATE when the sweep was
+ * stopped (kb_sweep_cancel, or on_row returned nonzero; the rows delivered
+ * are a prefix of the order), another error when it could not run. */
 KB_API int kb_sweep_run(kb_sweep *s, kb_sweep_cb on_row, void *payload, kb_error *err);
 /* Asks a running sweep to stop after the points in progress (any thread). */
 KB_API void kb_sweep_cancel(kb_sweep *s);

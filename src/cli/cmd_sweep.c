@@ -15,6 +15,12 @@
  * renamed over FILE, so the result is byte-identical to an uninterrupted
  * sweep except for wall_s, and a kill during the rewrite leaves FILE as it
  * was. Failed rows in the file count as done (delete them to run them again).
+ *
+ * Under MPI (built with --with-mpi, started by mpirun or srun with several
+ * ranks; mpi_sweep.c): every rank parses the same command line and builds
+ * the same sweep; rank 0 alone opens, resumes, writes and plots, with the
+ * same on_row as here, while mpi_sweep_run hands the points out to every
+ * rank's pool instead of kb_sweep_run running them all in this process.
  */
 #include <errno.h>
 #include <math.h>
@@ -24,6 +30,9 @@
 
 #include "cli/cli.h"
 #include "cli/plot.h"
+#ifdef KB_WITH_MPI
+#include "cli/mpi_sweep.h"
+#endif
 #include "cli/sweep_out.h"
 #include "kernbench/bench.h"
 #include "kernbench/sweep.h"
@@ -67,6 +76,11 @@ typedef struct sweep_cmd {
 	double t0;
 	int progress;
 	int write_failed;
+	kb_sweep_options sopt;    /* -j, --threads, --data */
+	size_t n_params;          /* keys[0..n_params) are --param keys */
+#ifdef KB_WITH_MPI
+	mpi_ctx *mpi;             /* NULL: not under MPI */
+#endif
 } sweep_cmd;
 
 /* ---- building the sweep ----------------------------------------------- */
@@ -212,6 +226,8 @@ static int build(sweep_cmd *c)
 	if ((rc = split_benches(c, c->a.pos[0])) || (rc = sweep_options(c, &o)) ||
 	    (rc = output_options(c)))
 		return rc;
+	c->sopt = o;
+	c->n_params = v[O_PARAM].n_list;
 	c->keys = calloc(nk + 1, sizeof(char *));
 	c->n_values = calloc(nk + 1, sizeof(size_t));
 	if (!c->keys || !c->n_values)
@@ -487,6 +503,61 @@ static size_t old_failures(const sweep_cmd *c, size_t *pending)
 	return n;
 }
 
+#ifdef KB_WITH_MPI
+/* How every rank runs a point of this sweep. */
+static mpi_point_spec point_spec(const sweep_cmd *c)
+{
+	mpi_point_spec sp;
+
+	sp.s = c->s;
+	sp.topo = c->topo;
+	sp.n_keys = c->n_keys;
+	sp.n_params = c->n_params;
+	sp.keys = (const char *const *)c->keys;
+	sp.threads = c->sopt.threads;
+	sp.data = c->sopt.data;
+	return sp;
+}
+
+/* Rank 0: the points over every rank, rows through on_row. */
+static int mpi_run_rows(sweep_cmd *c)
+{
+	mpi_point_spec sp = point_spec(c);
+	unsigned char *skip = NULL;
+	size_t i;
+	int rc;
+
+	if (c->rows) {
+		skip = calloc(c->total + 1, 1);
+		if (!skip)
+			return cli_error("out of memory");
+		for (i = 0; i < c->total; i++)
+			skip[i] = c->rows[i].present != 0;
+	}
+	rc = mpi_sweep_run(c->mpi, &sp, mpi_sweep_jobs(c->mpi, c->sopt.jobs), c->total, skip,
+			   on_row, c);
+	free(skip);
+	return rc;
+}
+
+/* Ranks other than 0: build the same sweep, run the points they are given. */
+static int mpi_worker(sweep_cmd *c, int argc, char **argv)
+{
+	mpi_point_spec sp;
+	int rc, stop = 0;
+
+	if ((rc = mpi_sweep_setup_wait(c->mpi, &stop)) || stop)
+		return rc;
+	rc = cli_parse("sweep", opts, N_OPTS, argc, argv, &c->a);
+	if (rc == 0)
+		rc = build(c);
+	if ((rc = mpi_sweep_setup_done(c->mpi, rc, mpi_sweep_jobs(c->mpi, c->sopt.jobs))))
+		return rc;
+	sp = point_spec(c);
+	return mpi_sweep_work(c->mpi, &sp, mpi_sweep_jobs(c->mpi, c->sopt.jobs));
+}
+#endif
+
 /* Runs the points and closes the output; returns the exit status so far. */
 static int run_rows(sweep_cmd *c, int resumed)
 {
@@ -496,9 +567,18 @@ static int run_rows(sweep_cmd *c, int resumed)
 
 	c->t0 = cli_now();
 	c->progress = isatty(STDERR_FILENO) && !c->a.vals[O_QUIET].seen && c->pending > 0;
-	rc = kb_sweep_run(c->s, on_row, c, &err);
-	if (rc && !c->write_failed)
-		cli_kb_error(&err, rc);
+#ifdef KB_WITH_MPI
+	if (mpi_sweep_parallel(c->mpi)) {
+		c->progress = mpi_sweep_progress_wanted() && !c->a.vals[O_QUIET].seen &&
+			      c->pending > 0;
+		rc = mpi_run_rows(c);
+	} else
+#endif
+	{
+		rc = kb_sweep_run(c->s, on_row, c, &err);
+		if (rc && !c->write_failed)
+			cli_kb_error(&err, rc);
+	}
 	if (c->progress && c->done < c->pending)
 		fputc('\n', stderr);
 	if (c->f && c->f != stdout && fclose(c->f) != 0 && !c->write_failed)
@@ -515,18 +595,36 @@ static int run_rows(sweep_cmd *c, int resumed)
 int cli_cmd_sweep(int argc, char **argv)
 {
 	sweep_cmd c;
-	int rc, resumed = 0;
+	int rc, resumed = 0, stop = 0;
 
 	memset(&c, 0, sizeof(c));
-	rc = cli_parse("sweep", opts, N_OPTS, argc, argv, &c.a);
-	if (rc)
-		goto done;
-	if (c.a.vals[O_HELP].seen) {
-		rc = cli_print_help("sweep");
-		goto done;
+#ifdef KB_WITH_MPI
+	if ((rc = mpi_sweep_start(&c.mpi)))
+		return rc;
+	if (mpi_sweep_parallel(c.mpi) && mpi_sweep_rank(c.mpi) > 0) {
+		rc = mpi_worker(&c, argc, argv);
+		cmd_free(&c);
+		return mpi_sweep_end(c.mpi, rc);
 	}
-	if ((rc = build(&c)) || (rc = alloc_rows(&c)) || (rc = open_output(&c, &resumed)) ||
-	    (rc = run_rows(&c, resumed)))
+#endif
+	rc = cli_parse("sweep", opts, N_OPTS, argc, argv, &c.a);
+	if (rc == 0 && c.a.vals[O_HELP].seen) {
+		rc = cli_print_help("sweep");
+		stop = 1;
+	}
+	if (rc == 0 && !stop && ((rc = build(&c)) || (rc = alloc_rows(&c))))
+		stop = 1;
+	if (rc == 0 && !stop)
+		rc = open_output(&c, &resumed);
+#ifdef KB_WITH_MPI
+	if (mpi_sweep_parallel(c.mpi)) {
+		int r = mpi_sweep_setup_root(c.mpi, rc || stop,
+					     mpi_sweep_jobs(c.mpi, c.sopt.jobs));
+
+		rc = rc ? rc : r;
+	}
+#endif
+	if (rc || stop || (rc = run_rows(&c, resumed)))
 		goto done;
 	headline(&c, c.path ? stdout : stderr);
 	if (c.a.vals[O_PLOT].seen)
@@ -539,5 +637,8 @@ done:
 	if (c.f && c.f != stdout)
 		fclose(c.f);
 	cmd_free(&c);
+#ifdef KB_WITH_MPI
+	rc = mpi_sweep_end(c.mpi, rc);
+#endif
 	return rc;
 }

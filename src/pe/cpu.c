@@ -202,7 +202,7 @@ static int cpu_pending(kb_lp *lp, char *buf, size_t len)
 	return 1;
 }
 
-static const kb_lp_type cpu_type = { "cpu", cpu_start, cpu_event, cpu_pending };
+static const kb_lp_type cpu_type = { "cpu", cpu_start, cpu_event, cpu_pending, NULL };
 
 int kb__cpu_add(kb_machine *m, kb_pe_state *ps, kb_error *err)
 {

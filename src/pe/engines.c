@@ -165,10 +165,10 @@ static int engine_pending(kb_lp *lp, char *buf, size_t len)
 }
 
 static const kb_lp_type engine_types[KB_ENG_COUNT] = {
-	[KB_ENG_DMA] = { "dma", NULL, engine_event, engine_pending },
-	[KB_ENG_TCM] = { "tcm", NULL, engine_event, engine_pending },
-	[KB_ENG_GEMM] = { "gemm", NULL, engine_event, engine_pending },
-	[KB_ENG_MATH] = { "math", NULL, engine_event, engine_pending },
+	[KB_ENG_DMA] = { "dma", NULL, engine_event, engine_pending, NULL },
+	[KB_ENG_TCM] = { "tcm", NULL, engine_event, engine_pending, NULL },
+	[KB_ENG_GEMM] = { "gemm", NULL, engine_event, engine_pending, NULL },
+	[KB_ENG_MATH] = { "math", NULL, engine_event, engine_pending, NULL },
 };
 
 int kb__engine_add(kb_machine *m, kb_pe_state *ps, int eng, kb_error *err)

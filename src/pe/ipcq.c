@@ -282,7 +282,13 @@ static int ipcq_pending(kb_lp *lp, char *buf, size_t len)
 	return q->tx_busy || q->tx_n || q->rx_busy || q->rx_n;
 }
 
-static const kb_lp_type ipcq_type = { "ipcq", NULL, ipcq_event, ipcq_pending };
+static void ipcq_discard(const kb_event *ev)
+{
+	if (ev->type == KB_EV_IPCQ_DATA)
+		free((void *)(uintptr_t)ev->w[0]);
+}
+
+static const kb_lp_type ipcq_type = { "ipcq", NULL, ipcq_event, ipcq_pending, ipcq_discard };
 
 int kb__ipcq_add(kb_machine *m, kb_pe_state *ps, kb_error *err)
 {

@@ -259,7 +259,13 @@ static int sched_pending(kb_lp *lp, char *buf, size_t len)
 	return 0;
 }
 
-static const kb_lp_type sched_type = { "sched", NULL, sched_event, sched_pending };
+static void sched_discard(const kb_event *ev)
+{
+	if (ev->type == KB_EV_CMD)
+		kb__cmd_free((kb_cmd *)(uintptr_t)ev->w[0]);
+}
+
+static const kb_lp_type sched_type = { "sched", NULL, sched_event, sched_pending, sched_discard };
 
 int kb__sched_add(kb_machine *m, kb_pe_state *ps, kb_error *err)
 {

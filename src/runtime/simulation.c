@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
 #include "base/err.h"
@@ -34,6 +35,7 @@ struct kb_simulation {
 	launch *launches;
 	size_t n_launches;
 	int ran;
+	uint32_t nonce;          /* random: tags this simulation's tensor handles */
 	/* after the run */
 	kb_sim_stats stats;
 	kb_pe_figures *figs;
@@ -74,6 +76,11 @@ KB_API int kb_simulation_create(kb_simulation **out, const kb_topology *topo,
 		goto fail;
 	s->tp = kb__topology_params(s->topo);
 	s->opt = *opt;
+	/* A handle from another simulation (or a destroyed one) must not pass
+	 * for one of ours: tags come from the OS's random source, not from a
+	 * counter (no global state) or an address (addresses are reused). */
+	if (getrandom(&s->nonce, sizeof(s->nonce), GRND_NONBLOCK) != sizeof(s->nonce))
+		s->nonce = (uint32_t)(((uintptr_t)s >> 4) ^ (uintptr_t)time(NULL) * 2654435761u);
 	s->oplog_path = dup_or_null(opt->oplog_path);
 	s->trace_path = dup_or_null(opt->trace_path);
 	total = (uint64_t)s->tp->clusters * s->tp->pes_per_cluster;
@@ -197,7 +204,7 @@ static int attach_kernels(kb_simulation *s, kb_machine *m, kb_error *err)
 				.pe = pe, .program_id = k, .num_programs = l->n, .n_pes = s->n_pes,
 				.cost = m->cost, .tcm_bytes = m->tcm_user_bytes,
 				.hbm_bytes = s->tp->mem.hbm_bytes,
-				.tag = (uint16_t)(((uintptr_t)s >> 4) * 31u + pe * 7919u + 1u),
+				.tag = s->nonce + pe * 2654435761u,
 			};
 			int rc = kb__kernel_create(&m->pes[pe]->kernel, l->fn, l->args, &cfg, err);
 

@@ -596,11 +596,29 @@ int kb__sim_run(kb_sim *sim, kb_error *err)
 	return rc;
 }
 
+/* Events a stopped run never delivered: let their type free what they own. */
+static void discard_undelivered(kb_lp *lp)
+{
+	struct cds_wfcq_node *qn;
+
+	while ((qn = __cds_wfcq_dequeue_nonblocking(&lp->inbox_head, &lp->inbox_tail)) &&
+	       qn != CDS_WFCQ_WOULDBLOCK) {
+		kb_msgnode *n = caa_container_of(qn, kb_msgnode, node);
+
+		KB_TSAN_ACQUIRE(n);
+		if (lp->type->discard)
+			lp->type->discard(&n->ev);
+	}
+	for (size_t i = 0; lp->type->discard && i < lp->heap.n; i++)
+		lp->type->discard(&lp->heap.ev[i]);
+}
+
 void kb__sim_destroy(kb_sim *sim)
 {
 	if (!sim)
 		return;
 	for (size_t i = 0; i < sim->n_lps; i++) {
+		discard_undelivered(sim->lps[i]);
 		free(sim->lps[i]->heap.ev);
 		free(sim->lps[i]);
 	}

@@ -50,6 +50,9 @@ typedef struct kb_lp_type {
 	/* At quiescence: returns nonzero when the LP still has unfinished work
 	 * and writes what it waits for into buf (deadlock report); may be NULL. */
 	int (*pending)(kb_lp *lp, char *buf, size_t len);
+	/* Frees what an event never delivered owns (a run that stopped early);
+	 * must not touch the LP's state, which may be gone. May be NULL. */
+	void (*discard)(const kb_event *ev);
 } kb_lp_type;
 
 typedef struct kb_sim_config {

@@ -71,12 +71,14 @@ int kb__tl_begin(kb_tl *tl, const char *name, const char *file, int line)
 
 /* ---- handles ---- */
 
+/* 64-bit handle value: tag (24 bits) | generation (16) | slot + 1 (24). */
 #define SLOT_BITS 24
-#define GEN_BITS 24
+#define GEN_BITS 16
+#define TAG_BITS 24
 
 static kb_tl_tensor *encode(const kb_tl *tl, uint32_t slot, uint32_t gen)
 {
-	uint64_t v = ((uint64_t)tl->cfg.tag << (SLOT_BITS + GEN_BITS)) |
+	uint64_t v = ((uint64_t)(tl->cfg.tag & ((1u << TAG_BITS) - 1)) << (SLOT_BITS + GEN_BITS)) |
 		     ((uint64_t)(gen & ((1u << GEN_BITS) - 1)) << SLOT_BITS) | (slot + 1);
 
 	return (kb_tl_tensor *)(uintptr_t)v;
@@ -91,7 +93,7 @@ kb_hslot *kb__tl_slot(kb_tl *tl, const kb_tl_tensor *t, const char *what)
 		kb__tl_fail(tl, KB_V_BAD_HANDLE, "%s is NULL (did an earlier op fail?)", what);
 		return NULL;
 	}
-	if ((uint16_t)(v >> (SLOT_BITS + GEN_BITS)) != tl->cfg.tag) {
+	if ((uint32_t)(v >> (SLOT_BITS + GEN_BITS)) != (tl->cfg.tag & ((1u << TAG_BITS) - 1))) {
 		kb__tl_fail(tl, KB_V_BAD_HANDLE,
 			    "%s belongs to another kernel instance or simulation", what);
 		return NULL;

@@ -14,7 +14,7 @@ typedef struct kb_tl_config {
 	kb_cost_model cost;
 	uint64_t tcm_bytes;      /* TCM usable by kernels (staging excluded) */
 	uint64_t hbm_bytes;
-	uint16_t tag;            /* distinguishes handles of different contexts */
+	uint32_t tag;            /* distinguishes handles of different contexts (24 bits used) */
 	kb_tl_emit_fn emit;
 	void *emit_ctx;
 } kb_tl_config;
