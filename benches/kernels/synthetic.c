@@ -151,6 +151,8 @@ static int run_synthetic(kb_bench_ctx *ctx, kb_result *res, kb_error *err)
 		res->wall_s = now_s() - t0;
 		res->sim_time_ps = st->end_time;
 		res->events = st->events;
+		res->windows = st->windows;
+		res->parallel_windows = st->parallel_windows;
 		res->workers = st->workers;
 		res->events_per_s = res->wall_s > 0 ? (double)st->events / res->wall_s : 0;
 		res->dispatch_per_tile_ns = 0.0 / 0.0;

@@ -59,6 +59,8 @@ typedef struct kb_result {
 	int data;                /* data mode */
 	uint64_t sim_time_ps;
 	uint64_t events;
+	uint64_t windows;        /* synchronization windows (threaded executors; 0 sequential) */
+	uint64_t parallel_windows; /* windows run by more than one thread */
 	uint64_t records;        /* op_log records */
 	uint64_t commands;       /* dispatched commands (all PEs) */
 	uint64_t dispatch_ps;    /* PE_CPU time spent dispatching (all PEs) */

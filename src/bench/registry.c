@@ -298,6 +298,8 @@ KB_API char *kb_result_to_json(const kb_result *r)
 		json_object_set_new(o, "tiles", json_integer((json_int_t)r->tiles));
 		json_object_set_new(o, "dispatch_per_tile_ns", real_or_null(r->dispatch_per_tile_ns));
 	}
+	json_object_set_new(o, "windows", json_integer((json_int_t)r->windows));
+	json_object_set_new(o, "parallel_windows", json_integer((json_int_t)r->parallel_windows));
 	json_object_set_new(o, "wall_s", json_real(r->wall_s));
 	json_object_set_new(o, "events_per_s", json_real(r->events_per_s));
 	json_object_set_new(o, "oplog_sha256", json_string(r->oplog_sha256));

@@ -221,6 +221,8 @@ static void fill_result(kb_simulation *s, const kb_machine *m, kb_result *res, d
 
 	res->sim_time_ps = s->stats.end_time;
 	res->events = s->stats.events;
+	res->windows = s->stats.windows;
+	res->parallel_windows = s->stats.parallel_windows;
 	res->workers = s->stats.workers;
 	res->threads = s->opt.threads;
 	res->data = s->opt.data;

@@ -170,6 +170,7 @@ int kb__worker_pool_init(kb_worker *w)
 	}
 	w->slabs[w->n_slabs++] = slab;
 	for (size_t i = 0; i < NODES_PER_SLAB; i++) {
+		slab[i].owner = w;
 		slab[i].next_free = w->free_nodes;
 		w->free_nodes = &slab[i];
 	}
@@ -186,10 +187,28 @@ void kb__worker_pool_free(kb_worker *w)
 	w->free_nodes = NULL;
 }
 
+/* Takes back the nodes other workers returned. Called only while no drain
+ * runs, so no producer is mid-enqueue. */
+static void reclaim_nodes(kb_worker *w)
+{
+	struct cds_wfcq_node *qn;
+
+	while ((qn = __cds_wfcq_dequeue_nonblocking(&w->ret_head, &w->ret_tail)) &&
+	       qn != CDS_WFCQ_WOULDBLOCK) {
+		kb_msgnode *n = caa_container_of(qn, kb_msgnode, node);
+
+		KB_TSAN_ACQUIRE(n);
+		n->next_free = w->free_nodes;
+		w->free_nodes = n;
+	}
+}
+
 static kb_msgnode *node_get(kb_worker *w)
 {
 	kb_msgnode *n;
 
+	if (!w->free_nodes)
+		reclaim_nodes(w);
 	if (!w->free_nodes && kb__worker_pool_init(w))
 		return NULL;
 	n = w->free_nodes;
@@ -359,8 +378,15 @@ void kb__worker_drain(kb_worker *w)
 			KB_TSAN_ACQUIRE(n);
 			if (evheap_push(&lp->heap, &n->ev))
 				w->alloc_failed = 1;
-			n->next_free = w->free_nodes;
-			w->free_nodes = n;
+			if (n->owner == w) {
+				n->next_free = w->free_nodes;
+				w->free_nodes = n;
+			} else {
+				/* Back to its owner: one-way traffic must not pile up here. */
+				cds_wfcq_node_init(&n->node);
+				KB_TSAN_RELEASE(n);
+				cds_wfcq_enqueue(&n->owner->ret_head, &n->owner->ret_tail, &n->node);
+			}
 		}
 		kb__worker_touch(w, lp);
 	}
@@ -505,6 +531,7 @@ static int build_workers(kb_sim *sim, kb_error *err)
 	for (unsigned i = 0; i < sim->n_workers; i++) {
 		sim->workers[i].index = i;
 		sim->workers[i].sim = sim;
+		__cds_wfcq_init(&sim->workers[i].ret_head, &sim->workers[i].ret_tail);
 	}
 	for (size_t i = 0; i < sim->n_lps; i++) {
 		kb_worker *w = sim->lps[i]->worker;
@@ -557,8 +584,10 @@ static int start_lps(kb_sim *sim, kb_error *err)
 	for (size_t i = 0; i < sim->n_lps; i++) {
 		kb_lp *lp = sim->lps[i];
 
-		if (lp->type->start)
-			lp->type->start(lp);
+		int rc = lp->type->start ? lp->type->start(lp) : KB_OK;
+
+		if (rc && !lp->worker->err)
+			kb__lp_fail(lp, rc, "start failed: %s", kb_strerror(rc));
 		if (lp->worker->err) {
 			kb__err_copy(err, &lp->worker->error);
 			return lp->worker->err;

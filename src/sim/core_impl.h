@@ -15,13 +15,14 @@ typedef struct kb_evheap {
 } kb_evheap;
 
 /* A message in flight between workers; nodes are recycled per worker. */
+typedef struct kb_worker kb_worker;
+
 typedef struct kb_msgnode {
 	struct cds_wfcq_node node;
 	struct kb_msgnode *next_free;
+	kb_worker *owner;        /* the worker whose slab it came from */
 	kb_event ev;
 } kb_msgnode;
-
-typedef struct kb_worker kb_worker;
 
 struct kb_lp {
 	/* Inbox first, on its own cache line: other threads write here. */
@@ -47,6 +48,10 @@ struct __attribute__((aligned(64))) kb_worker {
 	kb_lp **members;         /* the same LPs in id order (stable) */
 	size_t n_lps, cap_lps;
 	kb_msgnode *free_nodes;
+	/* Nodes other workers received go back here (many producers, drained
+	 * by whoever next needs nodes for this worker, outside drain phases). */
+	struct __cds_wfcq_head ret_head __attribute__((aligned(64)));
+	struct cds_wfcq_tail ret_tail __attribute__((aligned(64)));
 	void **slabs;
 	size_t n_slabs, cap_slabs;
 	uint64_t events, messages;
@@ -70,6 +75,14 @@ struct kb_sim {
 	kb_barrier barrier;
 	kb_time bound;           /* the current window's end, set before a barrier */
 	int quit;                /* tells workers to leave, set before a barrier */
+	/* dense windows: a job generation that wakes helpers, tickets that pick
+	 * who helps, and claim counters that share out the workers' windows */
+	_Atomic uint64_t job;    /* generation << 32 | tickets taken */
+	_Atomic unsigned job_gen; /* the futex word helpers sleep on */
+	unsigned helpers;        /* threads besides the coordinator in this job */
+	atomic_uint claim_next, drain_next;
+	_Atomic unsigned job_sleepers;
+	unsigned ncpu;
 	atomic_int stop;
 	int ran;
 };

@@ -12,7 +12,10 @@
  * little work is run by the coordinating thread alone (a parallel
  * threshold, as in SimGrid): that changes speed, never results.
  */
+#include <limits.h>
+#include <linux/futex.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "base/err.h"
@@ -93,21 +96,95 @@ int kb__exec_sequential(kb_sim *sim, kb_error *err)
 	return finish(sim, err);
 }
 
-static void *worker_main(void *arg)
+/* ---- dense windows: helpers claim whole workers' windows ----
+ *
+ * A dense window is run by the coordinator and up to (cores - 1) helper
+ * threads, never more threads than cores: each claims whole workers in
+ * turn (their LPs, heaps and node pools move as a unit), runs their
+ * windows, meets the others at the barrier, then claims workers again to
+ * drain their inboxes. The rest of the threads sleep. With a thread per
+ * engine on a small machine this keeps oversubscription from costing a
+ * context switch per thread per window; it changes speed, never results. */
+
+static void futex_wait(_Atomic unsigned *addr, unsigned val)
 {
-	kb_worker *w = arg;
-	kb_sim *sim = w->sim;
+	syscall(SYS_futex, (unsigned *)addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+}
+
+static void futex_wake(_Atomic unsigned *addr, int n)
+{
+	syscall(SYS_futex, (unsigned *)addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+
+static void help(kb_sim *sim)
+{
+	unsigned i;
+
+	while ((i = atomic_fetch_add(&sim->claim_next, 1)) < sim->n_workers)
+		if (kb__worker_min(&sim->workers[i]) < sim->bound)
+			kb__worker_window(&sim->workers[i], sim->bound, UINT64_MAX);
+	kb__barrier_wait(&sim->barrier);
+	while ((i = atomic_fetch_add(&sim->drain_next, 1)) < sim->n_workers)
+		kb__worker_drain(&sim->workers[i]);
+	kb__barrier_wait(&sim->barrier);
+}
+
+/* Waits for a job generation other than seen; returns it. */
+static unsigned wait_job(kb_sim *sim, unsigned seen)
+{
+	unsigned g, spin = sim->n_workers <= sim->ncpu ? 4000 : 16;
+
+	for (unsigned i = 0; i < spin; i++)
+		if ((g = atomic_load_explicit(&sim->job_gen, memory_order_acquire)) != seen)
+			return g;
+	atomic_fetch_add(&sim->job_sleepers, 1);
+	while ((g = atomic_load(&sim->job_gen)) == seen)
+		futex_wait(&sim->job_gen, seen);
+	atomic_fetch_sub(&sim->job_sleepers, 1);
+	return g;
+}
+
+/* A ticket for job g; none when the job has its helpers or is gone. */
+static int take_ticket(kb_sim *sim, unsigned g)
+{
+	uint64_t v = atomic_load(&sim->job);
 
 	for (;;) {
-		kb__barrier_wait(&sim->barrier);
+		if ((unsigned)(v >> 32) != g || (unsigned)v >= sim->helpers)
+			return 0;
+		if (atomic_compare_exchange_weak(&sim->job, &v, v + 1))
+			return 1;
+	}
+}
+
+static void *worker_main(void *arg)
+{
+	kb_sim *sim = ((kb_worker *)arg)->sim;
+	unsigned seen = 0;
+
+	for (;;) {
+		seen = wait_job(sim, seen);
 		if (sim->quit)
 			break;
-		kb__worker_window(w, sim->bound, UINT64_MAX);
-		kb__barrier_wait(&sim->barrier);
-		kb__worker_drain(w);
-		kb__barrier_wait(&sim->barrier);
+		if (take_ticket(sim, seen))
+			help(sim);
 	}
 	return NULL;
+}
+
+/* Publishes a job for `helpers` helpers; quit jobs wake everyone. */
+static void post_job(kb_sim *sim, unsigned helpers)
+{
+	unsigned g = atomic_load(&sim->job_gen) + 1;
+
+	sim->helpers = helpers;
+	sim->barrier.parties = helpers + 1;
+	atomic_store(&sim->claim_next, 0);
+	atomic_store(&sim->drain_next, 0);
+	atomic_store(&sim->job, (uint64_t)g << 32);
+	atomic_store(&sim->job_gen, g);
+	if (atomic_load(&sim->job_sleepers))
+		futex_wake(&sim->job_gen, sim->quit ? INT_MAX : (int)helpers);
 }
 
 static kb_time global_min(const kb_sim *sim, unsigned *active_out, kb_time *bound_out)
@@ -130,27 +207,27 @@ static kb_time global_min(const kb_sim *sim, unsigned *active_out, kb_time *boun
 	return t;
 }
 
-/* Enough events in the window, on at least two workers, to pay for waking them. */
+/* Enough events in the window, on at least two workers, to pay for waking
+ * a helper, and a core for it. */
 static int window_is_dense(const kb_sim *sim, kb_time bound, unsigned active)
 {
 	size_t cap = sim->cfg.par_threshold, n = 0;
 
-	if (active < 2)
+	if (active < 2 || sim->ncpu < 2)
 		return 0;
 	for (unsigned i = 0; i < sim->n_workers && n < cap; i++)
 		n += kb__worker_count_below(&sim->workers[i], bound, cap - n);
 	return n >= cap;
 }
 
-static void run_window(kb_sim *sim, kb_time bound, int dense)
+static void run_window(kb_sim *sim, kb_time bound, unsigned active, int dense)
 {
 	if (dense) {
+		unsigned threads = active < sim->ncpu ? active : sim->ncpu;
+
 		sim->bound = bound;
-		kb__barrier_wait(&sim->barrier);
-		kb__worker_window(&sim->workers[0], bound, UINT64_MAX);
-		kb__barrier_wait(&sim->barrier);
-		kb__worker_drain(&sim->workers[0]);
-		kb__barrier_wait(&sim->barrier);
+		post_job(sim, threads - 1);
+		help(sim);
 		sim->stats.parallel_windows++;
 		return;
 	}
@@ -172,10 +249,16 @@ static int any_error(const kb_sim *sim)
 int kb__exec_parallel(kb_sim *sim, kb_error *err)
 {
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	unsigned started = 1, spin = (ncpu > 0 && sim->n_workers <= (unsigned)ncpu) ? 4000 : 64;
+	unsigned started = 1;
 	int rc = KB_OK;
 
-	kb__barrier_init(&sim->barrier, sim->n_workers, spin);
+	sim->ncpu = ncpu > 0 ? (unsigned)ncpu : 1;
+	if (sim->ncpu > sim->n_workers)
+		sim->ncpu = sim->n_workers;
+	kb__barrier_init(&sim->barrier, 1, 4000);
+	atomic_init(&sim->job, 0);
+	atomic_init(&sim->job_gen, 0);
+	atomic_init(&sim->job_sleepers, 0);
 	for (; started < sim->n_workers; started++)
 		if (pthread_create(&sim->workers[started].thread, NULL, worker_main,
 				   &sim->workers[started]))
@@ -194,7 +277,7 @@ int kb__exec_parallel(kb_sim *sim, kb_error *err)
 
 		if (t == KB_TIME_INF)
 			break;
-		run_window(sim, bound, window_is_dense(sim, bound, active));
+		run_window(sim, bound, active, window_is_dense(sim, bound, active));
 		sim->stats.windows++;
 		if (sim->cfg.oplog && kb__oplog_buffered(sim->cfg.oplog) > FLUSH_RECORDS) {
 			rc = flush_log(sim, bound, err);
@@ -204,14 +287,7 @@ int kb__exec_parallel(kb_sim *sim, kb_error *err)
 	}
 stop:
 	sim->quit = 1;
-	if (started == sim->n_workers) {
-		kb__barrier_wait(&sim->barrier);
-	} else {
-		/* Some threads never started: those waiting have arrived, so
-		 * lowering the party count to who exists releases them. */
-		sim->barrier.parties = started;
-		kb__barrier_wait(&sim->barrier);
-	}
+	post_job(sim, 0);
 	for (unsigned i = 1; i < started; i++)
 		pthread_join(sim->workers[i].thread, NULL);
 	if (rc)
