@@ -30,7 +30,7 @@ void kb__barrier_init(kb_barrier *b, unsigned parties, unsigned spin)
 	atomic_init(&b->arrived, 0);
 	atomic_init(&b->generation, 0);
 	atomic_init(&b->sleepers, 0);
-	b->parties = parties;
+	atomic_init(&b->parties, parties);
 	b->spin = spin;
 }
 
@@ -38,7 +38,8 @@ void kb__barrier_wait(kb_barrier *b)
 {
 	unsigned gen = atomic_load_explicit(&b->generation, memory_order_acquire);
 
-	if (atomic_fetch_add_explicit(&b->arrived, 1, memory_order_acq_rel) + 1 == b->parties) {
+	if (atomic_fetch_add_explicit(&b->arrived, 1, memory_order_acq_rel) + 1 ==
+	    atomic_load_explicit(&b->parties, memory_order_relaxed)) {
 		/* Last to arrive: reset before releasing, so nobody re-enters early. */
 		atomic_store_explicit(&b->arrived, 0, memory_order_relaxed);
 		atomic_fetch_add_explicit(&b->generation, 1, memory_order_seq_cst);

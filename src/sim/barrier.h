@@ -13,7 +13,7 @@ typedef struct kb_barrier {
 	_Atomic unsigned arrived;
 	_Atomic unsigned generation;   /* the futex word */
 	_Atomic unsigned sleepers;
-	unsigned parties;
+	_Atomic unsigned parties;        /* may change between episodes */
 	unsigned spin;                 /* spins before sleeping */
 } kb_barrier;
 

@@ -74,12 +74,12 @@ struct kb_sim {
 	kb_sim_stats stats;
 	kb_barrier barrier;
 	kb_time bound;           /* the current window's end, set before a barrier */
-	int quit;                /* tells workers to leave, set before a barrier */
+	atomic_int quit;         /* tells workers to leave */
 	/* dense windows: a job generation that wakes helpers, tickets that pick
 	 * who helps, and claim counters that share out the workers' windows */
 	_Atomic uint64_t job;    /* generation << 32 | tickets taken */
 	_Atomic unsigned job_gen; /* the futex word helpers sleep on */
-	unsigned helpers;        /* threads besides the coordinator in this job */
+	_Atomic unsigned helpers; /* threads besides the coordinator in this job */
 	atomic_uint claim_next, drain_next;
 	_Atomic unsigned job_sleepers;
 	unsigned ncpu;

@@ -150,7 +150,7 @@ static int take_ticket(kb_sim *sim, unsigned g)
 	uint64_t v = atomic_load(&sim->job);
 
 	for (;;) {
-		if ((unsigned)(v >> 32) != g || (unsigned)v >= sim->helpers)
+		if ((unsigned)(v >> 32) != g || (unsigned)v >= atomic_load(&sim->helpers))
 			return 0;
 		if (atomic_compare_exchange_weak(&sim->job, &v, v + 1))
 			return 1;
@@ -164,7 +164,7 @@ static void *worker_main(void *arg)
 
 	for (;;) {
 		seen = wait_job(sim, seen);
-		if (sim->quit)
+		if (atomic_load(&sim->quit))
 			break;
 		if (take_ticket(sim, seen))
 			help(sim);
@@ -177,14 +177,14 @@ static void post_job(kb_sim *sim, unsigned helpers)
 {
 	unsigned g = atomic_load(&sim->job_gen) + 1;
 
-	sim->helpers = helpers;
-	sim->barrier.parties = helpers + 1;
+	atomic_store(&sim->helpers, helpers);
+	atomic_store(&sim->barrier.parties, helpers + 1);
 	atomic_store(&sim->claim_next, 0);
 	atomic_store(&sim->drain_next, 0);
 	atomic_store(&sim->job, (uint64_t)g << 32);
 	atomic_store(&sim->job_gen, g);
 	if (atomic_load(&sim->job_sleepers))
-		futex_wake(&sim->job_gen, sim->quit ? INT_MAX : (int)helpers);
+		futex_wake(&sim->job_gen, atomic_load(&sim->quit) ? INT_MAX : (int)helpers);
 }
 
 static kb_time global_min(const kb_sim *sim, unsigned *active_out, kb_time *bound_out)
@@ -286,7 +286,7 @@ int kb__exec_parallel(kb_sim *sim, kb_error *err)
 		}
 	}
 stop:
-	sim->quit = 1;
+	atomic_store(&sim->quit, 1);
 	post_job(sim, 0);
 	for (unsigned i = 1; i < started; i++)
 		pthread_join(sim->workers[i].thread, NULL);
