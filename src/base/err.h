@@ -7,7 +7,7 @@
 
 /* Sets err (may be NULL) to code and a printf-style message; returns code. */
 int kb__err(kb_error *err, int code, const char *fmt, ...) KB_PRINTF(3, 4);
-int kb__verr(kb_error *err, int code, const char *fmt, va_list ap);
+int kb__verr(kb_error *err, int code, const char *fmt, va_list ap) KB_PRINTF(3, 0);
 /* Like kb__err, and records a source (file or key) with line and column. */
 int kb__err_at(kb_error *err, int code, const char *source, int line, int column,
 	       const char *fmt, ...) KB_PRINTF(6, 7);

@@ -457,8 +457,7 @@ static int parse(json_t **out, const char *buf, size_t len, const char *src, kb_
 	if (*out) {
 		json_decref(*out);
 		*out = NULL;
-		return kb__err_at(err, KB_ETYPE, src, 1, 1,
-				  "%s: the topology must be a JSON object", src);
+		return kb__err_at(err, KB_ETYPE, src, 1, 1, "the topology must be a JSON object");
 	}
 #if JANSSON_VERSION_HEX >= 0x020b00 /* json_error_code appeared in 2.11 */
 	if (json_error_code(&je) == json_error_out_of_memory)

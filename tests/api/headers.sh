@@ -22,9 +22,11 @@ headers=$(printf '%s\n' $headers | sort -u)
 status=0
 n=0
 for h in $headers; do
-	printf '#include <%s>\n' "$h" > "$tmp/t.c"
+	# A declaration after it: a header of macros alone (version.h) would
+	# otherwise leave an empty translation unit, which -pedantic rejects.
+	printf '#include <%s>\ntypedef int kb_headertest;\n' "$h" > "$tmp/t.c"
 	# Twice: the include guards must hold.
-	printf '#include <%s>\n#include <%s>\n' "$h" "$h" > "$tmp/t2.c"
+	printf '#include <%s>\n#include <%s>\ntypedef int kb_headertest;\n' "$h" "$h" > "$tmp/t2.c"
 	if ! $CC -std=c11 -pedantic -Wall -Wextra -Werror -fsyntax-only $inc "$tmp/t.c" ||
 	   ! $CC -std=c11 -pedantic -Wall -Wextra -Werror -fsyntax-only $inc "$tmp/t2.c"; then
 		echo "FAIL: $h as C11"

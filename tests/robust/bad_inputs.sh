@@ -1,0 +1,215 @@
+#!/bin/bash
+# Bad inputs of every kind (issue 9), beyond those of tests/cli/exit_status.sh:
+# malformed and out-of-range topology files, absurd shapes, sweep lists and
+# resume files that do not fit, unwritable outputs. Each row is
+#   expected status | check | stderr fragment | arguments
+# where check is "-" (a `run` row gets --op-log @TMP@/never.jsonl added and
+# the file must not exist afterwards: nothing written on error), "w" (may
+# write: no such check) or "o" (the fragment is looked for on standard
+# output: a sweep reports a failed point in its row). Arguments are split on
+# spaces; @TMP@ is the scratch directory, @T@/NAME a topology file written
+# below, @FILE@ a plain file (so @FILE@/x is a path that cannot be created).
+set -u
+. "$(dirname "$0")/../cli/lib.sh"
+
+T=$TMP/topo
+mkdir -p "$T"
+: > "$TMP/afile"
+S='"schema": "kernbench-topology/1"'
+mk() { printf '%s' "$2" > "$T/$1.json"; }
+mk trunc        "{$S, \"clock_freq_ghz\": 1.0"
+mk nocomma      "{$S \"clock_freq_ghz\": 1.0}"
+mk nested_comma "{$S, \"pe\": {\"gemm\": {\"tile_m\": 64,, \"tile_n\": 128}}}"
+mk empty        ""
+mk trailing     "{$S, \"clock_freq_ghz\": 1.0}
+{}"
+mk str          "{$S, \"clock_freq_ghz\": \"1.0\"}"
+mk frac         "{$S, \"clusters\": 1.5}"
+mk pe_num       "{$S, \"pe\": 3}"
+mk bool         "{$S, \"memory\": {\"tcm_bytes\": true}}"
+mk null         "{$S, \"links\": null}"
+mk unk_nested   "{$S, \"pe\": {\"dma\": {\"setup_cycles\": 64, \"turbo\": 1}}}"
+mk unk_obj      "{$S, \"pe\": {\"warp_drive\": {}}}"
+mk noschema     '{"clock_freq_ghz": 1.0}'
+mk schema2      '{"schema": "kernbench-topology/2"}'
+mk schema_num   '{"schema": 1}'
+mk clock0       "{$S, \"clock_freq_ghz\": 0}"
+mk clockneg     "{$S, \"clock_freq_ghz\": -2.5}"
+mk clockinf     "{$S, \"clock_freq_ghz\": 1e999}"
+mk dma0         "{$S, \"pe\": {\"dma\": {\"bytes_per_cycle\": 0}}}"
+mk link0        "{$S, \"links\": {\"intra_cluster_bytes_per_cycle\": 0}}"
+mk tilem0       "{$S, \"pe\": {\"gemm\": {\"tile_m\": 0}}}"
+mk tilekneg     "{$S, \"pe\": {\"gemm\": {\"tile_k\": -64}}}"
+mk rneg         "{$S, \"pe_cost_model\": {\"r_cycles_per_byte\": -0.5}}"
+mk cap8         "{$S, \"pe_cost_model\": {\"max_composite_logical_bytes\": 8}}"
+mk tcm200k      "{$S, \"memory\": {\"tcm_bytes\": 200000}}"
+mk clusters0    "{$S, \"clusters\": 0}"
+mk clusters_big "{$S, \"clusters\": 4294967297}"
+mk hbm0         "{$S, \"memory\": {\"hbm_bytes\": 0}}"
+mk vw0          "{$S, \"pe\": {\"math\": {\"vector_width\": 0}}}"
+mk inflight0    "{$S, \"pe\": {\"sched\": {\"max_inflight_tiles\": 0}}}"
+mk dup          "{$S, \"clock_freq_ghz\": 1.0, \"clock_freq_ghz\": 2.0}"
+mk array        '[1, 2]'
+
+# A finished sweep to resume with other lists / another bench, and a file
+# that is not a sweep at all.
+"$KB" sweep synthetic --param events=10 --param lps=1,2 --quiet --out "$TMP/done.csv" \
+	>/dev/null 2>&1 || fail "cannot make the sweep file to resume"
+printf 'garbage\n' > "$TMP/garbage.csv"
+
+R='run synthetic --param events=10'
+G='run gemm --param M=64 --param K=64 --param N=64'
+table=$(cat <<ROWS
+1|-|trunc.json:1:|$R --topology @T@/trunc.json
+1|-|'}' expected|$R --topology @T@/nocomma.json
+1|-|string or '}' expected|$R --topology @T@/nested_comma.json
+1|-|empty.json:1:0:|$R --topology @T@/empty.json
+1|-|end of file expected|$R --topology @T@/trailing.json
+1|-|clock_freq_ghz: expected real|$R --topology @T@/str.json
+1|-|clusters: expected integer|$R --topology @T@/frac.json
+1|-|pe: expected object|$R --topology @T@/pe_num.json
+1|-|memory.tcm_bytes: expected integer|$R --topology @T@/bool.json
+1|-|links: expected object|$R --topology @T@/null.json
+1|-|unknown key 'pe.dma.turbo'|$R --topology @T@/unk_nested.json
+1|-|unknown key 'pe.warp_drive'|$R --topology @T@/unk_obj.json
+1|-|missing required key 'schema'|$R --topology @T@/noschema.json
+1|-|kernbench-topology/2|$R --topology @T@/schema2.json
+1|-|schema: expected string|$R --topology @T@/schema_num.json
+1|-|clock_freq_ghz = 0|$R --topology @T@/clock0.json
+1|-|clock_freq_ghz = -2.5|$R --topology @T@/clockneg.json
+1|-|1e999|$R --topology @T@/clockinf.json
+1|-|pe.dma.bytes_per_cycle = 0|$R --topology @T@/dma0.json
+1|-|links.intra_cluster_bytes_per_cycle = 0|$R --topology @T@/link0.json
+1|-|pe.gemm.tile_m = 0|$R --topology @T@/tilem0.json
+1|-|pe.gemm.tile_k = -64|$R --topology @T@/tilekneg.json
+1|-|r_cycles_per_byte = -0.5|$R --topology @T@/rneg.json
+1|-|max_composite_logical_bytes = 8|$G --topology @T@/cap8.json
+1|-|cannot hold one GEMM tile set|$G --topology @T@/tcm200k.json
+1|-|clusters = 0|$R --topology @T@/clusters0.json
+1|-|clusters = 4294967297|$R --topology @T@/clusters_big.json
+1|-|memory.hbm_bytes = 0|$R --topology @T@/hbm0.json
+1|-|pe.math.vector_width = 0|$R --topology @T@/vw0.json
+1|-|max_inflight_tiles = 0|$R --topology @T@/inflight0.json
+1|-|duplicate object key|$R --topology @T@/dup.json
+1|-|must be a JSON object|$R --topology @T@/array.json
+1|-|Is a directory|$R --topology @T@
+1|-|/dev/null:1:0:|$R --topology /dev/null
+1|-|missing required key 'schema'|topology --topology @T@/noschema.json --set clock_freq_ghz=2
+1|-|'inf' is not a number|topology --set clock_freq_ghz=inf
+1|-|'nan' is not a number|topology --set clock_freq_ghz=nan
+1|-|clusters: expected integer|topology --set clusters=1e2
+1|-|memory.hbm_bytes = 99999999999999999999|topology --set memory.hbm_bytes=99999999999999999999
+1|-|'pe.gemm' is an object|topology --set pe.gemm=1
+1|-|'schema' cannot be set|topology --set schema=kernbench-topology/1
+1|-|'0x10' is not a number|$R --set clock_freq_ghz=0x10
+1|-|cannot hold one GEMM tile set|$G --set memory.tcm_bytes=65536
+1|-|HBM exhausted|run gemm --param M=1048576 --param K=1048576 --param N=1048576
+1|-|HBM exhausted|run gemm --data --param M=1048576 --param K=1048576 --param N=1048576
+1|-|HBM exhausted|run gqa_decode_opt2 --param S_kv=67108864
+1|-|HBM exhausted|run gqa_decode_opt2 --param S_kv=67108864 --param d=4096 --param G=4096
+1|w|TCM exhausted|run gqa_decode_opt2 --param S_kv=64 --param d=4096 --param G=4096
+1|-|parameter M = 0 is out of range|run gemm --param M=0
+1|-|parameter K = 2000000 is out of range|run gemm --param K=2000000
+1|-|'fp64' is not one of|run gemm --param dtype=fp64
+1|-|'softmax' is not one of|run gemm --param epilogue=softmax
+1|-|'1e3' is not an integer|run gemm --param M=1e3
+1|-|is not an integer|run gemm --param M=99999999999999999999999
+1|-|'nan' is not a finite number|$R --param mean_ns=nan
+1|-|remote = 1.5 is out of range|$R --param remote=1.5
+1|-|lookahead_ns = 0 is out of range|$R --param lookahead_ns=0
+1|-|'1 ' is not an integer|$R --param lps=1\x20
+2|-|--threads '99999'|$R --threads 99999
+2|-|expected NAME=V1,V2|sweep synthetic --param lps=
+2|-|empty value|sweep synthetic --param lps=,
+2|-|expected KEY=V1,V2|sweep synthetic --set k=
+2|-|expected KEY=V1,V2|sweep synthetic --set =1,2
+2|-|unknown bench 'gemmx'|sweep gemmx,synthetic
+2|-|empty bench name|sweep ,synthetic
+2|-|.csv or .jsonl|sweep synthetic --out @TMP@/rows.json
+2|-|.csv or .jsonl|sweep synthetic --out @TMP@/rows
+2|-|swept twice|sweep synthetic --set clock_freq_ghz=1,2 --set clock_freq_ghz=3
+1|-|Not a directory|sweep synthetic --param events=10 --out @FILE@/rows.csv
+1|-|Not a directory|sweep synthetic --param events=10 --out /dev/full/rows.csv
+1|-|Not a directory|sweep synthetic --param events=10 --plot @FILE@/p.svg
+1|-|not a point of this sweep|sweep synthetic --param events=10 --param lps=4,8 --quiet --out @TMP@/done.csv --resume
+1|-|header does not match|sweep gemm --param M=64 --quiet --out @TMP@/done.csv --resume
+1|-|header does not match|sweep synthetic --param events=10 --quiet --out @TMP@/garbage.csv --resume
+1|-|missing required key 'schema'|sweep synthetic --param events=10 --topology @T@/noschema.json
+1|-|'pe' is an object|sweep synthetic --param events=10 --set pe=1,2
+1|o|clock_freq_ghz = 0|sweep synthetic --param events=10 --set clock_freq_ghz=0,1 --quiet
+1|o|HBM exhausted|sweep gemm --param M=64,1048576 --param K=1048576 --param N=1048576 --quiet
+1|w|Not a directory|$G --data --dump @FILE@
+1|w|cannot create dump directory|$G --data --dump @FILE@/sub
+1|w|cannot create dump directory|$G --data --dump /dev/full/x
+1|w|No space left on device|$G --op-log /dev/full
+1|w|No space left on device|$G --trace /dev/full
+1|w|Is a directory|$G --op-log @TMP@
+1|w|Not a directory|$G --trace @FILE@/t.json
+ROWS
+)
+
+# Address and thread sanitizers reserve terabytes of address space: no
+# address-space limit for a sanitized build.
+limit=8388608
+if grep -qs -e __asan_init -e __tsan_init "$KB" "$(dirname "$KB")/.libs/kernbench" \
+	"$(dirname "$KB")/.libs/libkernbench.so"; then
+	limit=unlimited
+fi
+
+n=0
+bad=0
+while IFS='|' read -r want check frag args; do
+	[ -n "$want" ] || continue
+	args=${args//@TMP@/$TMP}
+	args=${args//@T@/$T}
+	args=${args//@FILE@/$TMP/afile}
+	rm -f "$TMP/never.jsonl"
+	case $check:$args in
+	-:run\ *) args="$args --op-log $TMP/never.jsonl" ;;
+	esac
+	# \x20 in a row stands for a space inside one argument.
+	IFS=' ' read -r -a argv <<<"$args"
+	for i in "${!argv[@]}"; do
+		argv[$i]=${argv[$i]//\\x20/ }
+	done
+	# Bounded, so an absurd input that exhausts host memory fails the row
+	# instead of the machine.
+	(ulimit -v $limit 2>/dev/null; exec timeout 300 "$KB" "${argv[@]}") \
+		>"$TMP/out" 2>"$TMP/err" </dev/null
+	got=$?
+	n=$((n + 1))
+	where=$TMP/err
+	[ "$check" = o ] && where=$TMP/out
+	if [ "$got" -ne "$want" ]; then
+		echo "FAIL: kernbench $args: exit $got, expected $want; stderr:" >&2
+		cat "$TMP/err" >&2
+		bad=$((bad + 1))
+		continue
+	fi
+	if ! grep -qF -- "$frag" "$where"; then
+		echo "FAIL: kernbench $args: $(basename "$where") lacks '$frag':" >&2
+		cat "$where" >&2
+		bad=$((bad + 1))
+		continue
+	fi
+	if [ "$check" != o ]; then
+		kind=error
+		[ "$want" -eq 2 ] && kind=usage
+		if ! grep -q "^kernbench: $kind: " "$TMP/err"; then
+			echo "FAIL: kernbench $args: no 'kernbench: $kind:' line" >&2
+			bad=$((bad + 1))
+		fi
+	fi
+	if grep -q -e 'AddressSanitizer' -e 'runtime error:' -e 'Segmentation' "$TMP/err"; then
+		echo "FAIL: kernbench $args: crashed or sanitizer report" >&2
+		bad=$((bad + 1))
+	fi
+	if [ -e "$TMP/never.jsonl" ]; then
+		echo "FAIL: kernbench $args: wrote an op_log although it failed" >&2
+		bad=$((bad + 1))
+	fi
+done <<<"$table"
+
+[ "$n" -ge 40 ] || fail "only $n rows in the table"
+[ "$bad" -eq 0 ] || fail "$bad of $n rows failed"
+echo "PASS: $n bad inputs"
