@@ -255,7 +255,9 @@ static json_t *real_or_null(double v)
 	return isfinite(v) ? json_real(v) : json_null();
 }
 
-static json_t *busy_json(const kb_result *r)
+/* Per PE, per engine: busy picoseconds, or (util) the busy fraction of
+ * the simulated time, so a user sees load balance at a glance. */
+static json_t *busy_json(const kb_result *r, int util)
 {
 	json_t *pes = json_array();
 
@@ -268,7 +270,8 @@ static json_t *busy_json(const kb_result *r)
 
 			if (b->pe != p)
 				continue;
-			json_object_set_new(o, b->eng, json_integer((json_int_t)b->busy_ps));
+			json_object_set_new(o, b->eng, util ? json_real(r->sim_time_ps ? (double)b->busy_ps / (double)r->sim_time_ps : 0.0)
+							     : json_integer((json_int_t)b->busy_ps));
 		}
 		json_array_append_new(pes, o);
 	}
@@ -307,8 +310,10 @@ KB_API char *kb_result_to_json(const kb_result *r)
 		json_object_set_new(o, "max_abs_err", real_or_null(r->max_abs_err));
 		json_object_set_new(o, "max_rel_err", real_or_null(r->max_rel_err));
 	}
-	if (r->n_busy)
-		json_object_set_new(o, "busy_ps", busy_json(r));
+	if (r->n_busy) {
+		json_object_set_new(o, "busy_ps", busy_json(r, 0));
+		json_object_set_new(o, "utilization", busy_json(r, 1));
+	}
 	s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
 	json_decref(o);
 	return s;
