@@ -107,8 +107,8 @@ static int snd_event(kb_lp *lp, const kb_event *ev)
 	return rc;
 }
 
-static const kb_lp_type recv_type = { "recv", NULL, recv_event, NULL };
-static const kb_lp_type snd_type = { "snd", snd_start, snd_event, NULL };
+static const kb_lp_type recv_type = { "recv", NULL, recv_event, NULL, NULL };
+static const kb_lp_type snd_type = { "snd", snd_start, snd_event, NULL, NULL };
 
 typedef struct model {
 	kb_sim *sim;
@@ -245,7 +245,7 @@ static int mix_event(kb_lp *lp, const kb_event *ev)
 	return KB_OK;
 }
 
-static const kb_lp_type mix_type = { "mix", mix_start, mix_event, NULL };
+static const kb_lp_type mix_type = { "mix", mix_start, mix_event, NULL, NULL };
 
 START_TEST(self_events_same_time)
 {
@@ -309,7 +309,7 @@ static int ring_event(kb_lp *lp, const kb_event *ev)
 	return send_tag(lp, s->dst, s->delay, ev->w[0] + 1);
 }
 
-static const kb_lp_type ring_type = { "ring", ring_start, ring_event, NULL };
+static const kb_lp_type ring_type = { "ring", ring_start, ring_event, NULL, NULL };
 
 /* Adds n ring LPs (ids first..first+n-1) whose tokens travel `hops` hops. */
 static void add_ring(model *m, uint32_t n, uint64_t hops)
@@ -344,7 +344,7 @@ static int bad_event(kb_lp *lp, const kb_event *ev)
 	return send_tag(lp, s->dst, s->delay, 7);
 }
 
-static const kb_lp_type bad_type = { "bad", bad_start, bad_event, NULL };
+static const kb_lp_type bad_type = { "bad", bad_start, bad_event, NULL, NULL };
 
 static void lookahead_once(int threads)
 {
@@ -398,7 +398,7 @@ static int bad_now_start(kb_lp *lp)
 	return send_tag(lp, s->dst, s->delay, 1);
 }
 
-static const kb_lp_type bad_now_type = { "early", bad_now_start, recv_event, NULL };
+static const kb_lp_type bad_now_type = { "early", bad_now_start, recv_event, NULL, NULL };
 
 START_TEST(lookahead_violation_at_start)
 {
@@ -447,8 +447,8 @@ static int idle_pending(kb_lp *lp, char *buf, size_t len)
 	return 0;
 }
 
-static const kb_lp_type stuck_type = { "stuck", stuck_start, recv_event, stuck_pending };
-static const kb_lp_type idle_type = { "idle", NULL, recv_event, idle_pending };
+static const kb_lp_type stuck_type = { "stuck", stuck_start, recv_event, stuck_pending, NULL };
+static const kb_lp_type idle_type = { "idle", NULL, recv_event, idle_pending, NULL };
 
 START_TEST(deadlock_detected)
 {
@@ -541,7 +541,7 @@ static int stopper_event(kb_lp *lp, const kb_event *ev)
 	return KB_OK;
 }
 
-static const kb_lp_type stopper_type = { "stopper", bad_start, stopper_event, NULL };
+static const kb_lp_type stopper_type = { "stopper", bad_start, stopper_event, NULL, NULL };
 
 START_TEST(request_stop)
 {
@@ -587,7 +587,7 @@ static int failer_event(kb_lp *lp, const kb_event *ev)
 	return kb__lp_fail(lp, s->fail_code, "boom from LP %u", s->id);
 }
 
-static const kb_lp_type failer_type = { "failer", failer_start, failer_event, NULL };
+static const kb_lp_type failer_type = { "failer", failer_start, failer_event, NULL, NULL };
 
 /* n_lps failers (ids 0..n-1) spread over the workers, with a ring of 3 LPs
  * after them; lat 1000 so that every failure falls in the same window. */
@@ -680,7 +680,7 @@ static int start_fails(kb_lp *lp)
 	return KB_EIO;
 }
 
-static const kb_lp_type start_fail_type = { "sfail", start_fails, recv_event, NULL };
+static const kb_lp_type start_fail_type = { "sfail", start_fails, recv_event, NULL, NULL };
 
 START_TEST(start_error_plain_return)
 {
@@ -797,8 +797,8 @@ static int sink_event(kb_lp *lp, const kb_event *ev)
 	return KB_OK;
 }
 
-static const kb_lp_type talker_type = { "talker", talker_start, talker_event, NULL };
-static const kb_lp_type sink_type = { "sink", NULL, sink_event, NULL };
+static const kb_lp_type talker_type = { "talker", talker_start, talker_event, NULL, NULL };
+static const kb_lp_type sink_type = { "sink", NULL, sink_event, NULL, NULL };
 
 /* One-way traffic between two workers: the nodes freed by the receiving
  * worker should come back to the sender's pool (or the pools be bounded),
@@ -937,17 +937,13 @@ Suite *sim_suite(void)
 	tcase_add_test(errors, request_stop);
 	tcase_add_test(errors, handler_error_first_wins);
 	tcase_add_test(errors, handler_error_plain_return);
-	/* KNOWN BUG, see start_error_plain_return: enable once fixed.
-	 * tcase_add_test(errors, start_error_plain_return); */
-	(void)start_error_plain_return;
+	tcase_add_test(errors, start_error_plain_return);
 	suite_add_tcase(s, errors);
 
 	tcase_set_timeout(timec, 60);
 	tcase_add_test(timec, cycles_to_ps_rounding);
 	tcase_add_test(timec, empty_stretches_skipped);
-	/* KNOWN BUG, see one_way_traffic_memory: enable once fixed.
-	 * tcase_add_test(timec, one_way_traffic_memory); */
-	(void)one_way_traffic_memory;
+	tcase_add_test(timec, one_way_traffic_memory);
 	suite_add_tcase(s, timec);
 
 	tcase_set_timeout(synth, 60);
