@@ -187,17 +187,27 @@ void kb__worker_pool_free(kb_worker *w)
 	w->free_nodes = NULL;
 }
 
-/* Takes back the nodes other workers returned. Called only while no drain
- * runs, so no producer is mid-enqueue. */
+/* Next node of a queue (single consumer, non-blocking), or NULL. Callers
+ * run when no producer can be mid-enqueue (after a barrier, or before the
+ * next drain), so a would-block answer cannot hide a message. */
+static kb_msgnode *pop_node(struct __cds_wfcq_head *head, struct cds_wfcq_tail *tail)
+{
+	struct cds_wfcq_node *qn = __cds_wfcq_dequeue_nonblocking(head, tail);
+	kb_msgnode *n;
+
+	if (!qn || qn == CDS_WFCQ_WOULDBLOCK)
+		return NULL;
+	n = caa_container_of(qn, kb_msgnode, node);
+	KB_TSAN_ACQUIRE(n);
+	return n;
+}
+
+/* Takes back the nodes other workers returned. */
 static void reclaim_nodes(kb_worker *w)
 {
-	struct cds_wfcq_node *qn;
+	kb_msgnode *n;
 
-	while ((qn = __cds_wfcq_dequeue_nonblocking(&w->ret_head, &w->ret_tail)) &&
-	       qn != CDS_WFCQ_WOULDBLOCK) {
-		kb_msgnode *n = caa_container_of(qn, kb_msgnode, node);
-
-		KB_TSAN_ACQUIRE(n);
+	while ((n = pop_node(&w->ret_head, &w->ret_tail))) {
 		n->next_free = w->free_nodes;
 		w->free_nodes = n;
 	}
@@ -365,17 +375,11 @@ void kb__worker_drain(kb_worker *w)
 {
 	for (size_t i = 0; i < w->n_lps; i++) {
 		kb_lp *lp = w->members[i];
-		struct cds_wfcq_node *qn;
+		kb_msgnode *n;
 
 		if (cds_wfcq_empty(&lp->inbox_head, &lp->inbox_tail))
 			continue;
-		while ((qn = __cds_wfcq_dequeue_nonblocking(&lp->inbox_head, &lp->inbox_tail))) {
-			kb_msgnode *n;
-
-			if (qn == CDS_WFCQ_WOULDBLOCK)
-				continue;  /* cannot happen after the barrier; retry */
-			n = caa_container_of(qn, kb_msgnode, node);
-			KB_TSAN_ACQUIRE(n);
+		while ((n = pop_node(&lp->inbox_head, &lp->inbox_tail))) {
 			if (evheap_push(&lp->heap, &n->ev))
 				w->alloc_failed = 1;
 			if (n->owner == w) {
@@ -628,13 +632,9 @@ int kb__sim_run(kb_sim *sim, kb_error *err)
 /* Events a stopped run never delivered: let their type free what they own. */
 static void discard_undelivered(kb_lp *lp)
 {
-	struct cds_wfcq_node *qn;
+	kb_msgnode *n;
 
-	while ((qn = __cds_wfcq_dequeue_nonblocking(&lp->inbox_head, &lp->inbox_tail)) &&
-	       qn != CDS_WFCQ_WOULDBLOCK) {
-		kb_msgnode *n = caa_container_of(qn, kb_msgnode, node);
-
-		KB_TSAN_ACQUIRE(n);
+	while ((n = pop_node(&lp->inbox_head, &lp->inbox_tail))) {
 		if (lp->type->discard)
 			lp->type->discard(&n->ev);
 	}
