@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,13 +17,21 @@ typedef struct lane_entry {
 	uint32_t text_len;
 } lane_entry;
 
-struct kb_oplog_lane {
-	uint32_t order;
+/* Records and their text, appended at the end, consumed from head. */
+typedef struct lane_buf {
 	lane_entry *ent;
 	size_t n, cap, head;
 	char *text;
 	size_t text_n, text_cap;
-	int oom;
+} lane_buf;
+
+/* A lane is written by its LP's thread (cur) and read by the sink: either
+ * in place up to a time bound (sequential executor), or as a sealed buffer
+ * (ready) that the sink merges while the LP goes on writing cur. */
+struct kb_oplog_lane {
+	uint32_t order;
+	lane_buf cur, ready;
+	atomic_int oom;          /* set by the writer, read by the sink */
 };
 
 struct kb_oplog {
@@ -37,6 +46,7 @@ struct kb_oplog {
 	void *payload;
 	uint64_t records;
 	int failed;
+	int merging_ready;       /* which buffer of each lane merge() reads */
 	kb_error error;
 };
 
@@ -114,7 +124,7 @@ kb_oplog_lane *kb__oplog_lane(kb_oplog *log, uint32_t order)
 	return lane;
 }
 
-static int lane_reserve(kb_oplog_lane *lane, size_t text_len)
+static int lane_reserve(lane_buf *lane, size_t text_len)
 {
 	if (lane->n == lane->cap) {
 		size_t cap = lane->cap ? 2 * lane->cap : 64;
@@ -221,27 +231,35 @@ int kb__oplog_emit(kb_oplog_lane *lane, const kb_oplog_record *rec, const char *
 	int n = format_record(buf, sizeof(buf), rec, extra);
 	lane_entry *e;
 
-	if (n < 0 || lane_reserve(lane, (size_t)n)) {
-		lane->oom = 1;
+	lane_buf *b = &lane->cur;
+
+	if (n < 0 || lane_reserve(b, (size_t)n)) {
+		atomic_store_explicit(&lane->oom, 1, memory_order_relaxed);
 		return KB_ENOMEM;
 	}
-	e = &lane->ent[lane->n++];
+	e = &b->ent[b->n++];
 	e->rec = *rec;
 	e->rec.json = NULL;
-	e->text_off = lane->text_n;
+	e->text_off = b->text_n;
 	e->text_len = (uint32_t)n;
-	memcpy(lane->text + lane->text_n, buf, (size_t)n);
-	lane->text_n += (size_t)n;
+	memcpy(b->text + b->text_n, buf, (size_t)n);
+	b->text_n += (size_t)n;
 	return KB_OK;
+}
+
+/* The buffer a merge reads: cur (in place, up to a bound) or ready (sealed). */
+static lane_buf *merge_buf(const kb_oplog *log, uint32_t i)
+{
+	return log->merging_ready ? &log->lanes[i]->ready : &log->lanes[i]->cur;
 }
 
 /* Merge order: (t1 of the lane's head, lane order). */
 static int lane_less(const kb_oplog *log, uint32_t a, uint32_t b)
 {
-	const kb_oplog_lane *la = log->lanes[a], *lb = log->lanes[b];
+	const lane_buf *la = merge_buf(log, a), *lb = merge_buf(log, b);
 	kb_time ta = la->ent[la->head].rec.t1_ps, tb = lb->ent[lb->head].rec.t1_ps;
 
-	return ta < tb || (ta == tb && la->order < lb->order);
+	return ta < tb || (ta == tb && log->lanes[a]->order < log->lanes[b]->order);
 }
 
 static void heap_down(kb_oplog *log, size_t n, size_t i)
@@ -294,7 +312,7 @@ static int sink_record(kb_oplog *log, kb_oplog_record *rec, const char *text, si
 	return log->failed ? log->error.code : KB_OK;
 }
 
-static void lane_compact(kb_oplog_lane *lane)
+static void buf_compact(lane_buf *lane)
 {
 	size_t keep = lane->n - lane->head, off;
 
@@ -314,34 +332,34 @@ static void lane_compact(kb_oplog_lane *lane)
 	lane->head = 0;
 }
 
-int kb__oplog_flush(kb_oplog *log, kb_time bound, kb_error *err)
+/* k-way merge of every lane's buffer (cur or ready) up to bound. */
+static int merge(kb_oplog *log, int ready, kb_time bound, kb_error *err)
 {
 	size_t hn = 0;
 
-	if (!log)
-		return KB_OK;
+	log->merging_ready = ready;
 	for (size_t i = 0; i < log->n_lanes; i++) {
-		kb_oplog_lane *lane = log->lanes[i];
+		lane_buf *b = merge_buf(log, (uint32_t)i);
 
-		if (lane->oom)
+		if (atomic_load_explicit(&log->lanes[i]->oom, memory_order_relaxed))
 			return kb__err(err, KB_ENOMEM, "out of memory buffering op_log records");
-		if (lane->head < lane->n && lane->ent[lane->head].rec.t1_ps < bound)
+		if (b->head < b->n && b->ent[b->head].rec.t1_ps < bound)
 			log->heap[hn++] = (uint32_t)i;
 	}
 	for (size_t i = hn / 2; i-- > 0;)
 		heap_down(log, hn, i);
 	while (hn > 0) {
-		kb_oplog_lane *lane = log->lanes[log->heap[0]];
-		lane_entry *e = &lane->ent[lane->head++];
+		lane_buf *b = merge_buf(log, log->heap[0]);
+		lane_entry *e = &b->ent[b->head++];
 
-		if (sink_record(log, &e->rec, lane->text + e->text_off, e->text_len))
+		if (sink_record(log, &e->rec, b->text + e->text_off, e->text_len))
 			break;
-		if (lane->head == lane->n || lane->ent[lane->head].rec.t1_ps >= bound)
+		if (b->head == b->n || b->ent[b->head].rec.t1_ps >= bound)
 			log->heap[0] = log->heap[--hn];
 		heap_down(log, hn, 0);
 	}
 	for (size_t i = 0; i < log->n_lanes; i++)
-		lane_compact(log->lanes[i]);
+		buf_compact(merge_buf(log, (uint32_t)i));
 	if (log->file && !log->failed && fflush(log->file) == EOF)
 		write_error(log, "op_log", log->path);
 	if (log->failed) {
@@ -351,12 +369,41 @@ int kb__oplog_flush(kb_oplog *log, kb_time bound, kb_error *err)
 	return KB_OK;
 }
 
+int kb__oplog_flush(kb_oplog *log, kb_time bound, kb_error *err)
+{
+	int rc;
+
+	if (!log)
+		return KB_OK;
+	rc = merge(log, 1, KB_TIME_INF, err);   /* sealed records come first */
+	return rc ? rc : merge(log, 0, bound, err);
+}
+
+void kb__oplog_seal(kb_oplog *log)
+{
+	for (size_t i = 0; log && i < log->n_lanes; i++) {
+		kb_oplog_lane *l = log->lanes[i];
+
+		if (l->cur.n > l->cur.head) {
+			lane_buf t = l->ready;
+
+			l->ready = l->cur;
+			l->cur = t;
+		}
+	}
+}
+
+int kb__oplog_flush_sealed(kb_oplog *log, kb_error *err)
+{
+	return log ? merge(log, 1, KB_TIME_INF, err) : KB_OK;
+}
+
 size_t kb__oplog_buffered(const kb_oplog *log)
 {
 	size_t n = 0;
 
 	for (size_t i = 0; log && i < log->n_lanes; i++)
-		n += log->lanes[i]->n - log->lanes[i]->head;
+		n += log->lanes[i]->cur.n - log->lanes[i]->cur.head;
 	return n;
 }
 
@@ -396,8 +443,10 @@ void kb__oplog_destroy(kb_oplog *log)
 		kb__trace_free(log->trace);
 	}
 	for (size_t i = 0; i < log->n_lanes; i++) {
-		free(log->lanes[i]->ent);
-		free(log->lanes[i]->text);
+		free(log->lanes[i]->cur.ent);
+		free(log->lanes[i]->cur.text);
+		free(log->lanes[i]->ready.ent);
+		free(log->lanes[i]->ready.text);
 		free(log->lanes[i]);
 	}
 	free(log->lanes);

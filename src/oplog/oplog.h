@@ -43,7 +43,14 @@ kb_oplog_lane *kb__oplog_lane(kb_oplog *log, uint32_t order);
 int kb__oplog_emit(kb_oplog_lane *lane, const kb_oplog_record *rec, const char *extra);
 /* Merges and writes every record with t1 < bound (KB_TIME_INF: all). */
 int kb__oplog_flush(kb_oplog *log, kb_time bound, kb_error *err);
-/* Records buffered in lanes and not yet flushed. */
+/* Parallel executor: when every buffered record is final (a window has
+ * closed), seal the lanes: their records move aside for
+ * kb__oplog_flush_sealed, which the sink thread may run while the LPs'
+ * threads go on writing new records. Sealed records come before any
+ * record written after the seal. Call flush_sealed before sealing again. */
+void kb__oplog_seal(kb_oplog *log);
+int kb__oplog_flush_sealed(kb_oplog *log, kb_error *err);
+/* Records buffered in lanes (not sealed) and not yet flushed. */
 size_t kb__oplog_buffered(const kb_oplog *log);
 /* Flushes all, closes files; fills sha256 hex and the record count. */
 int kb__oplog_finish(kb_oplog *log, char sha_hex[65], uint64_t *records, kb_error *err);

@@ -83,6 +83,7 @@ struct kb_sim {
 	atomic_uint claim_next, drain_next;
 	_Atomic unsigned job_sleepers;
 	unsigned ncpu;
+	int sealed;              /* op_log records sealed, not yet written */
 	atomic_int stop;
 	int ran;
 };

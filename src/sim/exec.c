@@ -220,22 +220,40 @@ static int window_is_dense(const kb_sim *sim, kb_time bound, unsigned active)
 	return n >= cap;
 }
 
-static void run_window(kb_sim *sim, kb_time bound, unsigned active, int dense)
+/* Merges the op_log records sealed at the end of an earlier window. */
+static int flush_sealed(kb_sim *sim, kb_error *err)
 {
+	if (!sim->sealed)
+		return KB_OK;
+	sim->sealed = 0;
+	return kb__oplog_flush_sealed(sim->cfg.oplog, err);
+}
+
+static int run_window(kb_sim *sim, kb_time bound, unsigned active, int dense, kb_error *err)
+{
+	int rc;
+
 	if (dense) {
 		unsigned threads = active < sim->ncpu ? active : sim->ncpu;
 
 		sim->bound = bound;
 		post_job(sim, threads - 1);
+		/* The coordinator writes the op_log while the helpers start the
+		 * window; it claims workers too once done, so nobody waits. */
+		rc = flush_sealed(sim, err);
 		help(sim);
 		sim->stats.parallel_windows++;
-		return;
+		return rc;
 	}
+	rc = flush_sealed(sim, err);
+	if (rc)
+		return rc;
 	for (unsigned i = 0; i < sim->n_workers; i++)
 		if (kb__worker_min(&sim->workers[i]) < bound)
 			kb__worker_window(&sim->workers[i], bound, UINT64_MAX);
 	for (unsigned i = 0; i < sim->n_workers; i++)
 		kb__worker_drain(&sim->workers[i]);
+	return KB_OK;
 }
 
 static int any_error(const kb_sim *sim)
@@ -277,12 +295,17 @@ int kb__exec_parallel(kb_sim *sim, kb_error *err)
 
 		if (t == KB_TIME_INF)
 			break;
-		run_window(sim, bound, active, window_is_dense(sim, bound, active));
+		rc = run_window(sim, bound, active, window_is_dense(sim, bound, active), err);
 		sim->stats.windows++;
+		if (rc)
+			goto stop;
+		/* Every record so far ends before bound: seal them for the sink. */
 		if (sim->cfg.oplog && kb__oplog_buffered(sim->cfg.oplog) > FLUSH_RECORDS) {
-			rc = flush_log(sim, bound, err);
+			rc = flush_sealed(sim, err);
 			if (rc)
 				goto stop;
+			kb__oplog_seal(sim->cfg.oplog);
+			sim->sealed = 1;
 		}
 	}
 stop:
