@@ -148,7 +148,7 @@ static double sweep_once(unsigned jobs, size_t *rows)
 	if (!rc)
 		rc = kb_sweep_add_bench(s, "gqa_decode_opt3", &err);
 	if (!rc)
-		rc = kb_sweep_add_param(s, "S_kv", g_short ? "1024,2048" : "4096,8192", &err);
+		rc = kb_sweep_add_param(s, "S_kv", g_short ? "1024,2048" : "16384,32768", &err);
 	if (!rc)
 		rc = kb_sweep_add_set(s, "pe_cost_model.r_cycles_per_byte",
 				      "0.25,0.125,0.0625,0.03125,0.015625,0.0078125,0.00390625,0", &err);
@@ -178,6 +178,14 @@ static void sweep(void)
 	double t1 = sweep_once(1, &rows1);
 	long rss1 = maxrss_kb();
 	double t2 = sweep_once(2, &rows2);
+
+	/* Best of three of each: the least disturbed by other load. */
+	for (int i = 0; i < (g_short ? 0 : 2); i++) {
+		double a = sweep_once(1, &rows1), b = sweep_once(2, &rows2);
+
+		t1 = a < t1 ? a : t1;
+		t2 = b < t2 ? b : t2;
+	}
 
 	printf("== sweep: %zu points (2 benches x 2 S_kv x 8 R), -j 1 vs -j 2\n", rows1);
 	printf("  -j 1: %.3f s   -j 2: %.3f s   speed-up %.2fx (goal >= 1.85x on 2 cores)\n", t1, t2,

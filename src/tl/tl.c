@@ -283,12 +283,26 @@ static void seg_remove(kb_tl *tl, size_t at)
 	tl->n_segs--;
 }
 
+/* First block (sorted by offset) whose end lies above `addr`. */
+static size_t seg_first_ending_above(const kb_tl *tl, uint64_t addr)
+{
+	size_t lo = 0, hi = tl->n_segs;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (tl->segs[mid].off + tl->segs[mid].size <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 static int tcm_try_alloc(kb_tl *tl, uint64_t size, uint64_t *off, uint64_t *fence)
 {
-	size_t start = 0;
+	size_t start = seg_first_ending_above(tl, tl->cursor);
 
-	while (start < tl->n_segs && tl->segs[start].off + tl->segs[start].size <= tl->cursor)
-		start++;
 	for (size_t k = 0; k < tl->n_segs; k++) {
 		size_t i = (start + k) % tl->n_segs;
 		kb_seg *s = &tl->segs[i];
@@ -358,12 +372,11 @@ int kb__tcm_alloc(kb_tl *tl, uint64_t bytes, uint64_t *off, uint64_t *fence)
 void kb__tcm_free(kb_tl *tl, uint64_t off, uint64_t bytes)
 {
 	uint64_t size = (bytes + TCM_ALIGN - 1) / TCM_ALIGN * TCM_ALIGN, fence = tl->next_cmd;
-	size_t i = 0;
+	size_t i;
 
 	if (size == 0)
 		size = TCM_ALIGN;
-	while (i < tl->n_segs && tl->segs[i].off < off)
-		i++;
+	i = seg_first_ending_above(tl, off);   /* free blocks never overlap off */
 	tl->tcm_used -= size;
 	if (i > 0 && tl->segs[i - 1].off + tl->segs[i - 1].size == off && tl->segs[i - 1].fence == fence) {
 		tl->segs[i - 1].size += size;
