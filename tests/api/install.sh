@@ -53,7 +53,9 @@ esac
 
 for ex in embed_gemm embed_rsweep; do
 	# -std=c11 -pedantic: the examples use nothing but the public API.
-	if ! $CC -std=c11 -pedantic -Wall -Wextra -Werror -o "$tmp/$ex" \
+	# A sanitizer build installs an instrumented library: link the
+	# runtime the same way (KB_SAN_FLAGS is empty otherwise).
+	if ! $CC -std=c11 -pedantic -Wall -Wextra -Werror ${KB_SAN_FLAGS:-} -o "$tmp/$ex" \
 		"$abs_top_srcdir/doc/examples/$ex.c" $flags -lm; then
 		echo "FAIL: $ex does not build against the installed library"
 		status=1
