@@ -46,7 +46,7 @@
 #include "cli/cli.h"
 #include "cli/mpi_sweep.h"
 
-#define POLL_NS 200000L        /* 0.2 ms between polls of an idle main thread */
+#define POLL_NS 2000000L       /* 2 ms between polls of an idle main thread */
 #define HEARTBEAT_S 2.0
 #define DEFAULT_TIMEOUT_S 60.0
 #define WINDOW_PER_JOB 4
