@@ -105,7 +105,8 @@ typedef struct kb_cmd {
 	uint32_t tag;
 	/* ERROR: the validation error the kernel hit at this point */
 	kb_error *error;
-	char site[96];           /* kernel call site "file:line" */
+	const char *file;        /* kernel call site (a __FILE__ string) */
+	int line;
 } kb_cmd;
 
 /* ---- cost model (ADR-0064 Rev2 as the seeds quote it) ---- */

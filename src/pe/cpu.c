@@ -195,8 +195,8 @@ static int cpu_pending(kb_lp *lp, char *buf, size_t len)
 		snprintf(buf, len, "waits for %" PRIu64 " command(s) to finish after the kernel ended",
 			 c->outstanding);
 	else if (c->cur)
-		snprintf(buf, len, "waits to dispatch command %" PRIu64 " (%s, %s) for its operands",
-			 c->cur->id, kb__cmd_kind_name((int)c->cur->kind), c->cur->site);
+		snprintf(buf, len, "waits to dispatch command %" PRIu64 " (%s, %s:%d) for its operands",
+			 c->cur->id, kb__cmd_kind_name((int)c->cur->kind), c->cur->file, c->cur->line);
 	else
 		snprintf(buf, len, "has not finished its kernel");
 	return 1;

@@ -113,8 +113,8 @@ static int finish(kb_lp *lp, kb_engine *e, int ch)
 		rc = kb__plan_exec(p, (kb_phase)c->cur.w[3], c->cur.w[1], st, (uint32_t)c->cur.w[4],
 				   (uint32_t)c->cur.w[5], &err);
 		if (rc)
-			return kb__lp_fail(lp, rc, "command %" PRIu64 " (%s): %s", p->cmd->id,
-					   p->cmd->site, err.message);
+			return kb__lp_fail(lp, rc, "command %" PRIu64 " (%s:%d): %s", p->cmd->id,
+					   p->cmd->file, p->cmd->line, err.message);
 	}
 	rc = log_stage(lp, e, c, p, st);
 	if (rc)

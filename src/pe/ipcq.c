@@ -125,7 +125,7 @@ static int tx_done(kb_lp *lp, kb_ipcq *q)
 			memcpy(copy, p->run, kb__tview_bytes(&c->src));
 		if (rc) {
 			free(copy);
-			return kb__lp_fail(lp, rc, "command %" PRIu64 " (%s): %s", c->id, c->site, err.message);
+			return kb__lp_fail(lp, rc, "command %" PRIu64 " (%s:%d): %s", c->id, c->file, c->line, err.message);
 		}
 		msg.w[0] = (uint64_t)(uintptr_t)copy;
 	}
@@ -163,8 +163,8 @@ static int rx_done(kb_lp *lp, kb_ipcq *q)
 		q->rx_data.data = NULL;
 		rc = kb__plan_exec(p, KB_PH_LOOP, 0, &p->last[0], 0, 0, &err);
 		if (rc)
-			return kb__lp_fail(lp, rc, "command %" PRIu64 " (%s): %s", p->cmd->id,
-					   p->cmd->site, err.message);
+			return kb__lp_fail(lp, rc, "command %" PRIu64 " (%s:%d): %s", p->cmd->id,
+					   p->cmd->file, p->cmd->line, err.message);
 	}
 	rc = step_done(lp, q, &q->rx_cur, q->rx_t0);
 	return rc ? rc : rx_start(lp, q);
@@ -183,8 +183,8 @@ static int match(kb_lp *lp, kb_ipcq *q)
 				continue;
 			if (a->bytes != kb__tview_bytes(&c->dst))
 				return kb__lp_fail(lp, KB_EVALIDATE,
-						   "receive of %" PRIu64 " bytes from pe%u (tag %u) got %" PRIu64 " bytes (%s)",
-						   kb__tview_bytes(&c->dst), c->peer_pe, c->tag, a->bytes, c->site);
+						   "receive of %" PRIu64 " bytes from pe%u (tag %u) got %" PRIu64 " bytes (%s:%d)",
+						   kb__tview_bytes(&c->dst), c->peer_pe, c->tag, a->bytes, c->file, c->line);
 			if (q->rx_n == q->rx_cap) {
 				size_t cap = q->rx_cap ? 2 * q->rx_cap : 8;
 				kb_event *r = malloc(cap * sizeof(*r));
@@ -270,8 +270,8 @@ static int ipcq_pending(kb_lp *lp, char *buf, size_t len)
 	if (q->n_posted) {
 		const kb_cmd *c = plan_of(&q->posted[0])->cmd;
 
-		snprintf(buf, len, "waits for a message from pe%u (tag %u) for command %" PRIu64 " (%s)",
-			 c->peer_pe, c->tag, c->id, c->site);
+		snprintf(buf, len, "waits for a message from pe%u (tag %u) for command %" PRIu64 " (%s:%d)",
+			 c->peer_pe, c->tag, c->id, c->file, c->line);
 		return 1;
 	}
 	if (q->n_arrived) {

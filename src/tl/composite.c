@@ -520,12 +520,16 @@ KB_API kb_tl_tensor *kb_tl_composite_at(kb_tl *tl, const kb_tl_composite_desc *d
 		kb__tl_fail(tl, KB_V_UNKNOWN_OP, "unknown head op '%s'", d->op);
 		return NULL;
 	}
-	lw = calloc(1, sizeof(*lw));
-	if (!lw) {
+	/* One scratch per context: a composite lowers in a few hundred bytes of
+	 * it, and zeroing ~20 KB per command showed in long decode runs. */
+	if (!tl->lowering && !(tl->lowering = malloc(sizeof(*lw)))) {
 		kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory");
 		return NULL;
 	}
+	lw = tl->lowering;
 	lw->tl = tl;
+	lw->n_ops = lw->n_reads = lw->n_rw = lw->n_writes = 0;
+	lw->n_gemm = 0;
 	if (d->n_prologue && !d->prologue) {
 		kb__tl_fail(tl, KB_V_MISSING_OPERAND, "n_prologue is %zu but prologue is NULL", d->n_prologue);
 		goto done;
@@ -580,7 +584,6 @@ KB_API kb_tl_tensor *kb_tl_composite_at(kb_tl *tl, const kb_tl_composite_desc *d
 	if (build_cmd(lw, out))
 		result = NULL;
 done:
-	free(lw);
 	return result;
 }
 

@@ -438,7 +438,8 @@ kb_cmd *kb__tl_cmd_new(kb_tl *tl, kb_cmd_kind kind)
 	c->kind = kind;
 	c->pe = tl->cfg.pe;
 	c->id = tl->next_cmd;
-	snprintf(c->site, sizeof(c->site), "%s:%d", tl->op_file, tl->op_line);
+	c->file = tl->op_file;
+	c->line = tl->op_line;
 	return c;
 }
 
@@ -516,6 +517,7 @@ void kb__tl_destroy(kb_tl *tl)
 		free(tl->chunks[i]);
 	free(tl->chunks);
 	free(tl->segs);
+	free(tl->lowering);
 	free(tl);
 }
 

@@ -45,6 +45,7 @@ struct kb_tl {
 	kb_seg *segs;
 	size_t n_segs, cap_segs;
 	uint64_t cursor, tcm_used, leaked;
+	void *lowering;          /* composite.c's scratch, reused by every composite */
 };
 
 #define KB_TL_CHUNK 1024
