@@ -405,7 +405,7 @@ START_TEST(lookahead_violation_no_threads_left)
 
 	for (int i = 0; i < 20; i++) {
 		lookahead_once(0);
-		ck_assert_int_eq(thread_count(), before);
+		ck_assert_int_le(thread_count(), before);  /* none left running */
 	}
 }
 END_TEST
@@ -497,7 +497,7 @@ START_TEST(deadlock_detected)
 			      "threads %d: message '%s'", executors[e], err.message);
 		ck_assert_uint_eq(kb__sim_stats(m.sim)->end_time, 500);
 		kb__sim_destroy(m.sim);
-		ck_assert_int_eq(thread_count(), before);
+		ck_assert_int_le(thread_count(), before);  /* none left running */
 	}
 }
 END_TEST
@@ -587,7 +587,7 @@ START_TEST(request_stop)
 		ck_assert_msg(strstr(err.message, "stopped"), "message '%s'", err.message);
 		ck_assert_uint_lt(kb__sim_stats(m.sim)->events, 100000);
 		kb__sim_destroy(m.sim);
-		ck_assert_int_eq(thread_count(), before);
+		ck_assert_int_le(thread_count(), before);  /* none left running */
 	}
 }
 END_TEST
@@ -646,7 +646,7 @@ static void fail_case(int threads, const kb_time *at, uint32_t n, int code, uint
 			      strstr(err.message, when),
 		      "threads %d: message '%s', want %s at %s", threads, err.message, name, when);
 	kb__sim_destroy(m.sim);
-	ck_assert_int_eq(thread_count(), before);
+	ck_assert_int_le(thread_count(), before);  /* none left running */
 }
 
 START_TEST(handler_error_first_wins)
