@@ -14,28 +14,7 @@
 
 /* ---- captured commands and a minimal machine ---- */
 
-#define MAX_CAP 64
-
-typedef struct capture {
-	kb_cmd *c[MAX_CAP];
-	int n;
-} capture;
-
-static int cap_emit(void *ctx, kb_cmd *cmd)
-{
-	capture *cp = ctx;
-
-	ck_assert_int_lt(cp->n, MAX_CAP);
-	cp->c[cp->n++] = cmd;
-	return 0;
-}
-
-static void cap_clear(capture *cp)
-{
-	for (int i = 0; i < cp->n; i++)
-		kb__cmd_free(cp->c[i]);
-	cp->n = 0;
-}
+#include "capture.h"
 
 static kb_tl *new_tl(capture *cp)
 {

@@ -13,28 +13,7 @@
 #include "testutil.h"
 #include "tl/tl_int.h"
 
-#define MAX_CAP 256
-
-typedef struct capture {
-	kb_cmd *c[MAX_CAP];
-	int n;
-} capture;
-
-static int cap_emit(void *ctx, kb_cmd *cmd)
-{
-	capture *cp = ctx;
-
-	ck_assert_int_lt(cp->n, MAX_CAP);
-	cp->c[cp->n++] = cmd;
-	return 0;
-}
-
-static void cap_clear(capture *cp)
-{
-	for (int i = 0; i < cp->n; i++)
-		kb__cmd_free(cp->c[i]);
-	cp->n = 0;
-}
+#include "capture.h"
 
 /* The default calibration: FIXED 40 cycles, R 0.0625 cycles/byte, 1 GHz. */
 static kb_tl_config default_cfg(capture *cp)
