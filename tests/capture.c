@@ -17,3 +17,21 @@ void cap_clear(capture *cp)
 		kb__cmd_free(cp->c[i]);
 	cp->n = 0;
 }
+
+kb_tl_tensor *tcm2(kb_tl *tl, kb_dtype dt, int64_t r, int64_t c)
+{
+	int64_t s[2] = { r, c };
+	kb_tl_tensor *t = kb_tl_alloc(tl, dt, 2, s);
+
+	ck_assert_ptr_nonnull(t);
+	return t;
+}
+
+kb_tl_tensor *hbm2(kb_tl *tl, uint64_t addr, kb_dtype dt, int64_t r, int64_t c)
+{
+	int64_t s[2] = { r, c };
+	kb_tl_tensor *t = kb_tl_ref(tl, addr, dt, 2, s);
+
+	ck_assert_ptr_nonnull(t);
+	return t;
+}

@@ -1,7 +1,9 @@
-/* Commands a tl context emits, captured in program order (no simulation). */
+/* Helpers of the tl and pe suites: commands a tl context emits, captured in
+ * program order (no simulation), and 2-D tensors made with checks. */
 #ifndef KB_TESTS_CAPTURE_H
 #define KB_TESTS_CAPTURE_H
 
+#include "kernbench/tl.h"
 #include "pe/cmd.h"
 
 #define MAX_CAP 256
@@ -15,5 +17,8 @@ typedef struct capture {
 int cap_emit(void *ctx, kb_cmd *cmd);
 /* Frees every captured command. */
 void cap_clear(capture *cp);
+/* A (r, c) TCM tensor in the current scope; an HBM view at addr. */
+kb_tl_tensor *tcm2(kb_tl *tl, kb_dtype dt, int64_t r, int64_t c);
+kb_tl_tensor *hbm2(kb_tl *tl, uint64_t addr, kb_dtype dt, int64_t r, int64_t c);
 
 #endif

@@ -73,24 +73,6 @@ static kb_plan *plan_last(fixture *f)
 	return p;
 }
 
-static kb_tl_tensor *tcm2(kb_tl *tl, kb_dtype dt, int64_t r, int64_t c)
-{
-	int64_t s[2] = { r, c };
-	kb_tl_tensor *t = kb_tl_alloc(tl, dt, 2, s);
-
-	ck_assert_ptr_nonnull(t);
-	return t;
-}
-
-static kb_tl_tensor *hbm2(kb_tl *tl, uint64_t addr, kb_dtype dt, int64_t r, int64_t c)
-{
-	int64_t s[2] = { r, c };
-	kb_tl_tensor *t = kb_tl_ref(tl, addr, dt, 2, s);
-
-	ck_assert_ptr_nonnull(t);
-	return t;
-}
-
 /* Checks a stage template against (kind, eng, op, operand) rows. */
 static void expect_stages(const kb_stage_ref *st, uint32_t n, const int (*want)[4], uint32_t n_want,
 			  const char *what)

@@ -51,24 +51,6 @@ static const kb_tview *view_of(kb_tl *tl, kb_tl_tensor *t)
 	return &h->view;
 }
 
-static kb_tl_tensor *tcm2(kb_tl *tl, kb_dtype dt, int64_t r, int64_t c)
-{
-	int64_t s[2] = { r, c };
-	kb_tl_tensor *t = kb_tl_alloc(tl, dt, 2, s);
-
-	ck_assert_ptr_nonnull(t);
-	return t;
-}
-
-static kb_tl_tensor *hbm2(kb_tl *tl, uint64_t addr, kb_dtype dt, int64_t r, int64_t c)
-{
-	int64_t s[2] = { r, c };
-	kb_tl_tensor *t = kb_tl_ref(tl, addr, dt, 2, s);
-
-	ck_assert_ptr_nonnull(t);
-	return t;
-}
-
 static int has_id(const uint64_t *v, uint32_t n, uint64_t id)
 {
 	for (uint32_t i = 0; i < n; i++)
