@@ -27,8 +27,8 @@
 #include "testutil.h"
 
 #include "base/fp16.h"
-#include "runtime/npy.h"
-#include "runtime/numerics.h"
+#include "num/npy.h"
+#include "bench/rng.h"
 
 /* ------------------------------------------------------------------ */
 /* helpers                                                             */

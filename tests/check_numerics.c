@@ -14,8 +14,10 @@
 #include <unistd.h>
 
 #include "base/fp16.h"
-#include "runtime/npy.h"
-#include "runtime/numerics.h"
+#include "num/npy.h"
+#include "bench/reference.h"
+#include "bench/rng.h"
+#include "num/kernels.h"
 
 Suite *numerics_suite(void);
 

@@ -878,7 +878,7 @@ END_TEST
  *    drawn (delay first, then the remote coin, then the target), the delay
  *    law (lookahead + uniform integer in [0, 2 mean]), the quota rule or the
  *    default parameters (lookahead_ns 1, mean_ns 10, remote 0.9);
- *  - the generator itself (kb_rng in src/runtime/numerics.c);
+ *  - the generator itself (kb_rng in src/bench/rng.c);
  *  - the event order of the core ((time, source LP, source seq));
  *  - the op_log record format (key order, the "src" member of "event"
  *    records, number formatting) or record order.

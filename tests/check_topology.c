@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "kernbench/topology.h"
-#include "runtime/topology.h"
+#include "model/topology.h"
 
 Suite *topology_suite(void);
 

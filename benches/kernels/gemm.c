@@ -10,6 +10,7 @@
 
 #include "base/err.h"
 #include "bench/bench_util.h"
+#include "bench/reference.h"
 
 typedef struct gemm_args {
 	int64_t M, K, N;

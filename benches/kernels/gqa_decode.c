@@ -27,6 +27,7 @@
 
 #include "base/err.h"
 #include "bench/bench_util.h"
+#include "bench/reference.h"
 
 typedef struct decode_args {
 	int64_t G, d, S, T;       /* query heads per KV head, head dim, KV length, tile */

@@ -17,7 +17,7 @@
 #include "base/err.h"
 #include "bench/bench_impl.h"
 #include "oplog/oplog.h"
-#include "runtime/numerics.h"
+#include "bench/rng.h"
 #include "sim/sim.h"
 
 typedef struct phold_lp {

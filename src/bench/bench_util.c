@@ -8,7 +8,8 @@
 #include "base/err.h"
 #include "base/fp16.h"
 #include "bench/bench_util.h"
-#include "runtime/npy.h"
+#include "bench/reference.h"
+#include "num/npy.h"
 
 int kb__bench_input(kb_simulation *sim, kb_rng *rng, kb_dtype dt, int rank, const int64_t *shape,
 		    double std, uint64_t *addr, double **host, kb_error *err)

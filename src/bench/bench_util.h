@@ -2,7 +2,7 @@
 #define KB_BENCH_BENCH_UTIL_H
 
 #include "bench/bench_impl.h"
-#include "runtime/numerics.h"
+#include "bench/rng.h"
 #include "runtime/simulation_impl.h"
 
 /* Allocates an HBM tensor filled with N(0, std) values rounded to dt;

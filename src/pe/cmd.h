@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "kernbench/common.h"
-#include "runtime/numerics.h"
+#include "num/math_op.h"
 
 typedef enum kb_space { KB_SPACE_HBM = 0, KB_SPACE_TCM = 1 } kb_space;
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "base/err.h"
-#include "pe/kernel.h"
+#include "runtime/kernel.h"
 
 kb_time kb__pe_ps(const kb_machine *m, double cycles)
 {

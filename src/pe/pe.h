@@ -12,8 +12,8 @@
 #include "base/time.h"
 #include "oplog/oplog.h"
 #include "pe/cmd.h"
-#include "runtime/memstore.h"
-#include "runtime/topology.h"
+#include "model/memstore.h"
+#include "model/topology.h"
 #include "sim/sim.h"
 
 #define KB_PE_LPS 7   /* LPs per PE, in kb_eng order (cpu .. ipcq) */

@@ -16,6 +16,7 @@
 
 #include "base/err.h"
 #include "base/fp16.h"
+#include "num/kernels.h"
 #include "pe/plan.h"
 
 static kb_region region(const kb_tview *t, uint32_t pe, int64_t row0, int64_t col0, int64_t rows,

@@ -13,11 +13,11 @@
 #include "base/err.h"
 #include "kernbench/simulation.h"
 #include "oplog/oplog.h"
-#include "pe/kernel.h"
+#include "runtime/kernel.h"
 #include "pe/machine.h"
-#include "runtime/memstore.h"
+#include "model/memstore.h"
 #include "runtime/simulation_impl.h"
-#include "runtime/topology.h"
+#include "model/topology.h"
 
 typedef struct launch {
 	kb_kernel_fn fn;

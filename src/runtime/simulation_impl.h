@@ -3,8 +3,8 @@
 #define KB_RUNTIME_SIMULATION_IMPL_H
 
 #include "kernbench/simulation.h"
-#include "runtime/memstore.h"
-#include "runtime/topology.h"
+#include "model/memstore.h"
+#include "model/topology.h"
 
 kb_memstore *kb__simulation_mem(kb_simulation *s);
 const kb_topo_params *kb__simulation_params(const kb_simulation *s);

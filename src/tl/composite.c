@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "num/kernels.h"
 #include "tl/recipes.h"
 #include "tl/tl_int.h"
 

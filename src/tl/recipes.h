@@ -7,7 +7,9 @@
 #ifndef KB_TL_RECIPES_H
 #define KB_TL_RECIPES_H
 
-#include "runtime/numerics.h"
+#include <stddef.h>
+
+#include "num/math_op.h"
 
 #define KB_RECIPE_MAX_OPERANDS 6
 #define KB_RECIPE_MAX_SCRATCH 6

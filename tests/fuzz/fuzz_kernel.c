@@ -22,7 +22,7 @@
 #include "kernbench/simulation.h"
 #include "kernbench/tl.h"
 #include "pe/cmd.h"
-#include "runtime/numerics.h"
+#include "num/math_op.h"
 #include "tl/tl_impl.h"
 
 #define MAX_OPS 96

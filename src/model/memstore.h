@@ -9,8 +9,8 @@
  * which carry the happens-before; the written-bytes bitmaps are updated
  * atomically because neighbouring tensors may share a bitmap byte.
  */
-#ifndef KB_RUNTIME_MEMSTORE_H
-#define KB_RUNTIME_MEMSTORE_H
+#ifndef KB_MODEL_MEMSTORE_H
+#define KB_MODEL_MEMSTORE_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-#include "pe/kernel.h"
+#include "runtime/kernel.h"
 
 #include <pthread.h>
 #include <stdlib.h>

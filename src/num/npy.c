@@ -2,7 +2,7 @@
  * .npy writer and reader. Element bytes are produced and consumed one byte
  * at a time in little-endian order, so the files are the same on any host.
  */
-#include "runtime/npy.h"
+#include "num/npy.h"
 
 #include <errno.h>
 #include <stdio.h>

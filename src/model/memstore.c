@@ -1,4 +1,4 @@
-#include "runtime/memstore.h"
+#include "model/memstore.h"
 
 #include <stdlib.h>
 #include <string.h>

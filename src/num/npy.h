@@ -8,8 +8,8 @@
  *
  * Thread rules: any thread; two threads must not write the same path.
  */
-#ifndef KB_RUNTIME_NPY_H
-#define KB_RUNTIME_NPY_H
+#ifndef KB_NUM_NPY_H
+#define KB_NUM_NPY_H
 
 #include <stdint.h>
 

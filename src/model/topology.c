@@ -7,7 +7,7 @@
  * the build embeds as a byte array; every load starts by parsing it, so there
  * is no global mutable state and no cache to lock.
  */
-#include "runtime/topology.h"
+#include "model/topology.h"
 
 #include <errno.h>
 #include <math.h>
@@ -25,9 +25,9 @@ struct kb_topology {
 	kb_topo_params p;
 };
 
-/* Generated from src/runtime/default_topology.json by src/runtime/topology.am. */
+/* Generated from src/model/default_topology.json by src/model/local.am. */
 static const unsigned char default_json[] = {
-#include "src/runtime/default_topology.inc"
+#include "src/model/default_topology.inc"
 };
 
 enum kind { K_STRING, K_REAL, K_U32, K_U64 };

@@ -6,8 +6,8 @@
  * ahead changes nothing simulated: PE_CPU consumes commands in program
  * order and models every wait in simulated time.
  */
-#ifndef KB_PE_KERNEL_H
-#define KB_PE_KERNEL_H
+#ifndef KB_RUNTIME_KERNEL_H
+#define KB_RUNTIME_KERNEL_H
 
 #include "kernbench/tl.h"
 #include "pe/pe.h"

@@ -1,10 +1,10 @@
 /*
  * Internal view of a topology: the validated, typed parameters the
- * simulator reads. Filled only by src/runtime/topology.c, whose schema table
+ * simulator reads. Filled only by src/model/topology.c, whose schema table
  * maps every JSON key to one field here.
  */
-#ifndef KB_RUNTIME_TOPOLOGY_H
-#define KB_RUNTIME_TOPOLOGY_H
+#ifndef KB_MODEL_TOPOLOGY_H
+#define KB_MODEL_TOPOLOGY_H
 
 #include <stdint.h>
 

@@ -1,60 +1,14 @@
 /*
- * Data-mode numerics. See numerics.h for the contracts; comments here say
+ * Data-mode numerics. See kernels.h for the contracts; comments here say
  * why the code is shaped the way it is.
  */
-#include "runtime/numerics.h"
+#include "num/kernels.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "base/err.h"
-
-/* ---- kind table -------------------------------------------------------- */
-
-static const struct {
-	const char *name;
-	int arity;
-} kinds[KB_MATH_KIND_COUNT] = {
-	[KB_MATH_RMAX] = { "rmax", 1 },           [KB_MATH_MAX_ELEM] = { "max_elem", 2 },
-	[KB_MATH_EXP_DIFF] = { "exp_diff", 2 },   [KB_MATH_RSUM] = { "rsum", 1 },
-	[KB_MATH_FMA] = { "fma", 3 },             [KB_MATH_MUL_BCAST] = { "mul_bcast", 2 },
-	[KB_MATH_COPY] = { "copy", 1 },           [KB_MATH_ADD] = { "add", 2 },
-	[KB_MATH_SUB] = { "sub", 2 },             [KB_MATH_MUL] = { "mul", 2 },
-	[KB_MATH_BIAS] = { "bias", 2 },           [KB_MATH_SCALE] = { "scale", 1 },
-	[KB_MATH_RELU] = { "relu", 1 },           [KB_MATH_GELU] = { "gelu", 1 },
-	[KB_MATH_EXP] = { "exp", 1 },             [KB_MATH_DIV] = { "div", 2 },
-};
-
-static int kind_valid(kb_math_kind kind)
-{
-	return (int)kind >= 0 && kind < KB_MATH_KIND_COUNT;
-}
-
-const char *kb__math_kind_name(kb_math_kind kind)
-{
-	return kind_valid(kind) ? kinds[kind].name : "?";
-}
-
-int kb__math_kind_parse(const char *name, kb_math_kind *out)
-{
-	int i;
-
-	for (i = 0; name && i < KB_MATH_KIND_COUNT; i++) {
-		if (strcmp(name, kinds[i].name) == 0) {
-			*out = (kb_math_kind)i;
-			return KB_OK;
-		}
-	}
-	return KB_EINVAL;
-}
-
-int kb__math_arity(kb_math_kind kind)
-{
-	return kind_valid(kind) ? kinds[kind].arity : 0;
-}
-
-/* ---- shapes ------------------------------------------------------------ */
 
 int64_t kb__nshape_numel(const kb_nshape *s)
 {
@@ -369,20 +323,21 @@ static int check_args(kb_math_kind kind, const float *const *in, const kb_nshape
 	char s[96];
 	int i;
 
-	if (!kind_valid(kind))
+	if (kb__math_arity(kind) == 0) /* every valid kind has an input */
 		return kb__err(err, KB_EINVAL, "math: invalid kind %d", (int)kind);
-	if (n_in != kinds[kind].arity || (n_in > 0 && (!in || !sh)) || !out || !osh)
+	if (n_in != kb__math_arity(kind) || (n_in > 0 && (!in || !sh)) || !out || !osh)
 		return kb__err(err, KB_EINVAL, "%s: expects %d inputs and an output, got %d inputs",
-			       kinds[kind].name, kinds[kind].arity, n_in);
+			       kb__math_kind_name(kind), kb__math_arity(kind), n_in);
 	for (i = 0; i <= n_in; i++) {
 		const kb_nshape *x = i < n_in ? &sh[i] : osh;
 
 		if (kb__nshape_numel(x) < 0)
 			return kb__err(err, KB_EINVAL, "%s: invalid shape %s of %s %d",
-				       kinds[kind].name, fmt_shape(s, sizeof(s), x),
+				       kb__math_kind_name(kind), fmt_shape(s, sizeof(s), x),
 				       i < n_in ? "input" : "output", i < n_in ? i : 0);
 		if (i < n_in && !in[i])
-			return kb__err(err, KB_EINVAL, "%s: input %d is NULL", kinds[kind].name, i);
+			return kb__err(err, KB_EINVAL, "%s: input %d is NULL",
+				       kb__math_kind_name(kind), i);
 	}
 	return KB_OK;
 }
@@ -453,161 +408,4 @@ void kb__gemm_tile(float *acc, const float *a, const float *b, int64_t m, int64_
 		gemm_nt(acc, a, b, m, k, n, lda, ldb, ldacc);
 	else
 		gemm_nn(acc, a, b, m, k, n, lda, ldb, ldacc);
-}
-
-/* ---- host references (double, plain loops) ------------------------------ */
-
-static double dot(const double *x, const double *y, int64_t n)
-{
-	double s = 0.0;
-	int64_t i;
-
-	for (i = 0; i < n; i++)
-		s += x[i] * y[i];
-	return s;
-}
-
-/*
- * One query row. Two passes over k (max, then exp-weighted sum) recompute
- * the scores instead of storing them, so the reference needs no allocation.
- */
-static void ref_attention_row(const double *q, const double *k, const double *v, double *o,
-			      int64_t s_kv, int64_t d, double scale)
-{
-	double mx = -INFINITY, sum = 0.0, w;
-	int64_t j, c;
-
-	for (j = 0; j < s_kv; j++)
-		mx = fmax(mx, dot(q, k + j * d, d) * scale);
-	for (c = 0; c < d; c++)
-		o[c] = 0.0;
-	for (j = 0; j < s_kv; j++) {
-		w = exp(dot(q, k + j * d, d) * scale - mx);
-		sum += w;
-		for (c = 0; c < d; c++)
-			o[c] += w * v[j * d + c];
-	}
-	for (c = 0; c < d; c++)
-		o[c] /= sum;
-}
-
-void kb__ref_attention(const double *q, const double *k, const double *v, double *o,
-		       int64_t g, int64_t s_kv, int64_t d, double scale)
-{
-	int64_t i;
-
-	for (i = 0; i < g; i++)
-		ref_attention_row(q + i * d, k, v, o + i * d, s_kv, d, scale);
-}
-
-void kb__ref_gemm(const double *a, const double *b, double *c, int64_t m, int64_t k,
-		  int64_t n)
-{
-	int64_t i, j, p;
-
-	for (i = 0; i < m; i++) {
-		for (j = 0; j < n; j++) {
-			double s = 0.0;
-
-			for (p = 0; p < k; p++)
-				s += a[i * k + p] * b[p * n + j];
-			c[i * n + j] = s;
-		}
-	}
-}
-
-void kb__err_stats(const float *got, const double *want, size_t n, double *max_abs,
-		   double *max_rel)
-{
-	double amax = 0.0, wmax = 0.0, diff;
-	int bad = 0; /* a NaN was seen: comparisons would silently drop it */
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		diff = fabs((double)got[i] - want[i]);
-		bad |= isnan(diff) || isnan(want[i]);
-		if (diff > amax)
-			amax = diff;
-		if (fabs(want[i]) > wmax)
-			wmax = fabs(want[i]);
-	}
-	if (bad)
-		amax = NAN;
-	if (max_abs)
-		*max_abs = amax;
-	if (max_rel)
-		*max_rel = wmax > 0.0 && !isinf(wmax) ? amax / wmax : amax;
-}
-
-/* ---- xoshiro256** ----------------------------------------------------------- */
-
-static uint64_t rotl64(uint64_t x, int k)
-{
-	return (x << k) | (x >> (64 - k));
-}
-
-/* splitmix64 spreads any seed (even 0) into a non-zero 256-bit state. */
-static uint64_t splitmix64(uint64_t *x)
-{
-	uint64_t z = (*x += UINT64_C(0x9e3779b97f4a7c15));
-
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return z ^ (z >> 31);
-}
-
-void kb__rng_seed(kb_rng *r, uint64_t seed)
-{
-	int i;
-
-	for (i = 0; i < 4; i++)
-		r->s[i] = splitmix64(&seed);
-}
-
-uint64_t kb__rng_next(kb_rng *r)
-{
-	uint64_t *s = r->s;
-	const uint64_t result = rotl64(s[1] * 5, 7) * 9;
-	const uint64_t t = s[1] << 17;
-
-	s[2] ^= s[0];
-	s[3] ^= s[1];
-	s[1] ^= s[2];
-	s[0] ^= s[3];
-	s[2] ^= t;
-	s[3] = rotl64(s[3], 45);
-	return result;
-}
-
-double kb__rng_uniform(kb_rng *r)
-{
-	return (double)(kb__rng_next(r) >> 11) * 0x1.0p-53;
-}
-
-double kb__rng_normal(kb_rng *r)
-{
-	double u, v, s;
-
-	do {
-		u = 2.0 * kb__rng_uniform(r) - 1.0;
-		v = 2.0 * kb__rng_uniform(r) - 1.0;
-		s = u * u + v * v;
-	} while (s >= 1.0 || s == 0.0);
-	/* The polar method yields two deviates; the state has no room for the
-	 * spare, so v's partner is dropped to keep kb_rng a plain 4-word state. */
-	return u * sqrt(-2.0 * log(s) / s);
-}
-
-uint64_t kb__rng_below(kb_rng *r, uint64_t n)
-{
-	/* Reject the lowest (2^64 mod n) values so every residue is equally likely. */
-	uint64_t threshold, x;
-
-	if (n == 0)
-		return 0;
-	threshold = (0 - n) % n;
-	do {
-		x = kb__rng_next(r);
-	} while (x < threshold);
-	return x % n;
 }
