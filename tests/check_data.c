@@ -641,6 +641,69 @@ START_TEST(softmax_merge_step)
 }
 END_TEST
 
+/*
+ * A recipe prologue before a MATH head that streams an HBM operand and
+ * writes an HBM output (ADR-0065 D4: the head may be gemm or math):
+ * y = exp(P * x) with P = exp(s - m_new) the recipe's primary output,
+ * auto-bound to the head's a. The head reads its own operands, not the
+ * last recipe op's result.
+ */
+typedef struct pmh_args {
+	uint64_t s, x, y, mo;
+} pmh_args;
+
+static void pmh_kernel(kb_tl *tl, void *p)
+{
+	const pmh_args *k = p;
+	int64_t ss[2] = { SG, ST }, s1[2] = { SG, 1 }, so[2] = { SG, SD };
+	kb_tl_tensor *S = kb_tl_load(tl, kb_tl_ref(tl, k->s, KB_FP32, 2, ss), NULL);
+	kb_tl_tensor *M = kb_tl_full(tl, KB_FP32, 2, s1, -INFINITY);
+	kb_tl_tensor *L = kb_tl_full(tl, KB_FP32, 2, s1, 0.0);
+	kb_tl_tensor *O = kb_tl_full(tl, KB_FP32, 2, so, 0.0);
+	kb_tl_recipe_call merge = { "softmax_merge", { { "s", S }, { "m", M }, { "l", L }, { "O", O } } };
+	kb_tl_op ex = { .op = "exp" };
+	kb_tl_composite_desc d = { .op = "mul", .b = kb_tl_ref(tl, k->x, KB_FP32, 2, ss), .out_hbm = k->y,
+				   .prologue = &merge, .n_prologue = 1, .epilogue = &ex, .n_epilogue = 1 };
+
+	kb_tl_composite(tl, &d);
+	kb_tl_store(tl, kb_tl_ref(tl, k->mo, KB_FP32, 2, s1), M);
+}
+
+START_TEST(prologue_math_head)
+{
+	int64_t ss[2] = { SG, ST }, s1[2] = { SG, 1 };
+	float s[SG * ST], x[SG * ST], y[SG * ST], gm[SG];
+	kb_simulation *sim = new_sim(1, 1);
+	pmh_args k;
+	kb_rng r;
+
+	kb__rng_seed(&r, 77);
+	fill_uniform(&r, s, SG * ST, -4, 4);
+	fill_uniform(&r, x, SG * ST, -1, 1);
+	k.s = put(sim, KB_FP32, 2, ss, s);
+	k.x = put(sim, KB_FP32, 2, ss, x);
+	k.y = put(sim, KB_FP32, 2, ss, NULL);
+	k.mo = put(sim, KB_FP32, 2, s1, NULL);
+	run_sim(sim, pmh_kernel, &k);
+	get(sim, KB_FP32, k.y, SG * ST, y);
+	get(sim, KB_FP32, k.mo, SG, gm);
+	for (int i = 0; i < SG; i++) {
+		double mx = -INFINITY;
+
+		for (int j = 0; j < ST; j++)
+			mx = s[i * ST + j] > mx ? s[i * ST + j] : mx;
+		ck_assert_msg(gm[i] == (float)mx, "row %d: m = %.9g, want %.9g", i, (double)gm[i], mx);
+		for (int j = 0; j < ST; j++) {
+			double want = exp(exp((double)s[i * ST + j] - mx) * x[i * ST + j]);
+
+			ck_assert_msg(fabs(y[i * ST + j] - want) <= 1e-5 * want, "y[%d][%d] = %.9g, want %.9g",
+				      i, j, (double)y[i * ST + j], want);
+		}
+	}
+	kb_simulation_destroy(sim);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* benches: runs, dumps, references                                    */
 /* ------------------------------------------------------------------ */
@@ -1320,6 +1383,7 @@ Suite *data_suite(void)
 	tcase_add_test(math, math_fp16_storage);
 	tcase_add_test(math, math_fma_not_a_head);
 	tcase_add_loop_test(sm, softmax_merge_step, 0, 2);
+	tcase_add_test(sm, prologue_math_head);
 	tcase_add_loop_test(dec, decode_reference, 0, (int)(sizeof(dcases) / sizeof(dcases[0])));
 	tcase_add_loop_test(dec, decode_multi_pe, 0, (int)(sizeof(pcases) / sizeof(pcases[0])));
 	tcase_add_test(dec, decode_threads_same_bits);

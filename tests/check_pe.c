@@ -246,6 +246,52 @@ START_TEST(test_plan_math_only)
 }
 END_TEST
 
+/* A recipe prologue before a MATH head (ADR-0065 D4/D6.7: the head may be
+ * gemm or math): the head, not the first recipe op, streams its HBM
+ * operand in and writes its HBM output back. */
+START_TEST(test_plan_prologue_math_head)
+{
+	static const int want[][4] = {
+		{ KB_ST_MATH, KB_ENG_MATH, 0, -1 }, { KB_ST_MATH, KB_ENG_MATH, 1, -1 },
+		{ KB_ST_MATH, KB_ENG_MATH, 2, -1 }, { KB_ST_MATH, KB_ENG_MATH, 3, -1 },
+		{ KB_ST_MATH, KB_ENG_MATH, 4, -1 }, { KB_ST_MATH, KB_ENG_MATH, 5, -1 },
+		{ KB_ST_MATH, KB_ENG_MATH, 6, -1 }, { KB_ST_MATH, KB_ENG_MATH, 7, -1 },
+		{ KB_ST_DMA_READ, KB_ENG_DMA, 8, 1 },   /* the head's b, from HBM */
+		{ KB_ST_MATH, KB_ENG_MATH, 8, -1 },     /* mul: P * b */
+		{ KB_ST_MATH, KB_ENG_MATH, 9, -1 },     /* exp epilogue on the running value */
+		{ KB_ST_DMA_WRITE, KB_ENG_DMA, 8, -1 }, /* the head's HBM output, once final */
+	};
+	fixture f;
+	kb_tl_tensor *S, *m, *l, *O;
+	kb_tl_recipe_call merge;
+	kb_tl_op ex = { .op = "exp" };
+	kb_tl_composite_desc d = { .op = "mul", .epilogue = &ex, .n_epilogue = 1 };
+	kb_stage_cost c;
+	kb_plan *p;
+
+	fx_init(&f);
+	S = tcm2(f.tl, KB_FP32, 8, 64);
+	m = tcm2(f.tl, KB_FP32, 8, 1);
+	l = tcm2(f.tl, KB_FP32, 8, 1);
+	O = tcm2(f.tl, KB_FP32, 8, 128);
+	merge = (kb_tl_recipe_call){ "softmax_merge", { { "s", S }, { "m", m }, { "l", l }, { "O", O } } };
+	d.prologue = &merge;
+	d.n_prologue = 1;
+	d.b = hbm2(f.tl, 0x8000, KB_FP32, 8, 64);
+	d.out_hbm = 0x20000;
+	ck_assert_ptr_nonnull(kb_tl_composite(f.tl, &d));
+	p = plan_last(&f);
+	ck_assert_int_eq(p->gemm, -1);
+	expect_stages(p->last, p->n_last, want, 12, "prologue + math head");
+	kb__plan_cost(p, KB_PH_LOOP, 0, &p->last[8], &c);
+	ck_assert_int_eq(c.bytes, 8 * 64 * 4);
+	kb__plan_cost(p, KB_PH_LOOP, 0, &p->last[11], &c);
+	ck_assert_int_eq(c.bytes, 8 * 64 * 4);
+	kb__plan_free(p);
+	fx_done(&f);
+}
+END_TEST
+
 START_TEST(test_plan_simple_commands)
 {
 	fixture f;
@@ -608,6 +654,7 @@ Suite *pe_suite(void)
 	tcase_add_test(plan, test_plan_gemm_multi_k);
 	tcase_add_test(plan, test_plan_math_only);
 	tcase_add_test(plan, test_plan_simple_commands);
+	tcase_add_test(plan, test_plan_prologue_math_head);
 	tcase_add_test(run, test_fifo_shared_rw);
 	tcase_add_test(run, test_disjoint_overlap);
 	tcase_add_test(run, test_k_before_v);

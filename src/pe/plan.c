@@ -70,21 +70,31 @@ static int plan_gemm(kb_plan *p, const kb_cmd *c, int g)
 	return rc;
 }
 
-/* A GEMM-less composite: one step, its ops in order (ADR-0065 D3). The
- * head op may stream its operands from HBM and write an HBM output. */
+/* A GEMM-less composite: one step, its ops in order (ADR-0065 D3). Where a
+ * handle lives decides DMA for every op alike, so a head op after a recipe
+ * prologue streams like any head: each HBM operand is read just before its
+ * op, and an HBM output is written once its value is final, i.e. after the
+ * ops that continue on it (those without an output of their own). Emit
+ * keeps recipe and epilogue operands in TCM, so in practice only the head
+ * streams. */
 static int plan_math(kb_plan *p, const kb_cmd *c)
 {
-	const kb_opspec *head = &c->ops[0];
-	int rc = 0;
+	int rc = 0, cur = -1;
 
 	p->n_steps = 1;
-	for (int o = 0; o < head->n_operands && o < 2; o++)
-		if (head->operands[o].t.space == KB_SPACE_HBM)
-			rc |= push(p->last, &p->n_last, stage(KB_ST_DMA_READ, KB_ENG_DMA, 0, o));
-	for (uint32_t i = 0; i < c->n_ops; i++)
+	for (uint32_t i = 0; i < c->n_ops; i++) {
+		const kb_opspec *op = &c->ops[i];
+
+		for (int o = 0; o < op->n_operands; o++)
+			if (op->operands[o].t.space == KB_SPACE_HBM)
+				rc |= push(p->last, &p->n_last, stage(KB_ST_DMA_READ, KB_ENG_DMA, (int)i, o));
 		rc |= push(p->last, &p->n_last, stage(KB_ST_MATH, KB_ENG_MATH, (int)i, -1));
-	if (head->out.space == KB_SPACE_HBM)
-		rc |= push(p->last, &p->n_last, stage(KB_ST_DMA_WRITE, KB_ENG_DMA, 0, -1));
+		if (op->has_out)
+			cur = (int)i;
+		if (cur >= 0 && (i + 1 == c->n_ops || c->ops[i + 1].has_out) &&
+		    c->ops[cur].out.space == KB_SPACE_HBM)
+			rc |= push(p->last, &p->n_last, stage(KB_ST_DMA_WRITE, KB_ENG_DMA, cur, -1));
+	}
 	return rc;
 }
 
@@ -113,14 +123,13 @@ static int alloc_data(kb_plan *p)
 		return p->stage_buf && p->acc ? 0 : -1;
 	}
 	if (p->cmd->kind == KB_CMD_COMPOSITE) {
-		const kb_opspec *h = &p->cmd->ops[0];
-		int64_t n = kb__tview_elems(&h->out);
+		int64_t n = 1;
 
+		/* The running value holds the output of the latest op that has one. */
+		for (uint32_t i = 0; i < p->cmd->n_ops; i++)
+			if (p->cmd->ops[i].has_out && kb__tview_elems(&p->cmd->ops[i].out) > n)
+				n = kb__tview_elems(&p->cmd->ops[i].out);
 		p->run = malloc((size_t)n * sizeof(float));
-		for (int o = 0; o < h->n_operands && o < 2; o++)
-			if (h->operands[o].t.space == KB_SPACE_HBM &&
-			    !(p->opnd[o] = malloc((size_t)kb__tview_elems(&h->operands[o].t) * sizeof(float))))
-				return -1;
 		return p->run ? 0 : -1;
 	}
 	return 0;
@@ -171,8 +180,8 @@ void kb__plan_free(kb_plan *p)
 	free(p->stage_buf);
 	free(p->acc);
 	free(p->run);
-	free(p->opnd[0]);
-	free(p->opnd[1]);
+	for (int i = 0; i < KB_OP_MAX_OPERANDS; i++)
+		free(p->opnd[i]);
 	free(p);
 }
 
@@ -208,6 +217,18 @@ static int64_t dim_eff(int64_t total, int64_t tile, uint32_t idx)
 	int64_t rest = total - (int64_t)idx * tile;
 
 	return rest < tile ? rest : tile;
+}
+
+/* The tensor an op without an output of its own works on: the GEMM's
+ * output after a GEMM, else the output of the latest op that has one. */
+const kb_tview *kb__plan_running_out(const kb_cmd *c, int gemm, int idx)
+{
+	if (gemm >= 0)
+		return &c->ops[gemm].out;
+	for (int i = idx; i >= 0; i--)
+		if (c->ops[i].has_out)
+			return &c->ops[i].out;
+	return &c->ops[0].out;
 }
 
 static int64_t op_elems(const kb_opspec *op)
@@ -318,7 +339,7 @@ void kb__plan_cost(const kb_plan *p, kb_phase ph, uint64_t step, const kb_stage_
 		c->op = "dma_read";
 		break;
 	case KB_ST_DMA_WRITE:
-		c->bytes = (int64_t)(st->op >= 0 ? kb__tview_bytes(&cmd->ops[0].out) : kb__tview_bytes(&cmd->src));
+		c->bytes = (int64_t)(st->op >= 0 ? kb__tview_bytes(&cmd->ops[st->op].out) : kb__tview_bytes(&cmd->src));
 		c->cycles = (double)tp->dma.setup_cycles + ceil_div_d((double)c->bytes, tp->dma.bytes_per_cycle);
 		c->op = "dma_write";
 		break;

@@ -60,7 +60,7 @@ typedef struct kb_plan {
 	uint8_t *stage_buf;      /* slots x (a tile + b tile + out tile), storage dtype */
 	float *acc;              /* slots x tm x tn fp32 accumulators */
 	float *run;              /* GEMM-less composite: the running value */
-	float *opnd[2];          /* GEMM-less composite: streamed head operands */
+	float *opnd[KB_OP_MAX_OPERANDS];  /* GEMM-less composite: operands of the op being streamed */
 	uint64_t stage_stride;   /* bytes per staging slot */
 	struct kb_plan *next;    /* scheduler's in-flight list */
 } kb_plan;
@@ -86,6 +86,9 @@ void kb__plan_cost(const kb_plan *p, kb_phase ph, uint64_t step, const kb_stage_
 /* Data mode: performs the stage on the memory store. */
 int kb__plan_exec(kb_plan *p, kb_phase ph, uint64_t step, const kb_stage_ref *st,
 		  uint32_t slot, uint32_t acc, kb_error *err);
+
+/* The tensor op idx continues on when it has no output of its own. */
+const kb_tview *kb__plan_running_out(const kb_cmd *c, int gemm, int idx);
 
 /* Output-tile geometry of a loop step. */
 void kb__plan_step_tile(const kb_plan *p, uint64_t step, uint32_t *mi, uint32_t *ni, uint32_t *ki);

@@ -262,72 +262,68 @@ static int exec_loop(kb_plan *p, uint64_t step, const kb_stage_ref *st, uint32_t
 	}
 }
 
-/* ---- whole-tensor MATH ops (prologue, post-loop, GEMM-less composites) ---- */
+/* ---- whole-tensor MATH ops (prologue, post-loop, GEMM-less composites) ----
+ *
+ * An op with an output of its own reads its operands; an op without one
+ * (an epilogue) continues on the running value, the output of the latest op
+ * that has one (the GEMM's output after a GEMM). A value is written to its
+ * TCM output once it is final, i.e. when the next op has an output of its
+ * own; an HBM output is written by its DMA_WRITE stage. */
 
-/* Reads input i of op: the running value, a streamed operand, or TCM. */
-static int op_inputs(kb_plan *p, const kb_opspec *op, int running, float **bufs,
-		     kb_nshape *sh, int *n, kb_error *err)
+/* Reads operand i of op: streamed by its DMA_READ, or from memory. */
+static int read_operand(kb_plan *p, const kb_opspec *op, int i, float **buf, kb_nshape *sh,
+			kb_error *err)
 {
-	const kb_tview *outv = &p->cmd->ops[p->gemm >= 0 ? p->gemm : 0].out;
-	int rc = KB_OK;
+	const kb_tview *v = &op->operands[i].t;
+	kb_region r = whole(v, p->pe);
 
-	*n = 0;
-	if (running) {
-		/* Epilogue after the loop: the output tensor is the running value. */
-		sh[0] = nshape_of(outv);
-		bufs[0] = malloc((size_t)kb__tview_elems(outv) * sizeof(float));
-		if (!bufs[0])
-			return kb__err(err, KB_ENOMEM, "out of memory");
-		kb_region r = whole(outv, p->pe);
-		rc = read_f32(p->m->mem, &r, (kb_dtype)outv->dtype, bufs[0], "post-loop op", err);
-		*n = 1;
+	*sh = nshape_of(v);
+	if (p->gemm < 0 && p->opnd[i]) {
+		/* the DMA_READ just before this op staged it */
+		*buf = p->opnd[i];
+		p->opnd[i] = NULL;
+		return KB_OK;
 	}
-	for (int i = 0; !rc && i < op->n_operands; i++) {
-		const kb_tview *v = &op->operands[i].t;
-		kb_region r = whole(v, p->pe);
-
-		sh[*n] = nshape_of(v);
-		bufs[*n] = malloc((size_t)kb__tview_elems(v) * sizeof(float));
-		if (!bufs[*n])
-			return kb__err(err, KB_ENOMEM, "out of memory");
-		if (v->space == KB_SPACE_HBM && p->gemm < 0 && i < 2 && p->opnd[i])
-			memcpy(bufs[*n], p->opnd[i], (size_t)kb__tview_elems(v) * sizeof(float));
-		else
-			rc = read_f32(p->m->mem, &r, (kb_dtype)v->dtype, bufs[*n],
-				      kb__math_kind_name((kb_math_kind)op->kind), err);
-		(*n)++;
-	}
-	return rc;
+	*buf = malloc((size_t)kb__tview_elems(v) * sizeof(float));
+	if (!*buf)
+		return kb__err(err, KB_ENOMEM, "out of memory");
+	return read_f32(p->m->mem, &r, (kb_dtype)v->dtype, *buf,
+			kb__math_kind_name((kb_math_kind)op->kind), err);
 }
 
 static int exec_math_op(kb_plan *p, int idx, kb_error *err)
 {
-	const kb_opspec *op = &p->cmd->ops[idx];
-	int mathonly = p->gemm < 0, first = idx == 0;
-	/* Ops without an explicit out work on the running value. */
-	int running = !op->has_out && !mathonly;
+	const kb_cmd *c = p->cmd;
+	const kb_opspec *op = &c->ops[idx];
+	int mathonly = p->gemm < 0, running = !op->has_out;
 	float *bufs[KB_OP_MAX_OPERANDS + 1] = { 0 };
 	kb_nshape sh[KB_OP_MAX_OPERANDS + 1];
 	const float *in[KB_OP_MAX_OPERANDS + 1];
 	kb_math_extra ex = extras_of(op);
-	const kb_tview *outv = op->has_out ? &op->out : &p->cmd->ops[mathonly ? 0 : p->gemm].out;
+	const kb_tview *outv = running ? kb__plan_running_out(c, p->gemm, idx) : &op->out;
 	kb_nshape osh = nshape_of(outv);
 	float *out = NULL;
-	int n, rc;
+	int n = 0, rc = KB_OK;
 
-	if (mathonly && !first) {
-		/* Later ops of a GEMM-less composite continue on the running value. */
-		rc = op_inputs(p, op, 0, bufs + 1, sh + 1, &n, err);
+	if (running) {
 		sh[0] = osh;
-		in[0] = p->run;
-		n++;
-	} else {
-		rc = op_inputs(p, op, running, bufs, sh, &n, err);
-		for (int i = 0; i < n; i++)
-			in[i] = bufs[i];
+		if (mathonly) {
+			in[n++] = p->run;
+		} else {
+			kb_region r = whole(outv, p->pe);
+
+			bufs[0] = malloc((size_t)kb__tview_elems(outv) * sizeof(float));
+			if (!bufs[0])
+				return kb__err(err, KB_ENOMEM, "out of memory");
+			rc = read_f32(p->m->mem, &r, (kb_dtype)outv->dtype, bufs[0], "post-loop op", err);
+			in[n++] = bufs[0];
+		}
 	}
-	for (int i = 1; mathonly && !first && i < n; i++)
-		in[i] = bufs[i];
+	for (int i = 0; !rc && i < op->n_operands; i++) {
+		rc = read_operand(p, op, i, &bufs[n], &sh[n], err);
+		in[n] = bufs[n];
+		n++;
+	}
 	if (rc)
 		goto done;
 	out = mathonly ? p->run : malloc((size_t)kb__tview_elems(outv) * sizeof(float));
@@ -336,7 +332,8 @@ static int exec_math_op(kb_plan *p, int idx, kb_error *err)
 		goto done;
 	}
 	rc = kb__math_apply((kb_math_kind)op->kind, in, sh, n, out, &osh, &ex, err);
-	if (!rc && (!mathonly || (idx == (int)p->cmd->n_ops - 1 && outv->space == KB_SPACE_TCM))) {
+	if (!rc && (!mathonly || ((idx + 1 == (int)c->n_ops || c->ops[idx + 1].has_out) &&
+				  outv->space == KB_SPACE_TCM))) {
 		kb_region r = whole(outv, p->pe);
 
 		rc = write_f32(p->m->mem, &r, (kb_dtype)outv->dtype, out,
@@ -346,28 +343,33 @@ done:
 	if (!mathonly)
 		free(out);
 	for (int i = 0; i <= KB_OP_MAX_OPERANDS; i++)
-		free(bufs[i]);
+		if (bufs[i] != p->run)
+			free(bufs[i]);
 	return rc;
 }
 
 static int exec_mathonly(kb_plan *p, const kb_stage_ref *st, kb_error *err)
 {
-	const kb_opspec *h = &p->cmd->ops[0];
+	const kb_opspec *op = &p->cmd->ops[st->op];
 	kb_memstore *m = p->m->mem;
 
 	switch (st->kind) {
 	case KB_ST_DMA_READ: {
-		const kb_tview *v = &h->operands[st->operand].t;
+		const kb_tview *v = &op->operands[st->operand].t;
 		kb_region r = whole(v, p->pe);
 
+		free(p->opnd[st->operand]);
+		p->opnd[st->operand] = malloc((size_t)kb__tview_elems(v) * sizeof(float));
+		if (!p->opnd[st->operand])
+			return kb__err(err, KB_ENOMEM, "out of memory");
 		return read_f32(m, &r, (kb_dtype)v->dtype, p->opnd[st->operand], "dma_read", err);
 	}
 	case KB_ST_MATH:
 		return exec_math_op(p, st->op, err);
 	case KB_ST_DMA_WRITE: {
-		kb_region r = whole(&h->out, p->pe);
+		kb_region r = whole(&op->out, p->pe);
 
-		return write_f32(m, &r, (kb_dtype)h->out.dtype, p->run, "dma_write", err);
+		return write_f32(m, &r, (kb_dtype)op->out.dtype, p->run, "dma_write", err);
 	}
 	default:
 		return kb__err(err, KB_EINTERNAL, "stage kind %d in a composite without GEMM", st->kind);
