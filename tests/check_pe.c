@@ -292,6 +292,67 @@ START_TEST(test_plan_prologue_math_head)
 }
 END_TEST
 
+/* DDD §5.3: every MATH op costs ceil(n / vector_width), n the size of the
+ * tensor it touches, operand or not: an op after the GEMM works on the
+ * GEMM's output (a tile of it inside the loop, all of it after the loop);
+ * an epilogue of a GEMM-less composite works on the head's result. */
+START_TEST(test_math_cost_every_scope)
+{
+	fixture f;
+	kb_tl_op kt = { .op = "relu", .scope = KB_TL_K_TILE };
+	kb_tl_op ker = { .op = "scale", .scope = KB_TL_KERNEL, .extras = { { "scale", 0.5 } } };
+	kb_tl_op both[2];
+	kb_tl_op un = { .op = "relu" };
+	kb_tl_composite_desc d = { .op = "gemm" };
+	kb_stage_cost c;
+	kb_plan *p;
+	uint32_t vw;
+
+	fx_init(&f);
+	vw = (uint32_t)f.m.tp->math.vector_width;
+	both[0] = kt;
+	both[1] = ker;
+	/* (128, 256) x (256, 128) into TCM: 2 x 1 output tiles, 4 k-steps */
+	d.a = tcm2(f.tl, KB_FP32, 128, 256);
+	d.b = tcm2(f.tl, KB_FP32, 256, 128);
+	d.epilogue = both;
+	d.n_epilogue = 2;
+	ck_assert_ptr_nonnull(kb_tl_composite(f.tl, &d));
+	p = plan_last(&f);
+	ck_assert_uint_eq(p->kt, 4);
+	/* K_TILE: every k-step, after the GEMM, on the (64, 128) tile */
+	ck_assert_uint_eq(p->n_mid, 3);
+	ck_assert_uint_eq(p->mid[2].kind, KB_ST_MATH);
+	ck_assert_int_eq(p->mid[2].op, 1);
+	ck_assert_uint_eq(p->last[2].kind, KB_ST_MATH);
+	ck_assert_int_eq(p->last[2].op, 1);
+	kb__plan_cost(p, KB_PH_LOOP, 0, &p->mid[2], &c);
+	ck_assert_int_eq(c.n, 64 * 128);
+	ck_assert(c.cycles == (double)((64 * 128 + vw - 1) / vw));
+	/* KERNEL after the GEMM: once after the loop, on the whole output */
+	ck_assert_uint_eq(p->n_post, 1);
+	ck_assert_int_eq(p->post[0].op, 2);
+	kb__plan_cost(p, KB_PH_POST, 0, &p->post[0], &c);
+	ck_assert_str_eq(c.op, "scale");
+	ck_assert_int_eq(c.n, 128 * 128);
+	ck_assert(c.cycles == (double)((128 * 128 + vw - 1) / vw));
+	kb__plan_free(p);
+
+	/* a unary epilogue of a GEMM-less composite: the head's (8, 100) result */
+	d = (kb_tl_composite_desc){ .op = "exp", .a = tcm2(f.tl, KB_FP32, 8, 100),
+				    .epilogue = &un, .n_epilogue = 1 };
+	ck_assert_ptr_nonnull(kb_tl_composite(f.tl, &d));
+	p = plan_last(&f);
+	ck_assert_uint_eq(p->n_last, 2);
+	kb__plan_cost(p, KB_PH_LOOP, 0, &p->last[1], &c);
+	ck_assert_str_eq(c.op, "relu");
+	ck_assert_int_eq(c.n, 800);
+	ck_assert(c.cycles == (double)((800 + vw - 1) / vw));
+	kb__plan_free(p);
+	fx_done(&f);
+}
+END_TEST
+
 START_TEST(test_plan_simple_commands)
 {
 	fixture f;
@@ -655,6 +716,7 @@ Suite *pe_suite(void)
 	tcase_add_test(plan, test_plan_math_only);
 	tcase_add_test(plan, test_plan_simple_commands);
 	tcase_add_test(plan, test_plan_prologue_math_head);
+	tcase_add_test(plan, test_math_cost_every_scope);
 	tcase_add_test(run, test_fifo_shared_rw);
 	tcase_add_test(run, test_disjoint_overlap);
 	tcase_add_test(run, test_k_before_v);

@@ -231,9 +231,13 @@ const kb_tview *kb__plan_running_out(const kb_cmd *c, int gemm, int idx)
 	return &c->ops[0].out;
 }
 
-static int64_t op_elems(const kb_opspec *op)
+/* DDD §5.3: a MATH op costs ceil(n / vector_width) with n the size of the
+ * tensor it touches: the largest of its operands and its output, the
+ * running value it continues on when it has no output of its own. */
+static int64_t op_elems(const kb_plan *p, int idx)
 {
-	int64_t n = op->has_out ? kb__tview_elems(&op->out) : 0;
+	const kb_opspec *op = &p->cmd->ops[idx];
+	int64_t n = kb__tview_elems(op->has_out ? &op->out : kb__plan_running_out(p->cmd, p->gemm, idx));
 
 	for (int i = 0; i < op->n_operands; i++)
 		if (kb__tview_elems(&op->operands[i].t) > n)
@@ -323,7 +327,7 @@ void kb__plan_cost(const kb_plan *p, kb_phase ph, uint64_t step, const kb_stage_
 	}
 	switch (st->kind) {
 	case KB_ST_MATH:
-		c->n = op_elems(&cmd->ops[st->op]);
+		c->n = op_elems(p, st->op);
 		c->cycles = ceil_div_d((double)c->n, (double)tp->math.vector_width);
 		c->op = kb__math_kind_name((kb_math_kind)cmd->ops[st->op].kind);
 		break;
