@@ -630,6 +630,121 @@ START_TEST(trace_decode)
 }
 END_TEST
 
+/* Small parameters per bench for the track test; a bench not named here runs
+ * with its defaults, so a new bench is covered too. */
+static const char *const *small_params(const char *bench)
+{
+	static const char *const gemm_bias[] = { "epilogue=bias", NULL }; /* overlaps at 256 */
+	static const char *const synth[] = { "lps=8", "events=4000", NULL };
+
+	if (strcmp(bench, "gemm") == 0)
+		return gemm_bias;
+	if (strcmp(bench, "synthetic") == 0)
+		return synth;
+	if (strncmp(bench, "gqa_decode", 10) == 0)
+		return decode4;
+	return NULL;
+}
+
+typedef struct span {
+	long long pid, tid, t0, t1;
+} span;
+
+static int span_cmp(const void *a, const void *b)
+{
+	const span *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->t0 != y->t0)
+		return x->t0 < y->t0 ? -1 : 1;
+	return x->t1 > y->t1 ? -1 : x->t1 < y->t1; /* the longer first: it holds the other */
+}
+
+/* Perfetto draws complete events on one track only when they nest: checks
+ * that no two events on one (pid, tid) partly overlap. Returns the count of
+ * events that do, and the first such event in *first. */
+static size_t partial_overlaps(span *s, size_t n, char *first, size_t first_len)
+{
+	size_t bad = 0, depth = 0;
+	long long *stack = malloc((n + 1) * sizeof(*stack));
+
+	ck_assert_ptr_nonnull(stack);
+	qsort(s, n, sizeof(*s), span_cmp);
+	for (size_t i = 0; i < n; i++) {
+		if (i && (s[i].pid != s[i - 1].pid || s[i].tid != s[i - 1].tid))
+			depth = 0;
+		while (depth && stack[depth - 1] <= s[i].t0)
+			depth--;
+		if (depth && s[i].t1 > stack[depth - 1] && bad++ == 0)
+			snprintf(first, first_len, "pid %lld tid %lld: [%lld, %lld] across an event ending %lld",
+				 s[i].pid, s[i].tid, s[i].t0, s[i].t1, stack[depth - 1]);
+		stack[depth++] = s[i].t1;
+	}
+	free(stack);
+	return bad;
+}
+
+START_TEST(trace_tracks)
+{
+	for (size_t b = 0; b < kb_bench_count(); b++) {
+		const char *bench = kb_bench_get(b)->name;
+		tmpfiles tf = { 0 };
+		kb_run_options o = KB_RUN_OPTIONS_INIT;
+		kb_result r;
+		json_error_t jerr;
+		json_t *root, *evs, *ev;
+		span *s;
+		size_t i, n = 0, bad;
+		char first[256] = "";
+
+		o.trace_path = tmp_path(&tf, "trace.json");
+		run_ok(bench, small_params(bench), &o, &r);
+		root = json_load_file(o.trace_path, 0, &jerr);
+		ck_assert_msg(root != NULL, "%s: trace does not parse: %s", bench, jerr.text);
+		evs = json_object_get(root, "traceEvents");
+		s = malloc((json_array_size(evs) + 1) * sizeof(*s));
+		ck_assert_ptr_nonnull(s);
+		json_array_foreach(evs, i, ev) {
+			json_t *args = json_object_get(ev, "args");
+
+			if (strcmp(json_string_value(json_object_get(ev, "ph")), "X") != 0)
+				continue;
+			s[n].pid = json_integer_value(json_object_get(ev, "pid"));
+			s[n].tid = json_integer_value(json_object_get(ev, "tid"));
+			s[n].t0 = json_integer_value(json_object_get(args, "t0"));
+			s[n].t1 = json_integer_value(json_object_get(args, "t1"));
+			n++;
+		}
+		ck_assert_uint_eq(n, r.records);
+		bad = partial_overlaps(s, n, first, sizeof(first));
+		ck_assert_msg(bad == 0, "%s: %zu of %zu events partly overlap one on their track; first %s",
+			      bench, bad, n, first);
+		free(s);
+		json_decref(root);
+		kb_result_clear(&r);
+		tmp_clean(&tf);
+	}
+}
+END_TEST
+
+/* The checker itself: nested and disjoint events pass, a partial overlap on
+ * one track fails, the same overlap on two tracks passes. */
+START_TEST(trace_tracks_checker)
+{
+	span ok[] = { { 0, 1, 0, 10 }, { 0, 1, 2, 5 }, { 0, 1, 10, 12 }, { 0, 2, 3, 20 } };
+	span bad[] = { { 0, 1, 0, 10 }, { 0, 1, 5, 15 } };
+	char first[256];
+
+	ck_assert_uint_eq(partial_overlaps(ok, 4, first, sizeof(first)), 0);
+	ck_assert_uint_eq(partial_overlaps(bad, 2, first, sizeof(first)), 1);
+	bad[1].tid = 2;
+	ck_assert_uint_eq(partial_overlaps(bad, 2, first, sizeof(first)), 0);
+}
+END_TEST
+
 /* ---- callback --------------------------------------------------------- */
 
 typedef struct cb_state {
@@ -750,6 +865,8 @@ Suite *oplog_suite(void)
 
 	tcase_add_test(sinks, trace_gemm);
 	tcase_add_test(sinks, trace_decode);
+	tcase_add_test(sinks, trace_tracks);
+	tcase_add_test(sinks, trace_tracks_checker);
 	tcase_add_test(sinks, callback_every_record);
 	tcase_add_test(sinks, callback_stops_run);
 	suite_add_tcase(s, sinks);

@@ -9,13 +9,32 @@
 #include "base/err.h"
 #include "oplog/oplog.h"
 
+/*
+ * Perfetto draws complete events on one track only when they nest; two that
+ * partly overlap are drawn wrong (one hides the other). So each channel of an
+ * engine (PE_DMA's read and write, PE_IPCQ's send and receive) has a track of
+ * its own, and a record that would still partly overlap one already on its
+ * channel's track (waits on PE_SCHEDULER, which several commands can do at
+ * once) goes to the channel's next track ("sched 2"), opened when needed.
+ */
+typedef struct track {
+	const char *chan;        /* static string: engine or channel name */
+	uint64_t end_ps;         /* latest t1 on the track */
+	int tid;
+} track;
+
+typedef struct pe_tracks {
+	track *t;
+	size_t n, cap;
+	int named;               /* process_name written */
+} pe_tracks;
+
 struct kb_trace {
 	FILE *f;
 	char *path;
 	int first;
-	/* PEs whose process/thread names were already written (bitmap per engine). */
-	uint8_t *seen;
-	size_t seen_cap;
+	pe_tracks *pes;          /* per PE, grown on demand */
+	size_t pes_cap;
 	int closed;
 };
 
@@ -65,47 +84,106 @@ static void sep(kb_trace *t)
 	t->first = 0;
 }
 
-static int name_thread(kb_trace *t, uint32_t pe, int eng)
+/* The channel a record runs on: the op for engines with several channels,
+ * the engine otherwise. */
+static const char *channel_of(int eng, const kb_oplog_record *r)
 {
-	if (pe >= t->seen_cap) {
-		size_t cap = t->seen_cap ? t->seen_cap : 64;
-		uint8_t *s;
+	if (eng == KB_ENG_DMA)
+		return strcmp(r->op, "dma_write") == 0 ? "dma_write" : "dma_read";
+	if (eng == KB_ENG_IPCQ)
+		return strcmp(r->op, "recv") == 0 ? "ipcq_recv" : "ipcq_send";
+	return kb__eng_name(eng);
+}
+
+static pe_tracks *pe_of(kb_trace *t, uint32_t pe)
+{
+	if (pe >= t->pes_cap) {
+		size_t cap = t->pes_cap ? t->pes_cap : 64;
+		pe_tracks *s;
 
 		while (cap <= pe)
 			cap *= 2;
-		s = realloc(t->seen, cap);
+		s = realloc(t->pes, cap * sizeof(*s));
 		if (!s)
-			return -1;
-		memset(s + t->seen_cap, 0, cap - t->seen_cap);
-		t->seen = s;
-		t->seen_cap = cap;
+			return NULL;
+		memset(s + t->pes_cap, 0, (cap - t->pes_cap) * sizeof(*s));
+		t->pes = s;
+		t->pes_cap = cap;
 	}
-	if (!t->seen[pe]) {
+	return &t->pes[pe];
+}
+
+static void name_track(kb_trace *t, uint32_t pe, const track *k, int nth)
+{
+	sep(t);
+	fprintf(t->f, "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%" PRIu32
+		",\"tid\":%d,\"args\":{\"name\":\"%s", pe, k->tid, k->chan);
+	if (nth > 1)
+		fprintf(t->f, " %d", nth);
+	fputs("\"}}", t->f);
+}
+
+/* Records come in t1 order, so a track's events never partly overlap if a
+ * record goes to the first track of its channel that ended by its t0. Thread
+ * ids are engine * 64 + the track's rank within the engine, so Perfetto
+ * lists the tracks in engine order. Returns the tid, or -1 out of memory. */
+static int track_of(kb_trace *t, const kb_oplog_record *r)
+{
+	int eng = eng_index(r->eng), rank = 0, nth = 1;
+	const char *chan = channel_of(eng, r);
+	pe_tracks *pt = pe_of(t, r->pe);
+	track *k;
+
+	if (!pt)
+		return -1;
+	if (!pt->named) {
 		sep(t);
 		fprintf(t->f, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%" PRIu32
-			",\"args\":{\"name\":\"pe%" PRIu32 "\"}}", pe, pe);
+			",\"args\":{\"name\":\"pe%" PRIu32 "\"}}", r->pe, r->pe);
+		pt->named = 1;
 	}
-	if (!(t->seen[pe] & (1u << eng))) {
-		sep(t);
-		fprintf(t->f, "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%" PRIu32
-			",\"tid\":%d,\"args\":{\"name\":\"%s\"}}", pe, eng, kb__eng_name(eng));
-		t->seen[pe] |= (uint8_t)(1u << eng);
+	for (size_t i = 0; i < pt->n; i++) {
+		k = &pt->t[i];
+		if (k->tid / 64 != eng)
+			continue;
+		rank++;
+		if (strcmp(k->chan, chan) != 0)
+			continue;
+		if (k->end_ps <= r->t0_ps) {
+			k->end_ps = r->t1_ps;
+			return k->tid;
+		}
+		nth++;
 	}
-	return 0;
+	if (pt->n == pt->cap) {
+		size_t cap = pt->cap ? 2 * pt->cap : 8;
+		track *n = realloc(pt->t, cap * sizeof(*n));
+
+		if (!n)
+			return -1;
+		pt->t = n;
+		pt->cap = cap;
+	}
+	k = &pt->t[pt->n++];
+	k->chan = chan;
+	k->end_ps = r->t1_ps;
+	k->tid = eng * 64 + rank;
+	name_track(t, r->pe, k, nth);
+	return k->tid;
 }
 
 int kb__trace_record(kb_trace *t, const kb_oplog_record *r)
 {
-	int eng = eng_index(r->eng);
+	int tid = track_of(t, r);
 
-	if (name_thread(t, r->pe, eng))
+	if (tid < 0)
 		return -1;
 	sep(t);
 	fprintf(t->f, "{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":", r->op, r->eng);
 	print_us(t->f, r->t0_ps);
 	fputs(",\"dur\":", t->f);
 	print_us(t->f, r->t1_ps - r->t0_ps);
-	fprintf(t->f, ",\"pid\":%" PRIu32 ",\"tid\":%d,\"args\":%.*s}", r->pe, eng,
+	fprintf(t->f, ",\"pid\":%" PRIu32 ",\"tid\":%d,\"args\":%.*s}", r->pe, tid,
 		(int)r->json_len, r->json);
 	return ferror(t->f) ? -1 : 0;
 }
@@ -134,7 +212,9 @@ void kb__trace_free(kb_trace *t)
 {
 	if (!t)
 		return;
-	free(t->seen);
+	for (size_t i = 0; i < t->pes_cap; i++)
+		free(t->pes[i].t);
+	free(t->pes);
 	free(t->path);
 	free(t);
 }

@@ -1,5 +1,6 @@
 /* Chrome Trace Event Format writer (opens in Perfetto UI and chrome://tracing):
- * one process per PE, one thread per engine, complete ("X") events with
+ * one process per PE, one thread (track) per engine channel, and more where
+ * records would partly overlap (see trace.c); complete ("X") events with
  * microsecond timestamps printed with picosecond precision. */
 #ifndef KB_OPLOG_TRACE_H
 #define KB_OPLOG_TRACE_H
