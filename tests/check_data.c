@@ -521,7 +521,7 @@ END_TEST
 /* ------------------------------------------------------------------ */
 
 #define SG 4
-#define ST 80      /* two K tiles of the GEMM (tile_k 64), the last ragged */
+#define ST 80      /* V in TCM: two k-steps (tile_k 64), the last ragged; V from HBM: one */
 #define SD 40
 
 typedef struct sm_args {

@@ -630,6 +630,28 @@ START_TEST(test_k_before_v)
 }
 END_TEST
 
+/* Issue 15 hole 5: the default plan reads a K tile that fits in its
+ * staging area in one DMA. opt2's Q.K^T is (G=8, d=128) x (TILE=64, d)^T:
+ * K = d = 128 is two k-steps of tile_k = 64, but the (64, 128) K tile fits
+ * the tile_k x tile_n staging area, so each K tile (and each V tile) is
+ * one dma_read of TILE * d * 2 bytes; with the Q load, 2 * tiles + 1. */
+START_TEST(test_k_tile_one_dma)
+{
+	const char *const params[] = { "S_kv=512", NULL };
+	recs rs = { NULL, 0, 0 };
+	int reads = 0, k_steps = 0;
+
+	run_bench_recs("gqa_decode_opt2", params, &rs);
+	for (size_t i = 0; i < rs.n; i++) {
+		reads += strcmp(rs.v[i].op, "dma_read") == 0;
+		k_steps += strcmp(rs.v[i].op, "gemm") == 0;
+	}
+	ck_assert_int_eq(reads, 2 * 8 + 1);
+	ck_assert_int_eq(k_steps, 2 * 8);   /* one Q.K^T and one P.V step per tile */
+	free(rs.v);
+}
+END_TEST
+
 START_TEST(test_dispatch_records)
 {
 	const char *const params[] = { "S_kv=256", NULL };
@@ -720,6 +742,7 @@ Suite *pe_suite(void)
 	tcase_add_test(run, test_fifo_shared_rw);
 	tcase_add_test(run, test_disjoint_overlap);
 	tcase_add_test(run, test_k_before_v);
+	tcase_add_test(run, test_k_tile_one_dma);
 	tcase_add_test(run, test_dispatch_records);
 	tcase_add_test(run, test_deadlock_message);
 	tcase_set_timeout(run, 60);

@@ -28,6 +28,36 @@ static int push(kb_stage_ref *v, uint32_t *n, kb_stage_ref s)
 	return 0;
 }
 
+/*
+ * Tile sizes of a GEMM. An output tile never exceeds the GEMM (tm = min(M,
+ * tile_m), tn = min(N, tile_n)). When the GEMM streams an operand from HBM,
+ * every k-step pays a DMA setup (pe.dma.setup_cycles, 64 by default) for
+ * that operand's tile, so the k-step grows as far as the staging slot's a
+ * and b areas (tile_m x tile_k and tile_k x tile_n elements) allow, up to
+ * K: an operand tile that fits its staging area is read in one DMA. Decode
+ * opt2's Q.K^T (M = G = 8, N = TILE = 64, K = d = 128) so reads each K tile
+ * in one DMA instead of two k-steps of tile_k = 64 (issue 15). A GEMM on
+ * TCM operands pays no setup per k-step and keeps k-steps of tile_k, whose
+ * FETCH of step k+1 overlaps the GEMM of step k; so does a GEMM whose
+ * output tiles are full (the staging areas leave no room to grow).
+ */
+static void fit_tiles(kb_plan *p, const kb_topo_params *tp, const kb_opspec *gm)
+{
+	int64_t tm = (int64_t)tp->gemm.tile_m, tk = (int64_t)tp->gemm.tile_k;
+	int64_t tn = (int64_t)tp->gemm.tile_n, ka, kb;
+
+	p->tm = p->M < tm ? p->M : tm;
+	p->tn = p->N < tn ? p->N : tn;
+	p->tk = tk;
+	if (gm->operands[0].t.space != KB_SPACE_HBM && gm->operands[1].t.space != KB_SPACE_HBM)
+		return;
+	ka = tm * tk / p->tm;
+	kb = tk * tn / p->tn;
+	p->tk = ka < kb ? ka : kb;
+	if (p->tk > p->K)
+		p->tk = p->K > tk ? p->K : tk;
+}
+
 /* The tile loop of a composite whose GEMM is ops[g]. */
 static int plan_gemm(kb_plan *p, const kb_cmd *c, int g)
 {
@@ -43,9 +73,7 @@ static int plan_gemm(kb_plan *p, const kb_cmd *c, int g)
 	p->M = extra_of(gm, "m", 1);
 	p->K = extra_of(gm, "k", 1);
 	p->N = extra_of(gm, "n", 1);
-	p->tm = (int64_t)tp->gemm.tile_m;
-	p->tk = (int64_t)tp->gemm.tile_k;
-	p->tn = (int64_t)tp->gemm.tile_n;
+	fit_tiles(p, tp, gm);
 	p->mt = (uint32_t)((p->M + p->tm - 1) / p->tm);
 	p->kt = (uint32_t)((p->K + p->tk - 1) / p->tk);
 	p->nt = (uint32_t)((p->N + p->tn - 1) / p->tn);
