@@ -17,7 +17,8 @@ static const struct {
 } all[] = {
 	{ "topology", topology_suite }, { "numerics", numerics_suite },
 	{ "sim", sim_suite },           { "oplog", oplog_suite },
-	{ "tl", tl_suite },             { "pe", pe_suite },
+	{ "tl", tl_suite },             { "tcm", tcm_suite },
+	{ "pe", pe_suite },
 	{ "bench", bench_suite },       { "data", data_suite },
 	{ "parallel", parallel_suite }, { "api", api_suite },
 };

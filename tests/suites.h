@@ -10,6 +10,7 @@ Suite *sim_suite(void);
 Suite *oplog_suite(void);
 Suite *pe_suite(void);
 Suite *tl_suite(void);
+Suite *tcm_suite(void);
 Suite *bench_suite(void);
 Suite *data_suite(void);
 Suite *parallel_suite(void);

@@ -1,5 +1,5 @@
 /*
- * The tl context: handles, scratch scopes, the TCM allocator, and the
+ * The tl context: handles, scratch scopes (TCM allocation: tcm.c), and the
  * lowering of tl operations into PE commands (the compiler analog of
  * ADR-0065 D7). Composite lowering lives in composite.c.
  */
@@ -11,8 +11,6 @@
 #include <string.h>
 
 #include "base/err.h"
-
-#define TCM_ALIGN 64u
 
 /* ---- errors ---- */
 
@@ -199,7 +197,7 @@ static void release_slot(kb_tl *tl, uint32_t slot)
 	kb_hslot *h = KB_SLOT(tl, slot);
 
 	if (h->owns_alloc)
-		kb__tcm_free(tl, h->view.addr, h->alloc_size);
+		kb__tcm_free(&tl->tcm, h->view.addr, h->alloc_size, tl->next_cmd);
 	h->live = 0;
 	h->next_free = tl->free_slot;
 	tl->free_slot = slot;
@@ -254,148 +252,6 @@ KB_API int kb_tl_scope_end_at(kb_tl *tl, const char *file, int line)
 	return KB_OK;
 }
 
-/* ---- TCM allocator: next-fit over a sorted free list ----
- * The cursor moves forward so memory freed by one scope is reused as late
- * as possible; a block remembers the fence of its previous life, and a
- * command touching its new owner waits for that fence (always long passed
- * in practice, so scratch reuse costs no time but is still safe). */
-
-static int seg_insert(kb_tl *tl, size_t at, uint64_t off, uint64_t size, uint64_t fence)
-{
-	if (tl->n_segs == tl->cap_segs) {
-		size_t cap = tl->cap_segs ? 2 * tl->cap_segs : 16;
-		kb_seg *s = realloc(tl->segs, cap * sizeof(*s));
-
-		if (!s)
-			return -1;
-		tl->segs = s;
-		tl->cap_segs = cap;
-	}
-	memmove(&tl->segs[at + 1], &tl->segs[at], (tl->n_segs - at) * sizeof(*tl->segs));
-	tl->segs[at] = (kb_seg){ off, size, fence };
-	tl->n_segs++;
-	return 0;
-}
-
-static void seg_remove(kb_tl *tl, size_t at)
-{
-	memmove(&tl->segs[at], &tl->segs[at + 1], (tl->n_segs - at - 1) * sizeof(*tl->segs));
-	tl->n_segs--;
-}
-
-/* First block (sorted by offset) whose end lies above `addr`. */
-static size_t seg_first_ending_above(const kb_tl *tl, uint64_t addr)
-{
-	size_t lo = 0, hi = tl->n_segs;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (tl->segs[mid].off + tl->segs[mid].size <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-static int tcm_try_alloc(kb_tl *tl, uint64_t size, uint64_t *off, uint64_t *fence)
-{
-	size_t start = seg_first_ending_above(tl, tl->cursor);
-
-	for (size_t k = 0; k < tl->n_segs; k++) {
-		size_t i = (start + k) % tl->n_segs;
-		kb_seg *s = &tl->segs[i];
-		uint64_t base = (i == start && s->off < tl->cursor) ? tl->cursor : s->off;
-
-		base = (base + TCM_ALIGN - 1) / TCM_ALIGN * TCM_ALIGN;
-		if (base + size > s->off + s->size)
-			continue;
-		*off = base;
-		*fence = s->fence;
-		if (base > s->off) {
-			/* Split: the part before stays free. */
-			uint64_t tail_off = base + size, tail = s->off + s->size - tail_off;
-			uint64_t f = s->fence;
-
-			s->size = base - s->off;
-			if (tail && seg_insert(tl, i + 1, tail_off, tail, f))
-				return -1;
-		} else if (size == s->size) {
-			seg_remove(tl, i);
-		} else {
-			s->off += size;
-			s->size -= size;
-		}
-		tl->cursor = base + size;
-		tl->tcm_used += size;
-		return 0;
-	}
-	return -1;
-}
-
-/* Merges every run of adjacent free blocks (fence: the latest of them). */
-static void tcm_coalesce(kb_tl *tl)
-{
-	size_t i = 0;
-
-	while (i + 1 < tl->n_segs) {
-		kb_seg *a = &tl->segs[i], *b = &tl->segs[i + 1];
-
-		if (a->off + a->size != b->off) {
-			i++;
-			continue;
-		}
-		a->size += b->size;
-		if (b->fence > a->fence)
-			a->fence = b->fence;
-		seg_remove(tl, i + 1);
-	}
-}
-
-int kb__tcm_alloc(kb_tl *tl, uint64_t bytes, uint64_t *off, uint64_t *fence)
-{
-	uint64_t size = (bytes + TCM_ALIGN - 1) / TCM_ALIGN * TCM_ALIGN;
-
-	if (size == 0)
-		size = TCM_ALIGN;
-	if (!tcm_try_alloc(tl, size, off, fence))
-		return 0;
-	/* Fragmented: merge neighbours (taking the later fence) and retry. */
-	tcm_coalesce(tl);
-	return tcm_try_alloc(tl, size, off, fence);
-}
-
-/* Freed blocks are not merged with their neighbours here: merging would
- * give never-used memory the fence of the freed block and make its next
- * users wait for no reason. Blocks merge only when an allocation needs it. */
-void kb__tcm_free(kb_tl *tl, uint64_t off, uint64_t bytes)
-{
-	uint64_t size = (bytes + TCM_ALIGN - 1) / TCM_ALIGN * TCM_ALIGN, fence = tl->next_cmd;
-	size_t i;
-
-	if (size == 0)
-		size = TCM_ALIGN;
-	i = seg_first_ending_above(tl, off);   /* free blocks never overlap off */
-	tl->tcm_used -= size;
-	if (i > 0 && tl->segs[i - 1].off + tl->segs[i - 1].size == off && tl->segs[i - 1].fence == fence) {
-		tl->segs[i - 1].size += size;
-		return;
-	}
-	if (seg_insert(tl, i, off, size, fence))
-		tl->leaked += size;  /* out of host memory: lose the block, stay correct */
-}
-
-static uint64_t largest_free(const kb_tl *tl)
-{
-	uint64_t m = 0;
-
-	for (size_t i = 0; i < tl->n_segs; i++)
-		if (tl->segs[i].size > m)
-			m = tl->segs[i].size;
-	return m;
-}
-
 /* A new TCM tensor in the current scope. */
 kb_hslot *kb__tl_new_tcm(kb_tl *tl, kb_dtype dt, int rank, const int64_t *shape,
 			 kb_tl_tensor **out)
@@ -405,18 +261,18 @@ kb_hslot *kb__tl_new_tcm(kb_tl *tl, kb_dtype dt, int rank, const int64_t *shape,
 
 	if (kb__tl_check_shape(tl, rank, shape, dt, &bytes))
 		return NULL;
-	if (kb__tcm_alloc(tl, bytes, &off, &fence)) {
+	if (kb__tcm_alloc(&tl->tcm, bytes, &off, &fence)) {
 		kb__tl_fail(tl, KB_V_TCM_EXHAUSTED,
 			    "TCM exhausted: %llu bytes requested, %llu of %llu free, largest free block %llu",
 			    (unsigned long long)bytes,
-			    (unsigned long long)(tl->cfg.tcm_bytes - tl->tcm_used),
+			    (unsigned long long)(tl->cfg.tcm_bytes - tl->tcm.used),
 			    (unsigned long long)tl->cfg.tcm_bytes,
-			    (unsigned long long)largest_free(tl));
+			    (unsigned long long)kb__tcm_largest_free(&tl->tcm));
 		return NULL;
 	}
 	h = kb__tl_new_handle(tl, KB_SPACE_TCM, off, dt, rank, shape, out);
 	if (!h) {
-		kb__tcm_free(tl, off, bytes);
+		kb__tcm_free(&tl->tcm, off, bytes, tl->next_cmd);
 		return NULL;
 	}
 	h->owns_alloc = 1;
@@ -500,7 +356,7 @@ kb_tl *kb__tl_create(const kb_tl_config *cfg)
 		return NULL;
 	tl->cfg = *cfg;
 	tl->free_slot = UINT32_MAX;
-	if (cfg->tcm_bytes && seg_insert(tl, 0, 0, cfg->tcm_bytes, 0)) {
+	if (kb__tcm_init(&tl->tcm, cfg->tcm_bytes)) {
 		free(tl);
 		return NULL;
 	}
@@ -516,7 +372,7 @@ void kb__tl_destroy(kb_tl *tl)
 	for (size_t i = 0; i < tl->cap_slots / KB_TL_CHUNK; i++)
 		free(tl->chunks[i]);
 	free(tl->chunks);
-	free(tl->segs);
+	kb__tcm_fini(&tl->tcm);
 	free(tl->lowering);
 	free(tl);
 }
@@ -561,7 +417,7 @@ KB_API int kb_tl_failed(const kb_tl *tl) { return !tl || tl->failed || tl->cance
 
 KB_API uint64_t kb_tl_tcm_free(const kb_tl *tl)
 {
-	return tl ? tl->cfg.tcm_bytes - tl->tcm_used : 0;
+	return tl ? tl->cfg.tcm_bytes - tl->tcm.used : 0;
 }
 
 KB_API int kb_tl_shape(const kb_tl *tl, const kb_tl_tensor *t, int *rank, int64_t *shape)

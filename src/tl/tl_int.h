@@ -2,6 +2,7 @@
 #ifndef KB_TL_TL_INT_H
 #define KB_TL_TL_INT_H
 
+#include "tl/tcm.h"
 #include "tl/tl_impl.h"
 
 #define KB_TL_MAX_SCOPES 64
@@ -23,10 +24,6 @@ typedef struct kb_scope {
 	size_t n, cap;
 } kb_scope;
 
-typedef struct kb_seg {
-	uint64_t off, size, fence;
-} kb_seg;
-
 struct kb_tl {
 	kb_tl_config cfg;
 	int failed, cancelled;
@@ -42,9 +39,7 @@ struct kb_tl {
 	uint32_t free_slot;
 	kb_scope scopes[KB_TL_MAX_SCOPES];
 	int depth;
-	kb_seg *segs;
-	size_t n_segs, cap_segs;
-	uint64_t cursor, tcm_used, leaked;
+	kb_tcm tcm;
 	void *lowering;          /* composite.c's scratch, reused by every composite */
 };
 
@@ -60,8 +55,6 @@ kb_hslot *kb__tl_new_handle(kb_tl *tl, kb_space space, uint64_t addr, kb_dtype d
 kb_hslot *kb__tl_new_tcm(kb_tl *tl, kb_dtype dt, int rank, const int64_t *shape,
 			 kb_tl_tensor **out);
 int kb__scope_track(kb_tl *tl, uint32_t slot);
-int kb__tcm_alloc(kb_tl *tl, uint64_t bytes, uint64_t *off, uint64_t *fence);
-void kb__tcm_free(kb_tl *tl, uint64_t off, uint64_t bytes);
 kb_cmd *kb__tl_cmd_new(kb_tl *tl, kb_cmd_kind kind);
 int kb__cmd_read(kb_cmd *c, const kb_hslot *h, int implicit_wait);
 int kb__cmd_write(kb_cmd *c, const kb_hslot *h);

@@ -1,0 +1,358 @@
+/*
+ * The TCM allocator (src/tl/tcm.c): next fit with wrap-around, fences,
+ * fragmentation and exhaustion, and a long random run checked block by
+ * block against a plain sorted-array model of the same policy (the
+ * allocator the treap replaced), so every address decision is the same.
+ */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "suites.h"
+#include "tl/tcm.h"
+
+#define A KB_TCM_ALIGN
+
+/* ---- the reference model: a sorted array, linear scans ---- */
+
+typedef struct ref_seg {
+	uint64_t off, size, fence;
+} ref_seg;
+
+typedef struct ref_tcm {
+	ref_seg s[4096];
+	size_t n;
+	uint64_t cursor;
+} ref_tcm;
+
+static void ref_insert(ref_tcm *r, size_t at, uint64_t off, uint64_t size, uint64_t fence)
+{
+	ck_assert_uint_lt(r->n, 4096);
+	memmove(&r->s[at + 1], &r->s[at], (r->n - at) * sizeof(r->s[0]));
+	r->s[at] = (ref_seg){ off, size, fence };
+	r->n++;
+}
+
+static void ref_remove(ref_tcm *r, size_t at)
+{
+	memmove(&r->s[at], &r->s[at + 1], (r->n - at - 1) * sizeof(r->s[0]));
+	r->n--;
+}
+
+static uint64_t ref_round(uint64_t b)
+{
+	uint64_t s = (b + A - 1) / A * A;
+
+	return s ? s : A;
+}
+
+static int ref_try(ref_tcm *r, uint64_t size, uint64_t *off, uint64_t *fence)
+{
+	size_t start = 0;
+
+	while (start < r->n && r->s[start].off + r->s[start].size <= r->cursor)
+		start++;
+	for (size_t k = 0; k < r->n; k++) {
+		size_t i = (start + k) % r->n;
+		ref_seg *s = &r->s[i];
+		uint64_t base = (i == start && s->off < r->cursor) ? r->cursor : s->off;
+
+		base = (base + A - 1) / A * A;
+		if (base + size > s->off + s->size)
+			continue;
+		*off = base;
+		*fence = s->fence;
+		if (base > s->off) {
+			uint64_t tail_off = base + size, tail = s->off + s->size - tail_off, f = s->fence;
+
+			s->size = base - s->off;
+			if (tail)
+				ref_insert(r, i + 1, tail_off, tail, f);
+		} else if (size == s->size) {
+			ref_remove(r, i);
+		} else {
+			s->off += size;
+			s->size -= size;
+		}
+		r->cursor = base + size;
+		return 0;
+	}
+	return -1;
+}
+
+static int ref_alloc(ref_tcm *r, uint64_t bytes, uint64_t *off, uint64_t *fence)
+{
+	uint64_t size = ref_round(bytes);
+
+	if (!ref_try(r, size, off, fence))
+		return 0;
+	for (size_t i = 0; i + 1 < r->n;) {
+		ref_seg *a = &r->s[i], *b = &r->s[i + 1];
+
+		if (a->off + a->size != b->off) {
+			i++;
+			continue;
+		}
+		a->size += b->size;
+		if (b->fence > a->fence)
+			a->fence = b->fence;
+		ref_remove(r, i + 1);
+	}
+	return ref_try(r, size, off, fence);
+}
+
+static void ref_free(ref_tcm *r, uint64_t off, uint64_t bytes, uint64_t fence)
+{
+	uint64_t size = ref_round(bytes);
+	size_t i = 0;
+
+	while (i < r->n && r->s[i].off + r->s[i].size <= off)
+		i++;
+	if (i > 0 && r->s[i - 1].off + r->s[i - 1].size == off && r->s[i - 1].fence == fence) {
+		r->s[i - 1].size += size;
+		return;
+	}
+	ref_insert(r, i, off, size, fence);
+}
+
+/* ---- helpers ---- */
+
+static uint64_t must_alloc(kb_tcm *t, uint64_t bytes, uint64_t *fence)
+{
+	uint64_t off = UINT64_MAX, f = UINT64_MAX;
+
+	ck_assert_int_eq(kb__tcm_alloc(t, bytes, &off, &f), 0);
+	if (fence)
+		*fence = f;
+	return off;
+}
+
+static void assert_blocks(const kb_tcm *t, size_t n, const uint64_t (*want)[3])
+{
+	uint64_t off, size, fence;
+
+	ck_assert_uint_eq(t->n, n);
+	for (size_t i = 0; i < n; i++) {
+		ck_assert_int_eq(kb__tcm_block(t, i, &off, &size, &fence), 0);
+		ck_assert_uint_eq(off, want[i][0]);
+		ck_assert_uint_eq(size, want[i][1]);
+		ck_assert_uint_eq(fence, want[i][2]);
+	}
+	ck_assert_int_eq(kb__tcm_block(t, n, &off, &size, &fence), -1);
+}
+
+/* ---- tests ---- */
+
+START_TEST(test_tcm_next_fit_wrap)
+{
+	kb_tcm t;
+	uint64_t f;
+
+	ck_assert_int_eq(kb__tcm_init(&t, 4 * 1024), 0);
+	ck_assert_uint_eq(must_alloc(&t, 1000, NULL), 0);   /* rounds to 1024 */
+	ck_assert_uint_eq(t.used, 1024);
+	kb__tcm_free(&t, 0, 1000, 3);
+	/* next fit: the freed block is not reused while memory lies above */
+	ck_assert_uint_eq(must_alloc(&t, 1024, &f), 1024);
+	ck_assert_uint_eq(f, 0);
+	ck_assert_uint_eq(must_alloc(&t, 1024, NULL), 2048);
+	ck_assert_uint_eq(must_alloc(&t, 1024, NULL), 3072);
+	/* the cursor is past every free block: wrap to address 0 */
+	ck_assert_uint_eq(must_alloc(&t, 1024, &f), 0);
+	ck_assert_uint_eq(f, 3);
+	ck_assert_uint_eq(t.n, 0);
+	kb__tcm_fini(&t);
+}
+END_TEST
+
+START_TEST(test_tcm_cursor_block_lower_part)
+{
+	/* The block holding the cursor is searched from the cursor up; its
+	 * part below the cursor is not looked at again, even on wrap. */
+	kb_tcm t;
+	uint64_t off;
+	uint64_t f;
+
+	ck_assert_int_eq(kb__tcm_init(&t, 8 * A), 0);
+	ck_assert_uint_eq(must_alloc(&t, 2 * A, NULL), 0);
+	ck_assert_uint_eq(must_alloc(&t, 2 * A, NULL), 2 * A);
+	kb__tcm_free(&t, 0, 2 * A, 1);
+	kb__tcm_free(&t, 2 * A, 2 * A, 1);  /* same fence: merges below */
+	{
+		static const uint64_t want[][3] = { { 0, 4 * A, 1 }, { 4 * A, 4 * A, 0 } };
+
+		assert_blocks(&t, 2, want);
+	}
+	/* cursor at 4A inside [4A, 8A): 4A fits there */
+	ck_assert_uint_eq(must_alloc(&t, 3 * A, &f), 4 * A);
+	ck_assert_uint_eq(f, 0);
+	/* cursor 7A, block [7A,8A) too small; wrap finds [0,4A) */
+	ck_assert_uint_eq(must_alloc(&t, 3 * A, &f), 0);
+	ck_assert_uint_eq(f, 1);
+	/* cursor 3A lies in [3A,4A); nothing else fits 2A: exhausted even
+	 * after merging ([3A,4A) and [7A,8A) are not adjacent) */
+	ck_assert_int_eq(kb__tcm_alloc(&t, 2 * A, &off, &f), -1);
+	ck_assert_uint_eq(t.used, 6 * A);
+	kb__tcm_fini(&t);
+}
+END_TEST
+
+START_TEST(test_tcm_fences)
+{
+	kb_tcm t;
+	uint64_t f;
+
+	ck_assert_int_eq(kb__tcm_init(&t, 16 * A), 0);
+	for (int i = 0; i < 4; i++)
+		ck_assert_uint_eq(must_alloc(&t, A, NULL), (uint64_t)i * A);
+	/* freed in order with one fence: one block */
+	kb__tcm_free(&t, 0, A, 5);
+	kb__tcm_free(&t, A, A, 5);
+	/* a different fence starts a new block; never-used memory keeps fence 0 */
+	kb__tcm_free(&t, 2 * A, A, 7);
+	{
+		static const uint64_t want[][3] = {
+			{ 0, 2 * A, 5 }, { 2 * A, A, 7 }, { 4 * A, 12 * A, 0 } };
+
+		assert_blocks(&t, 3, want);
+	}
+	/* freeing below a block never merges upwards */
+	kb__tcm_free(&t, 3 * A, A, 7);
+	{
+		static const uint64_t want[][3] = {
+			{ 0, 2 * A, 5 }, { 2 * A, 2 * A, 7 }, { 4 * A, 12 * A, 0 } };
+
+		assert_blocks(&t, 3, want);
+	}
+	/* fill the top; then a request of 4A only fits after merging: the
+	 * merged block takes the latest fence */
+	ck_assert_uint_eq(must_alloc(&t, 12 * A, &f), 4 * A);
+	ck_assert_uint_eq(f, 0);
+	ck_assert_uint_eq(must_alloc(&t, 4 * A, &f), 0);
+	ck_assert_uint_eq(f, 7);
+	ck_assert_uint_eq(t.n, 0);
+	kb__tcm_fini(&t);
+}
+END_TEST
+
+START_TEST(test_tcm_fragmentation_exhaustion)
+{
+	kb_tcm t;
+	uint64_t off, f;
+
+	ck_assert_int_eq(kb__tcm_init(&t, 64 * A), 0);
+	for (int i = 0; i < 64; i++)
+		ck_assert_uint_eq(must_alloc(&t, A, NULL), (uint64_t)i * A);
+	ck_assert_int_eq(kb__tcm_alloc(&t, 1, &off, &f), -1);
+	/* every other unit free: 32 units free, none two long */
+	for (int i = 0; i < 64; i += 2)
+		kb__tcm_free(&t, (uint64_t)i * A, A, (uint64_t)i);
+	ck_assert_uint_eq(t.n, 32);
+	ck_assert_uint_eq(t.used, 32 * A);
+	ck_assert_uint_eq(kb__tcm_largest_free(&t), A);
+	ck_assert_int_eq(kb__tcm_alloc(&t, 2 * A, &off, &f), -1);
+	ck_assert_uint_eq(t.n, 32);
+	/* one unit still fits, at the next free unit after the cursor (wrap) */
+	ck_assert_uint_eq(must_alloc(&t, A, &f), 0);
+	ck_assert_uint_eq(f, 0);
+	ck_assert_uint_eq(must_alloc(&t, A, &f), 2 * A);
+	ck_assert_uint_eq(f, 2);
+	/* free two neighbours: the request fits after merging them */
+	kb__tcm_free(&t, 9 * A, A, 100);
+	ck_assert_uint_eq(must_alloc(&t, 2 * A, &f), 8 * A);
+	ck_assert_uint_eq(f, 100);
+	/* empty TCM: nothing fits */
+	kb__tcm_fini(&t);
+	ck_assert_int_eq(kb__tcm_init(&t, 0), 0);
+	ck_assert_int_eq(kb__tcm_alloc(&t, 1, &off, &f), -1);
+	kb__tcm_fini(&t);
+}
+END_TEST
+
+START_TEST(test_tcm_unaligned_end)
+{
+	/* A capacity that is not a multiple of the unit: the last block is
+	 * shorter, and a request fits only if it fits whole. */
+	kb_tcm t;
+	uint64_t off, f;
+
+	ck_assert_int_eq(kb__tcm_init(&t, 3 * A + 10), 0);
+	ck_assert_uint_eq(must_alloc(&t, 3 * A, NULL), 0);
+	ck_assert_uint_eq(kb__tcm_largest_free(&t), 10);
+	ck_assert_int_eq(kb__tcm_alloc(&t, 1, &off, &f), -1);
+	kb__tcm_fini(&t);
+}
+END_TEST
+
+/* A long random run, every decision compared with the reference model. */
+START_TEST(test_tcm_matches_reference)
+{
+	static ref_tcm r;
+	kb_tcm t;
+	struct {
+		uint64_t off, bytes;
+	} live[512];
+	size_t n_live = 0;
+	uint64_t rng = 12345 + (uint64_t)_i, fence = 0, cap = 256 * A + (uint64_t)_i * 8;
+	int fails = 0, ok = 0;
+
+	memset(&r, 0, sizeof(r));
+	ck_assert_int_eq(kb__tcm_init(&t, cap), 0);
+	ref_insert(&r, 0, 0, cap, 0);
+	for (int step = 0; step < 20000; step++) {
+		rng = rng * 6364136223846793005u + 1442695040888963407u;
+		if ((rng >> 33) % 100 < 55 && n_live < 512) {
+			uint64_t bytes = (rng >> 40) % (12 * A), o1 = 0, f1 = 0, o2 = 0, f2 = 0;
+			int a = kb__tcm_alloc(&t, bytes, &o1, &f1), b = ref_alloc(&r, bytes, &o2, &f2);
+
+			ck_assert_int_eq(a, b);
+			if (a) {
+				fails++;
+				continue;
+			}
+			ok++;
+			ck_assert_uint_eq(o1, o2);
+			ck_assert_uint_eq(f1, f2);
+			live[n_live].off = o1;
+			live[n_live++].bytes = bytes;
+		} else if (n_live) {
+			size_t k = (size_t)(rng >> 20) % n_live;
+
+			if ((rng >> 50) % 4 == 0)
+				fence++;
+			kb__tcm_free(&t, live[k].off, live[k].bytes, fence);
+			ref_free(&r, live[k].off, live[k].bytes, fence);
+			live[k] = live[--n_live];
+		}
+		ck_assert_uint_eq(t.n, r.n);
+		ck_assert_uint_eq(t.cursor, r.cursor);
+	}
+	for (size_t i = 0; i < r.n; i++) {
+		uint64_t off, size, f;
+
+		ck_assert_int_eq(kb__tcm_block(&t, i, &off, &size, &f), 0);
+		ck_assert_uint_eq(off, r.s[i].off);
+		ck_assert_uint_eq(size, r.s[i].size);
+		ck_assert_uint_eq(f, r.s[i].fence);
+	}
+	/* the run exercised both outcomes */
+	ck_assert_int_gt(ok, 1000);
+	ck_assert_int_gt(fails, 10);
+	kb__tcm_fini(&t);
+}
+END_TEST
+
+Suite *tcm_suite(void)
+{
+	Suite *s = suite_create("tcm");
+	TCase *tc = tcase_create("tcm");
+
+	tcase_add_test(tc, test_tcm_next_fit_wrap);
+	tcase_add_test(tc, test_tcm_cursor_block_lower_part);
+	tcase_add_test(tc, test_tcm_fences);
+	tcase_add_test(tc, test_tcm_fragmentation_exhaustion);
+	tcase_add_test(tc, test_tcm_unaligned_end);
+	tcase_add_loop_test(tc, test_tcm_matches_reference, 0, 4);
+	suite_add_tcase(s, tc);
+	return s;
+}
