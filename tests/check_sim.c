@@ -120,7 +120,7 @@ typedef struct model {
 
 static void model_init(model *m, int threads, kb_time lat)
 {
-	kb_sim_config cfg = { threads, lat, lat, lat, 1, NULL };
+	kb_sim_config cfg = { threads, lat, lat, lat, 1, NULL, NULL, NULL };
 	kb_error err;
 
 	memset(m, 0, sizeof(*m));
@@ -527,7 +527,7 @@ END_TEST
 START_TEST(empty_simulation)
 {
 	for (size_t e = 0; e < N_EXEC; e++) {
-		kb_sim_config cfg = { executors[e], LAT, LAT, LAT, 1, NULL };
+		kb_sim_config cfg = { executors[e], LAT, LAT, LAT, 1, NULL, NULL, NULL };
 		kb_error err;
 		kb_sim *sim = kb__sim_create(&cfg, &err);
 		int rc;
@@ -545,7 +545,7 @@ END_TEST
 /* A zero link latency (no lookahead) is refused. */
 START_TEST(zero_latency_refused)
 {
-	kb_sim_config cfg = { 1, LAT, 0, LAT, 0, NULL };
+	kb_sim_config cfg = { 1, LAT, 0, LAT, 0, NULL, NULL, NULL };
 	kb_error err;
 
 	ck_assert_ptr_null(kb__sim_create(&cfg, &err));

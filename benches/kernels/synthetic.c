@@ -16,8 +16,10 @@
 
 #include "base/err.h"
 #include "bench/bench_impl.h"
-#include "oplog/oplog.h"
 #include "bench/rng.h"
+#include "oplog/oplog.h"
+#include "pe/pe.h"
+#include "runtime/oplog_pump.h"
 #include "sim/sim.h"
 
 typedef struct phold_lp {
@@ -29,6 +31,7 @@ typedef struct phold_lp {
 	uint64_t work;
 	uint64_t population;
 	uint64_t sink;
+	kb_oplog_lane *lane;     /* NULL: no op_log */
 } phold_lp;
 
 static uint64_t burn(uint64_t iters, uint64_t x)
@@ -66,7 +69,7 @@ static int phold_start(kb_lp *lp)
 static int phold_event(kb_lp *lp, const kb_event *ev)
 {
 	phold_lp *s = kb__lp_state(lp);
-	kb_oplog_lane *lane = kb__lp_lane(lp);
+	kb_oplog_lane *lane = s->lane;
 	char extra[48];
 
 	if (s->handled >= s->quota)
@@ -100,8 +103,10 @@ static int run_synthetic(kb_bench_ctx *ctx, kb_result *res, kb_error *err)
 	uint64_t total = (uint64_t)kb__bench_int(ctx, "events"), seed = (uint64_t)kb__bench_int(ctx, "seed");
 	kb_time la = kb__cycles_to_ps(kb__bench_real(ctx, "lookahead_ns"), 1.0);
 	kb_oplog_options oo = { ctx->opt->oplog_path, ctx->opt->trace_path, ctx->opt->on_record,
-				ctx->opt->payload };
-	kb_sim_config cfg = { ctx->opt->threads, la, la, la, 0, NULL };
+				ctx->opt->payload, kb__eng_names, KB_ENG_COUNT,
+				kb__eng_channel };
+	kb_sim_config cfg = { ctx->opt->threads, la, la, la, 0, NULL, NULL, NULL };
+	kb_oplog_pump pump;
 	phold_lp *lps = calloc(n, sizeof(*lps));
 	kb_oplog *log = NULL;
 	kb_sim *sim = NULL;
@@ -115,7 +120,7 @@ static int run_synthetic(kb_bench_ctx *ctx, kb_result *res, kb_error *err)
 		return kb__err(err, KB_EINVAL, "the synthetic model has no data mode");
 	}
 	rc = kb__oplog_create(&log, &oo, err);
-	cfg.oplog = log;
+	kb__oplog_pump_attach(&pump, log, &cfg);
 	if (!rc && !(sim = kb__sim_create(&cfg, err)))
 		rc = err ? err->code : KB_ENOMEM;
 	for (uint32_t i = 0; !rc && i < n; i++) {
@@ -130,7 +135,8 @@ static int run_synthetic(kb_bench_ctx *ctx, kb_result *res, kb_error *err)
 		s->remote = kb__bench_real(ctx, "remote");
 		s->work = (uint64_t)kb__bench_int(ctx, "work");
 		s->population = (uint64_t)kb__bench_int(ctx, "population");
-		if (kb__sim_add_lp(sim, &phold_type, s, i, 0) != i)
+		if (kb__sim_add_lp(sim, &phold_type, s, i, 0) != i ||
+		    (log && !(s->lane = kb__oplog_lane(log, i))))
 			rc = kb__err(err, KB_ENOMEM, "out of memory adding LPs");
 	}
 	t0 = now_s();

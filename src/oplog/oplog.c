@@ -50,15 +50,6 @@ struct kb_oplog {
 	kb_error error;
 };
 
-static const char *const eng_names[KB_ENG_COUNT] = {
-	"cpu", "sched", "dma", "tcm", "gemm", "math", "ipcq", "lp",
-};
-
-const char *kb__eng_name(int eng)
-{
-	return eng >= 0 && eng < KB_ENG_COUNT ? eng_names[eng] : "?";
-}
-
 int kb__oplog_create(kb_oplog **out, const kb_oplog_options *opt, kb_error *err)
 {
 	kb_oplog *log = calloc(1, sizeof(*log));
@@ -79,7 +70,8 @@ int kb__oplog_create(kb_oplog **out, const kb_oplog_options *opt, kb_error *err)
 		setvbuf(log->file, NULL, _IOFBF, 1 << 20);
 	}
 	if (opt && opt->trace_path) {
-		rc = kb__trace_open(&log->trace, opt->trace_path, err);
+		rc = kb__trace_open(&log->trace, opt->trace_path, opt->tracks, opt->n_tracks,
+				    opt->channel, err);
 		if (rc)
 			goto fail;
 	}

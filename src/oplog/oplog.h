@@ -21,18 +21,19 @@
 typedef struct kb_oplog kb_oplog;
 typedef struct kb_oplog_lane kb_oplog_lane;
 
-/* Engine ids, in op_log "eng" names. */
-typedef enum kb_eng {
-	KB_ENG_CPU = 0, KB_ENG_SCHED, KB_ENG_DMA, KB_ENG_TCM, KB_ENG_GEMM,
-	KB_ENG_MATH, KB_ENG_IPCQ, KB_ENG_LP, KB_ENG_COUNT
-} kb_eng;
-const char *kb__eng_name(int eng);
-
 typedef struct kb_oplog_options {
 	const char *path;         /* op_log file; NULL: none (hash still computed) */
 	const char *trace_path;   /* Chrome trace file; NULL: none */
 	kb_oplog_cb callback;     /* per record; NULL: none */
 	void *payload;            /* passed to callback */
+	/* What the trace needs to know of the model above: its engines' names
+	 * in track order (a record's "eng" picks one; an unknown name the
+	 * last; NULL: one track) and the channel (a static string) a record of
+	 * engine index eng runs on, each channel a track of its own (NULL:
+	 * the engine's name). */
+	const char *const *tracks;
+	int n_tracks;
+	const char *(*channel)(int eng, const kb_oplog_record *rec);
 } kb_oplog_options;
 
 int kb__oplog_create(kb_oplog **out, const kb_oplog_options *opt, kb_error *err);

@@ -36,15 +36,26 @@ struct kb_trace {
 	pe_tracks *pes;          /* per PE, grown on demand */
 	size_t pes_cap;
 	int closed;
+	const char *const *tracks;
+	int n_tracks;
+	kb_trace_channel_fn channel;
 };
 
-int kb__trace_open(kb_trace **out, const char *path, kb_error *err)
+int kb__trace_open(kb_trace **out, const char *path, const char *const *tracks, int n_tracks,
+		   kb_trace_channel_fn channel, kb_error *err)
 {
-	kb_trace *t = calloc(1, sizeof(*t));
+	kb_trace *t;
 
 	*out = NULL;
+	if (n_tracks < 0 || (n_tracks && !tracks))
+		return kb__err(err, KB_EINVAL, "trace: %d engine names at %p", n_tracks,
+			       (const void *)tracks);
+	t = calloc(1, sizeof(*t));
 	if (!t)
 		return kb__err(err, KB_ENOMEM, "out of memory opening the trace");
+	t->tracks = tracks;
+	t->n_tracks = n_tracks;
+	t->channel = channel;
 	t->path = strdup(path);
 	t->f = fopen(path, "w");
 	if (!t->path || !t->f) {
@@ -63,12 +74,13 @@ int kb__trace_open(kb_trace **out, const char *path, kb_error *err)
 	return KB_OK;
 }
 
-static int eng_index(const char *eng)
+/* The track of a record's engine: by name, an unknown one the last. */
+static int eng_index(const kb_trace *t, const char *eng)
 {
-	for (int i = 0; i < KB_ENG_COUNT; i++)
-		if (strcmp(kb__eng_name(i), eng) == 0)
+	for (int i = 0; i < t->n_tracks; i++)
+		if (strcmp(t->tracks[i], eng) == 0)
 			return i;
-	return KB_ENG_COUNT - 1;
+	return t->n_tracks ? t->n_tracks - 1 : 0;
 }
 
 /* Picoseconds as microseconds with six decimals: exact, no floating point. */
@@ -84,15 +96,12 @@ static void sep(kb_trace *t)
 	t->first = 0;
 }
 
-/* The channel a record runs on: the op for engines with several channels,
- * the engine otherwise. */
-static const char *channel_of(int eng, const kb_oplog_record *r)
+/* The channel a record runs on: the model says (kb_oplog_options). */
+static const char *channel_of(const kb_trace *t, int eng, const kb_oplog_record *r)
 {
-	if (eng == KB_ENG_DMA)
-		return strcmp(r->op, "dma_write") == 0 ? "dma_write" : "dma_read";
-	if (eng == KB_ENG_IPCQ)
-		return strcmp(r->op, "recv") == 0 ? "ipcq_recv" : "ipcq_send";
-	return kb__eng_name(eng);
+	if (t->channel)
+		return t->channel(eng, r);
+	return t->n_tracks ? t->tracks[eng] : "ops";
 }
 
 static pe_tracks *pe_of(kb_trace *t, uint32_t pe)
@@ -129,8 +138,8 @@ static void name_track(kb_trace *t, uint32_t pe, const track *k, int nth)
  * lists the tracks in engine order. Returns the tid, or -1 out of memory. */
 static int track_of(kb_trace *t, const kb_oplog_record *r)
 {
-	int eng = eng_index(r->eng), rank = 0, nth = 1;
-	const char *chan = channel_of(eng, r);
+	int eng = eng_index(t, r->eng), rank = 0, nth = 1;
+	const char *chan = channel_of(t, eng, r);
 	pe_tracks *pt = pe_of(t, r->pe);
 	track *k;
 

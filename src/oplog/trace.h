@@ -10,7 +10,12 @@
 
 typedef struct kb_trace kb_trace;
 
-int kb__trace_open(kb_trace **out, const char *path, kb_error *err);
+/* tracks: engine names by index; channel: the channel (a static string) a
+ * record of engine index eng runs on, NULL for the engine's name
+ * (kb_oplog_options). */
+typedef const char *(*kb_trace_channel_fn)(int eng, const kb_oplog_record *rec);
+int kb__trace_open(kb_trace **out, const char *path, const char *const *tracks, int n_tracks,
+		   kb_trace_channel_fn channel, kb_error *err);
 /* Returns nonzero on a write error (errno set). */
 int kb__trace_record(kb_trace *t, const kb_oplog_record *rec);
 int kb__trace_close(kb_trace *t);

@@ -126,7 +126,8 @@ static int dispatched(kb_lp *lp, kb_cpu *c)
 	kb_oplog_record r = { c->dispatch_t0, now, c->ps->pe, kb__eng_name(KB_ENG_CPU), "dispatch",
 			      cmd->id, kb__cmd_kind_name((int)cmd->kind), (int64_t)cmd->lbytes, -1,
 			      NULL, 0 };
-	int rc = kb__lp_lane(lp) ? kb__oplog_emit(kb__lp_lane(lp), &r, NULL) : KB_OK;
+	kb_oplog_lane *lane = c->ps->lane[KB_ENG_CPU];
+	int rc = lane ? kb__oplog_emit(lane, &r, NULL) : KB_OK;
 
 	if (rc)
 		return kb__lp_fail(lp, rc, "cannot buffer an op_log record");

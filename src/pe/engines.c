@@ -90,7 +90,7 @@ static int log_stage(kb_lp *lp, kb_engine *e, const chan *c, kb_plan *p, const k
 	if (st->kind == KB_ST_DMA_READ && st->op >= 0)
 		snprintf(extra + n, sizeof(extra) - (size_t)n, ",\"operand\":\"%s\"",
 			 p->cmd->ops[st->op].operands[st->operand].name);
-	return kb__pe_log(lp, e->ps->pe, e->eng, cost.op, p->cmd->id, c->t0, kb__lp_now(lp),
+	return kb__pe_log(e->ps, e->eng, cost.op, p->cmd->id, c->t0, kb__lp_now(lp),
 			  cost.bytes, extra);
 }
 

@@ -82,7 +82,7 @@ static int step_done(kb_lp *lp, kb_ipcq *q, const kb_event *ev, kb_time t0)
 	snprintf(extra, sizeof(extra), ",\"peer\":%" PRIu32 ",\"tag\":%" PRIu32, p->cmd->peer_pe,
 		 p->cmd->tag);
 	q->ps->fig.busy_ps[KB_ENG_IPCQ] += kb__lp_now(lp) - t0;
-	rc = kb__pe_log(lp, q->ps->pe, KB_ENG_IPCQ, c.op, p->cmd->id, t0, kb__lp_now(lp), c.bytes, extra);
+	rc = kb__pe_log(q->ps, KB_ENG_IPCQ, c.op, p->cmd->id, t0, kb__lp_now(lp), c.bytes, extra);
 	if (rc)
 		return kb__lp_fail(lp, rc, "cannot buffer an op_log record");
 	done.type = KB_EV_STEP_DONE;

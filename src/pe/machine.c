@@ -2,20 +2,39 @@
 #include "pe/machine.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/err.h"
 #include "runtime/kernel.h"
+
+const char *const kb__eng_names[KB_ENG_COUNT] = {
+	"cpu", "sched", "dma", "tcm", "gemm", "math", "ipcq", "lp",
+};
+
+const char *kb__eng_name(int eng)
+{
+	return eng >= 0 && eng < KB_ENG_COUNT ? kb__eng_names[eng] : "?";
+}
+
+const char *kb__eng_channel(int eng, const kb_oplog_record *r)
+{
+	if (eng == KB_ENG_DMA)
+		return strcmp(r->op, "dma_write") == 0 ? "dma_write" : "dma_read";
+	if (eng == KB_ENG_IPCQ)
+		return strcmp(r->op, "recv") == 0 ? "ipcq_recv" : "ipcq_send";
+	return kb__eng_name(eng);
+}
 
 kb_time kb__pe_ps(const kb_machine *m, double cycles)
 {
 	return kb__cycles_to_ps(cycles, m->cost.clock_ghz);
 }
 
-int kb__pe_log(kb_lp *lp, uint32_t pe, int eng, const char *op, uint64_t cmd, kb_time t0,
+int kb__pe_log(const kb_pe_state *ps, int eng, const char *op, uint64_t cmd, kb_time t0,
 	       kb_time t1, int64_t bytes, const char *extra)
 {
-	kb_oplog_lane *lane = kb__lp_lane(lp);
-	kb_oplog_record r = { t0, t1, pe, kb__eng_name(eng), op, cmd, NULL, -1, bytes, NULL, 0 };
+	kb_oplog_lane *lane = ps->lane[eng];
+	kb_oplog_record r = { t0, t1, ps->pe, kb__eng_name(eng), op, cmd, NULL, -1, bytes, NULL, 0 };
 
 	return lane ? kb__oplog_emit(lane, &r, extra) : KB_OK;
 }
@@ -29,7 +48,7 @@ uint64_t kb__machine_staging_bytes(const kb_topo_params *tp)
 }
 
 int kb__machine_create(kb_machine **out, const kb_topo_params *tp, uint32_t n_pes, kb_sim *sim,
-		       kb_memstore *mem, kb_error *err)
+		       kb_memstore *mem, kb_oplog *log, kb_error *err)
 {
 	kb_machine *m = calloc(1, sizeof(*m));
 	uint32_t per_cluster = tp->pes_per_cluster;
@@ -71,6 +90,10 @@ int kb__machine_create(kb_machine **out, const kb_topo_params *tp, uint32_t n_pe
 			rc = kb__engine_add(m, ps, e, err);
 		if (!rc)
 			rc = kb__ipcq_add(m, ps, err);
+		/* One lane per LP, merged in LP-id order (PE-major). */
+		for (int e = 0; !rc && log && e < KB_PE_LPS; e++)
+			if (!(ps->lane[e] = kb__oplog_lane(log, kb__pe_lp(p, e))))
+				rc = kb__err(err, KB_ENOMEM, "out of memory building pe%u", p);
 	}
 	return rc;
 }

@@ -16,6 +16,20 @@
 #include "model/topology.h"
 #include "sim/sim.h"
 
+/* Engine ids, in op_log "eng" names. KB_ENG_LP names the LPs of the
+ * synthetic model (benches/kernels/synthetic.c), which has no PEs. */
+typedef enum kb_eng {
+	KB_ENG_CPU = 0, KB_ENG_SCHED, KB_ENG_DMA, KB_ENG_TCM, KB_ENG_GEMM,
+	KB_ENG_MATH, KB_ENG_IPCQ, KB_ENG_LP, KB_ENG_COUNT
+} kb_eng;
+/* "cpu", "sched", ...; "?" for an invalid id. */
+const char *kb__eng_name(int eng);
+/* All KB_ENG_COUNT names, in id order: the trace's tracks. */
+extern const char *const kb__eng_names[KB_ENG_COUNT];
+/* The trace channel of a record of engine eng: PE_DMA's reads and writes,
+ * PE_IPCQ's sends and receives run on channels of their own. */
+const char *kb__eng_channel(int eng, const kb_oplog_record *rec);
+
 #define KB_PE_LPS 7   /* LPs per PE, in kb_eng order (cpu .. ipcq) */
 
 /* Message and event types. */
@@ -59,6 +73,7 @@ struct kb_pe_state {
 	kb_machine *m;
 	kb_pe_figures fig;
 	void *lp_state[KB_PE_LPS];
+	kb_oplog_lane *lane[KB_PE_LPS]; /* op_log lane of each LP; NULL: no op_log */
 	kb_kernel_run *kernel;   /* NULL when no kernel runs here */
 };
 
@@ -82,8 +97,8 @@ void kb__ipcq_free(void *st);
 /* The kernel attached to a PE's CPU: a command stream fed by a thread. */
 kb_cmd *kb__kernel_next(kb_kernel_run *k);
 
-/* A record in the op_log from inside an LP. */
-int kb__pe_log(kb_lp *lp, uint32_t pe, int eng, const char *op, uint64_t cmd, kb_time t0,
+/* A record in the op_log from inside the PE's LP of engine eng. */
+int kb__pe_log(const kb_pe_state *ps, int eng, const char *op, uint64_t cmd, kb_time t0,
 	       kb_time t1, int64_t bytes, const char *extra);
 
 #endif

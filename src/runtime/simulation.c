@@ -12,12 +12,13 @@
 
 #include "base/err.h"
 #include "kernbench/simulation.h"
-#include "oplog/oplog.h"
-#include "runtime/kernel.h"
-#include "pe/machine.h"
 #include "model/memstore.h"
-#include "runtime/simulation_impl.h"
 #include "model/topology.h"
+#include "oplog/oplog.h"
+#include "pe/machine.h"
+#include "runtime/kernel.h"
+#include "runtime/oplog_pump.h"
+#include "runtime/simulation_impl.h"
 
 typedef struct launch {
 	kb_kernel_fn fn;
@@ -252,6 +253,7 @@ KB_API int kb_simulation_run(kb_simulation *s, kb_result *res, kb_error *err)
 	kb_sim *sim = NULL;
 	kb_machine *m = NULL;
 	kb_sim_config cfg = { 0 };
+	kb_oplog_pump pump;
 	uint64_t records = 0;
 	char sha[65];
 	double t0;
@@ -267,6 +269,9 @@ KB_API int kb_simulation_run(kb_simulation *s, kb_result *res, kb_error *err)
 	oo.trace_path = s->trace_path;
 	oo.callback = s->opt.on_record;
 	oo.payload = s->opt.payload;
+	oo.tracks = kb__eng_names;
+	oo.n_tracks = KB_ENG_COUNT;
+	oo.channel = kb__eng_channel;
 	rc = kb__oplog_create(&log, &oo, err);
 	if (rc)
 		return rc;
@@ -274,11 +279,12 @@ KB_API int kb_simulation_run(kb_simulation *s, kb_result *res, kb_error *err)
 	cfg.lat_pe = kb__cycles_to_ps((double)s->tp->link.engine_latency_cycles, s->tp->clock_freq_ghz);
 	cfg.lat_cluster = kb__cycles_to_ps((double)s->tp->link.intra_cluster_latency_cycles, s->tp->clock_freq_ghz);
 	cfg.lat_global = kb__cycles_to_ps((double)s->tp->link.inter_cluster_latency_cycles, s->tp->clock_freq_ghz);
-	cfg.oplog = log;
+	kb__oplog_pump_attach(&pump, log, &cfg);
 	sim = kb__sim_create(&cfg, err);
 	rc = sim ? KB_OK : (err ? err->code : KB_ENOMEM);
 	if (!rc)
-		rc = kb__machine_create(&m, s->tp, s->n_pes, sim, kb__mem_has_data(s->mem) ? s->mem : NULL, err);
+		rc = kb__machine_create(&m, s->tp, s->n_pes, sim, kb__mem_has_data(s->mem) ? s->mem : NULL,
+					log, err);
 	if (!rc)
 		rc = attach_kernels(s, m, err);
 	for (uint32_t p = 0; !rc && p < s->n_pes; p++)

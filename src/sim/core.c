@@ -8,7 +8,6 @@
 
 #include "base/err.h"
 #include "base/tsan.h"
-#include "oplog/oplog.h"
 
 #define NODES_PER_SLAB 256
 
@@ -274,7 +273,6 @@ int kb__lp_fail_with(kb_lp *lp, const kb_error *e)
 kb_time kb__lp_now(const kb_lp *lp) { return lp->now; }
 uint32_t kb__lp_id(const kb_lp *lp) { return lp->id; }
 void *kb__lp_state(kb_lp *lp) { return lp->state; }
-kb_oplog_lane *kb__lp_lane(kb_lp *lp) { return lp->lane; }
 
 kb_time kb__lp_link_latency(const kb_lp *lp, uint32_t dst)
 {
@@ -442,20 +440,8 @@ uint32_t kb__sim_add_lp(kb_sim *sim, const kb_lp_type *type, void *state, uint32
 	lp->type = type;
 	lp->state = state;
 	lp->sim = sim;
-	if (sim->cfg.oplog) {
-		lp->lane = kb__oplog_lane(sim->cfg.oplog, lp->id);
-		if (!lp->lane) {
-			free(lp);
-			return UINT32_MAX;
-		}
-	}
 	sim->lps[sim->n_lps++] = lp;
 	return lp->id;
-}
-
-kb_oplog_lane *kb__sim_lp_lane(kb_sim *sim, uint32_t id)
-{
-	return id < sim->n_lps ? sim->lps[id]->lane : NULL;
 }
 
 uint32_t kb__sim_lp_count(const kb_sim *sim)

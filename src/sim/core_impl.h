@@ -38,7 +38,6 @@ struct kb_lp {
 	uint64_t seq;
 	kb_evheap heap;
 	size_t wpos;             /* position in the worker's LP heap */
-	kb_oplog_lane *lane;
 };
 
 struct __attribute__((aligned(64))) kb_worker {
@@ -83,7 +82,6 @@ struct kb_sim {
 	atomic_uint claim_next, drain_next;
 	_Atomic unsigned job_sleepers;
 	unsigned ncpu;
-	int sealed;              /* op_log records sealed, not yet written */
 	atomic_int stop;
 	int ran;
 };

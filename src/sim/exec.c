@@ -19,17 +19,16 @@
 #include <unistd.h>
 
 #include "base/err.h"
-#include "oplog/oplog.h"
 #include "sim/core_impl.h"
 
 #define SEQ_BUDGET (1u << 16)
-#define FLUSH_RECORDS 4096
 
-static int flush_log(kb_sim *sim, kb_time bound, kb_error *err)
+/* Everything before bound is final and no LP runs (kb_sim_config). */
+static int window_hook(kb_sim *sim, kb_time bound, unsigned flags, kb_error *err)
 {
-	if (!sim->cfg.oplog)
+	if (!sim->cfg.on_window)
 		return KB_OK;
-	return kb__oplog_flush(sim->cfg.oplog, bound, err);
+	return sim->cfg.on_window(sim->cfg.hook_ctx, bound, flags, err);
 }
 
 /* The first error by (time, LP id): the one a sequential run would meet. */
@@ -63,14 +62,14 @@ static int finish(kb_sim *sim, kb_error *err)
 			sim->stats.end_time = sim->workers[i].last_time;
 	if (bad) {
 		/* Keep what is final: every record that ends before the error. */
-		flush_log(sim, bad->err_time, NULL);
+		window_hook(sim, bad->err_time, KB_WINDOW_LAST, NULL);
 		kb__err_copy(err, &bad->error);
 		return bad->err;
 	}
 	if (atomic_load(&sim->stop))
 		return kb__err(err, KB_ESTATE, "the simulation was stopped at t=%llu ps",
 			       (unsigned long long)sim->stats.end_time);
-	rc = flush_log(sim, KB_TIME_INF, err);
+	rc = window_hook(sim, KB_TIME_INF, KB_WINDOW_LAST, err);
 	return rc;
 }
 
@@ -87,11 +86,9 @@ int kb__exec_sequential(kb_sim *sim, kb_error *err)
 		t = kb__worker_min(w);
 		if (w->err || t == KB_TIME_INF)
 			break;
-		if (sim->cfg.oplog && kb__oplog_buffered(sim->cfg.oplog) > FLUSH_RECORDS) {
-			rc = flush_log(sim, t, err);
-			if (rc)
-				return rc;
-		}
+		rc = window_hook(sim, t, 0, err);
+		if (rc)
+			return rc;
 	}
 	return finish(sim, err);
 }
@@ -220,13 +217,12 @@ static int window_is_dense(const kb_sim *sim, kb_time bound, unsigned active)
 	return n >= cap;
 }
 
-/* Merges the op_log records sealed at the end of an earlier window. */
-static int flush_sealed(kb_sim *sim, kb_error *err)
+/* Finishes what the window hook set aside at the end of an earlier window. */
+static int overlap_hook(kb_sim *sim, kb_error *err)
 {
-	if (!sim->sealed)
+	if (!sim->cfg.on_overlap)
 		return KB_OK;
-	sim->sealed = 0;
-	return kb__oplog_flush_sealed(sim->cfg.oplog, err);
+	return sim->cfg.on_overlap(sim->cfg.hook_ctx, err);
 }
 
 static int run_window(kb_sim *sim, kb_time bound, unsigned active, int dense, kb_error *err)
@@ -238,14 +234,15 @@ static int run_window(kb_sim *sim, kb_time bound, unsigned active, int dense, kb
 
 		sim->bound = bound;
 		post_job(sim, threads - 1);
-		/* The coordinator writes the op_log while the helpers start the
-		 * window; it claims workers too once done, so nobody waits. */
-		rc = flush_sealed(sim, err);
+		/* The coordinator runs the overlap hook (the runtime writes the
+		 * op_log) while the helpers start the window; it claims workers
+		 * too once done, so nobody waits. */
+		rc = overlap_hook(sim, err);
 		help(sim);
 		sim->stats.parallel_windows++;
 		return rc;
 	}
-	rc = flush_sealed(sim, err);
+	rc = overlap_hook(sim, err);
 	if (rc)
 		return rc;
 	for (unsigned i = 0; i < sim->n_workers; i++)
@@ -299,14 +296,11 @@ int kb__exec_parallel(kb_sim *sim, kb_error *err)
 		sim->stats.windows++;
 		if (rc)
 			goto stop;
-		/* Every record so far ends before bound: seal them for the sink. */
-		if (sim->cfg.oplog && kb__oplog_buffered(sim->cfg.oplog) > FLUSH_RECORDS) {
-			rc = flush_sealed(sim, err);
-			if (rc)
-				goto stop;
-			kb__oplog_seal(sim->cfg.oplog);
-			sim->sealed = 1;
-		}
+		/* Everything so far is before bound: the hook may set it aside
+		 * for on_overlap during the next window. */
+		rc = window_hook(sim, bound, KB_WINDOW_OVERLAP, err);
+		if (rc)
+			goto stop;
 	}
 stop:
 	atomic_store(&sim->quit, 1);

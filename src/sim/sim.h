@@ -24,8 +24,6 @@
 
 typedef struct kb_sim kb_sim;
 typedef struct kb_lp kb_lp;
-typedef struct kb_oplog kb_oplog;
-typedef struct kb_oplog_lane kb_oplog_lane;
 
 #define KB_EVENT_WORDS 6
 
@@ -55,13 +53,34 @@ typedef struct kb_lp_type {
 	void (*discard)(const kb_event *ev);
 } kb_lp_type;
 
+/* Flags of a window hook call. */
+enum {
+	/* The run is over: nothing more will be produced; do everything now. */
+	KB_WINDOW_LAST = 1,
+	/* The parallel executor will call on_overlap from its coordinating
+	 * thread while the LPs run the next window: set work aside for it
+	 * rather than doing it now. */
+	KB_WINDOW_OVERLAP = 2,
+};
+
 typedef struct kb_sim_config {
 	int threads;            /* 0: one thread per LP; 1: sequential; N: N workers */
 	kb_time lat_pe;         /* smallest latency between LPs of one PE */
 	kb_time lat_cluster;    /* between PEs of one cluster */
 	kb_time lat_global;     /* between clusters */
 	unsigned par_threshold; /* events in a window below which one thread runs it (0: default) */
-	kb_oplog *oplog;        /* record sink; NULL for none */
+	/*
+	 * The window hook: how the owner learns that results are final, without
+	 * the core knowing what they are (the runtime seals and writes the
+	 * op_log with it). on_window runs on the executor's coordinating thread
+	 * while no LP runs, whenever everything the LPs produce with a time
+	 * before bound is final: between windows, and with KB_WINDOW_LAST at the
+	 * end (bound = KB_TIME_INF, or the time of the first error). Either
+	 * callback may be NULL; a nonzero return stops the run with that error.
+	 */
+	int (*on_window)(void *ctx, kb_time bound, unsigned flags, kb_error *err);
+	int (*on_overlap)(void *ctx, kb_error *err);
+	void *hook_ctx;
 } kb_sim_config;
 
 /* Figures of a finished run. */
@@ -82,8 +101,6 @@ void kb__sim_destroy(kb_sim *sim);
  * times, so models add LPs PE-major. */
 uint32_t kb__sim_add_lp(kb_sim *sim, const kb_lp_type *type, void *state,
 			uint32_t pe, uint32_t cluster);
-/* Gives the LP an op_log lane (records it emits are merged in LP-id order). */
-kb_oplog_lane *kb__sim_lp_lane(kb_sim *sim, uint32_t id);
 uint32_t kb__sim_lp_count(const kb_sim *sim);
 /* Runs to quiescence. On error, err says what failed, where and when. */
 int kb__sim_run(kb_sim *sim, kb_error *err);
@@ -95,7 +112,6 @@ void kb__sim_request_stop(kb_sim *sim);
 kb_time kb__lp_now(const kb_lp *lp);
 uint32_t kb__lp_id(const kb_lp *lp);
 void *kb__lp_state(kb_lp *lp);
-kb_oplog_lane *kb__lp_lane(kb_lp *lp);
 /* Sends ev (type, aux, w) to dst after delay; ev->time etc. are filled in.
  * A delay below the link latency is KB_ELOOKAHEAD. */
 int kb__lp_send(kb_lp *lp, uint32_t dst, kb_time delay, const kb_event *ev);

@@ -1,0 +1,48 @@
+/* The op_log side of the core's window hook. See oplog_pump.h. */
+#include "runtime/oplog_pump.h"
+
+/* Buffered records above which a window's records are written. */
+#define FLUSH_RECORDS 4096
+
+/* Writes what an earlier window sealed. */
+static int pump_overlap(void *ctx, kb_error *err)
+{
+	kb_oplog_pump *p = ctx;
+
+	if (!p->sealed)
+		return KB_OK;
+	p->sealed = 0;
+	return kb__oplog_flush_sealed(p->log, err);
+}
+
+static int pump_window(void *ctx, kb_time bound, unsigned flags, kb_error *err)
+{
+	kb_oplog_pump *p = ctx;
+	int rc;
+
+	if (flags & KB_WINDOW_LAST) {
+		p->sealed = 0; /* kb__oplog_flush writes sealed records first */
+		return kb__oplog_flush(p->log, bound, err);
+	}
+	if (kb__oplog_buffered(p->log) <= FLUSH_RECORDS)
+		return KB_OK;
+	if (!(flags & KB_WINDOW_OVERLAP))
+		return kb__oplog_flush(p->log, bound, err);
+	/* Every buffered record ends before bound: seal them for the sink,
+	 * which writes them while the next window runs. */
+	rc = pump_overlap(p, err);
+	if (rc)
+		return rc;
+	kb__oplog_seal(p->log);
+	p->sealed = 1;
+	return KB_OK;
+}
+
+void kb__oplog_pump_attach(kb_oplog_pump *p, kb_oplog *log, kb_sim_config *cfg)
+{
+	p->log = log;
+	p->sealed = 0;
+	cfg->on_window = log ? pump_window : NULL;
+	cfg->on_overlap = log ? pump_overlap : NULL;
+	cfg->hook_ctx = log ? p : NULL;
+}
