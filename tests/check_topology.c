@@ -511,6 +511,29 @@ START_TEST(test_set_dump_load_same_params)
 }
 END_TEST
 
+/* The hash follows the effective values, not how they were written. */
+START_TEST(test_sha256)
+{
+	kb_topology *t = load_ok("{" SCHEMA "}"), *u = NULL;
+	char a[65], b[65], c[65];
+	kb_error err;
+
+	ck_assert_int_eq(kb_topology_sha256(t, a, &err), 0);
+	ck_assert_uint_eq(strlen(a), 64);
+	ck_assert_uint_eq(strspn(a, "0123456789abcdef"), 64);
+	set_ok(t, "pe.gemm.tile_m", "32");
+	ck_assert_int_eq(kb_topology_sha256(t, b, &err), 0);
+	ck_assert_str_ne(a, b);
+	u = load_ok("{" SCHEMA ", \"pe\": {\"gemm\": {\"tile_m\": 32}}}");
+	ck_assert_int_eq(kb_topology_sha256(u, c, &err), 0);
+	ck_assert_str_eq(b, c);
+	ck_assert_int_eq(kb_topology_sha256(NULL, c, &err), KB_EINVAL);
+	ck_assert_int_eq(kb_topology_sha256(t, NULL, &err), KB_EINVAL);
+	kb_topology_destroy(t);
+	kb_topology_destroy(u);
+}
+END_TEST
+
 START_TEST(test_clone_independence)
 {
 	kb_topology *t = load_ok("{" SCHEMA "}"), *c = kb_topology_clone(t);
@@ -557,6 +580,7 @@ Suite *topology_suite(void)
 	tcase_add_test(tc, test_dump_round_trip);
 	tcase_add_test(tc, test_set_dump_load_same_params);
 	tcase_add_test(tc, test_clone_independence);
+	tcase_add_test(tc, test_sha256);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -93,6 +93,16 @@ KB_API int kb_topology_get_number(const kb_topology *t, const char *dotted_key, 
  */
 KB_API char *kb_topology_dump(const kb_topology *t);
 
+/*
+ * Stores in hex[65] the SHA-256 of the effective topology: of the exact
+ * bytes kb_topology_dump returns (and `kernbench topology` prints), as 64
+ * lowercase hex digits and a NUL. Two topologies with the same effective
+ * values have the same hash, however they were written. This is the hash
+ * that results, sweeps and resume record. Errors: KB_EINVAL (NULL
+ * argument), KB_ENOMEM. Any thread; t may be read concurrently.
+ */
+KB_API int kb_topology_sha256(const kb_topology *t, char hex[65], kb_error *err);
+
 /* Frees a topology. Accepts NULL. Any thread; no other thread may use t. */
 KB_API void kb_topology_destroy(kb_topology *t);
 

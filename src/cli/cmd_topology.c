@@ -1,4 +1,5 @@
-/* kernbench topology: print the effective topology (default or file, then --set). */
+/* kernbench topology: print the effective topology (default or file, then
+ * --set), or with --hash its SHA-256 alone. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,11 +35,12 @@ int cli_load_topology(const char *cmd, const char *file, const char *const *sets
 	return CLI_OK;
 }
 
-enum { O_TOPOLOGY, O_SET, O_HELP, N_OPTS };
+enum { O_TOPOLOGY, O_SET, O_HASH, O_HELP, N_OPTS };
 
 static const cli_opt opts[N_OPTS] = {
 	[O_TOPOLOGY] = { "topology", 0, CLI_VALUE },
 	[O_SET] = { "set", 0, CLI_LIST },
+	[O_HASH] = { "hash", 0, CLI_FLAG },
 	[O_HELP] = { "help", 'h', CLI_FLAG },
 };
 
@@ -64,12 +66,23 @@ int cli_cmd_topology(int argc, char **argv)
 			       a.vals[O_SET].n_list, &t);
 	if (rc)
 		goto done;
-	text = kb_topology_dump(t);
-	if (!text) {
-		rc = cli_error("out of memory");
-		goto done;
+	if (a.vals[O_HASH].seen) {
+		char hex[65];
+		kb_error err;
+
+		if ((rc = kb_topology_sha256(t, hex, &err))) {
+			rc = cli_kb_error(&err, rc);
+			goto done;
+		}
+		puts(hex);
+	} else {
+		text = kb_topology_dump(t);
+		if (!text) {
+			rc = cli_error("out of memory");
+			goto done;
+		}
+		fputs(text, stdout);
 	}
-	fputs(text, stdout);
 	if (fflush(stdout) != 0 || ferror(stdout))
 		rc = cli_error("could not write the topology to standard output");
 done:

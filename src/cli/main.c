@@ -79,6 +79,8 @@ static const char help_topology[] =
 	"\n"
 	"      --topology FILE        start from this topology file\n"
 	"      --set KEY=VALUE        override a topology key (repeatable, in order)\n"
+	"      --hash                 print only the SHA-256 of that JSON (the hash\n"
+	"                             results and sweeps record)\n"
 	"  -h, --help                 print this help\n";
 
 const char *cli_help_text(const char *cmd)

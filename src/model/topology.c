@@ -20,6 +20,7 @@
 #include <jansson.h>
 
 #include "base/err.h"
+#include "base/sha256.h"
 
 struct kb_topology {
 	kb_topo_params p;
@@ -906,6 +907,25 @@ KB_API char *kb_topology_dump(const kb_topology *t)
 		return NULL;
 	}
 	return buf;
+}
+
+KB_API int kb_topology_sha256(const kb_topology *t, char hex[65], kb_error *err)
+{
+	kb_sha256 h;
+	char *text;
+
+	if (!t || !hex)
+		return kb__err(err, KB_EINVAL, "kb_topology_sha256: %s is NULL", t ? "hex" : "t");
+	/* Hashing the dump, not the parsed values, makes the hash the one a
+	 * user can check with sha256sum on `kernbench topology` output. */
+	text = kb_topology_dump(t);
+	if (!text)
+		return kb__err(err, KB_ENOMEM, "out of memory hashing the topology");
+	kb__sha256_init(&h);
+	kb__sha256_update(&h, text, strlen(text));
+	kb__sha256_hex(&h, hex);
+	free(text);
+	return KB_OK;
 }
 
 KB_API void kb_topology_destroy(kb_topology *t)

@@ -19,6 +19,22 @@ cmp "$TMP/a.json" "$TMP/b.json" || fail "round trip differs"
 	--set pe_cost_model.fixed_cycles=40 | cmp -s - "$TMP/default.json" ||
 	fail "--set after --topology does not restore the default"
 
+# --hash is the SHA-256 of exactly what `topology` prints, and the same
+# effective values give the same hash however they were written.
+if command -v sha256sum >/dev/null 2>&1; then
+	want=$(sha256sum <"$TMP/a.json" | cut -d' ' -f1)
+	got=$("$KB" topology --set pe_cost_model.r_cycles_per_byte=0.25 \
+		--set pe_cost_model.fixed_cycles=50 --hash) || fail "topology --hash exited $?"
+	[ "$got" = "$want" ] || fail "--hash '$got' is not sha256sum of the dump '$want'"
+fi
+h1=$("$KB" topology --hash) || fail "topology --hash exited $?"
+h2=$("$KB" topology --topology "$TMP/a.json" --set pe_cost_model.r_cycles_per_byte=0.0625 \
+	--set pe_cost_model.fixed_cycles=40 --hash) || fail "topology --hash exited $?"
+[ "$h1" = "$h2" ] || fail "the same effective topology hashes differently ($h1, $h2)"
+[[ "$h1" =~ ^[0-9a-f]{64}$ ]] || fail "--hash printed '$h1', not 64 hex digits"
+h3=$("$KB" topology --topology "$TMP/a.json" --hash) || fail "topology --hash exited $?"
+[ "$h1" != "$h3" ] || fail "different topologies hash the same"
+
 # The same run either way.
 strip() { sed -e 's/"wall_s":[^,}]*//; s/"events_per_s":[^,}]*//' ; }
 "$KB" run synthetic --param events=200 --threads 1 --json \
