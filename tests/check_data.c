@@ -1101,6 +1101,96 @@ START_TEST(oplog_same_in_data_mode)
 }
 END_TEST
 
+/* A bench in data mode under a scheduler policy, its tensors dumped. */
+static char *policy_run(const char *name, const char *const *params, const char *policy,
+			kb_result *res)
+{
+	kb_params *p = NULL;
+	kb_topology *t = NULL;
+	kb_run_options o = KB_RUN_OPTIONS_INIT;
+	char *dir = kbt_tmpdir();
+	kb_error err;
+	int rc = kb_params_create(&p);
+
+	ck_assert_ptr_nonnull(dir);
+	for (size_t i = 0; !rc && params && params[i]; i++)
+		rc = kb_params_set_assignment(p, params[i], &err);
+	if (!rc)
+		rc = kb_topology_default(&t, &err);
+	if (!rc)
+		rc = kb_topology_set(t, "pe.scheduler.policy", policy, &err);
+	o.data = 1;
+	o.threads = 1;
+	o.dump_dir = dir;
+	memset(res, 0, sizeof(*res));
+	if (!rc)
+		rc = kb_bench_run(name, p, t, &o, res, &err);
+	ck_assert_msg(rc == 0, "%s under %s: %s", name, policy, err.message);
+	kb_params_destroy(p);
+	kb_topology_destroy(t);
+	return dir;
+}
+
+/*
+ * pe.scheduler.policy = rw_aware only lets a command pass blocked ones it
+ * shares no handle with, so every bench computes the same bytes under both
+ * policies (every dumped tensor compared). (That the policy changes timing
+ * is the pe suite's test_rw_aware.)
+ */
+START_TEST(policies_same_numbers)
+{
+	static const char *const names[] = { "q", "k", "v", "o", "a", "b", "c", "bias" };
+	size_t n = kb_bench_count();
+	int checked = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const kb_bench_info *b = kb_bench_get(i);
+
+		if (!strcmp(b->name, "synthetic"))
+			continue;
+		for (int variant = 0; variant < 2; variant++) {
+			const char *const *p = small_params(b->name, variant);
+			kb_result rf, rw;
+			char *df, *dw;
+			int files = 0;
+
+			if (variant && !p)
+				continue;
+			df = policy_run(b->name, p, "strict_fifo", &rf);
+			dw = policy_run(b->name, p, "rw_aware", &rw);
+			for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+				char pf[4096], pw[4096];
+				size_t lf, lw;
+				char *bf, *bw;
+
+				snprintf(pf, sizeof(pf), "%s/%s.npy", df, names[k]);
+				snprintf(pw, sizeof(pw), "%s/%s.npy", dw, names[k]);
+				bf = kbt_slurp(pf, &lf);
+				bw = kbt_slurp(pw, &lw);
+				ck_assert_msg((bf == NULL) == (bw == NULL), "%s: %s.npy under one policy only",
+					      b->name, names[k]);
+				if (bf) {
+					ck_assert_msg(lf == lw && memcmp(bf, bw, lf) == 0,
+						      "%s (%d): %s.npy differs between strict_fifo and rw_aware",
+						      b->name, variant, names[k]);
+					files++;
+				}
+				free(bf);
+				free(bw);
+			}
+			ck_assert_int_ge(files, 3);
+			ck_assert(rf.max_abs_err == rw.max_abs_err);
+			kb_result_clear(&rf);
+			kb_result_clear(&rw);
+			rm_dump(df);
+			rm_dump(dw);
+			checked++;
+		}
+	}
+	ck_assert_int_ge(checked, 6);
+}
+END_TEST
+
 START_TEST(synthetic_has_no_data_mode)
 {
 	const char *const p[] = { "events=1000", "lps=4", NULL };
@@ -1390,6 +1480,7 @@ Suite *data_suite(void)
 	tcase_add_loop_test(gemm, gemm_epilogues, 0, 8);
 	tcase_add_test(tim, oplog_same_in_data_mode);
 	tcase_add_test(tim, synthetic_has_no_data_mode);
+	tcase_add_test(tim, policies_same_numbers);
 	tcase_add_test(mem, mem_never_written_load);
 	tcase_add_test(mem, mem_half_written_load);
 	tcase_add_test(mem, mem_zero_alloc_reads_zero);

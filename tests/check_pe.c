@@ -547,9 +547,12 @@ END_TEST
 
 /* ---- decode opt2 through the bench ---- */
 
-static void run_bench_recs(const char *bench, const char *const *params, recs *rs)
+/* Runs a bench in timing mode, its records into rs; policy NULL: default. */
+static void run_bench_policy(const char *bench, const char *const *params, const char *policy,
+			     int threads, recs *rs, kb_result *out)
 {
 	kb_params *p = NULL;
+	kb_topology *t = NULL;
 	kb_run_options o = KB_RUN_OPTIONS_INIT;
 	kb_result res;
 	kb_error err;
@@ -558,15 +561,28 @@ static void run_bench_recs(const char *bench, const char *const *params, recs *r
 	ck_assert_int_eq(kb_params_create(&p), KB_OK);
 	for (size_t i = 0; params[i]; i++)
 		ck_assert_int_eq(kb_params_set_assignment(p, params[i], &err), KB_OK);
-	o.threads = 1;
+	if (policy) {
+		ck_assert_int_eq(kb_topology_default(&t, &err), KB_OK);
+		ck_assert_int_eq(kb_topology_set(t, "pe.scheduler.policy", policy, &err), KB_OK);
+	}
+	o.threads = threads;
 	o.on_record = on_rec;
 	o.payload = rs;
 	memset(&res, 0, sizeof(res));
-	rc = kb_bench_run(bench, p, NULL, &o, &res, &err);
+	rc = kb_bench_run(bench, p, t, &o, &res, &err);
 	ck_assert_msg(rc == KB_OK, "%s: %s", bench, err.message);
 	ck_assert_uint_eq(res.records, rs->n);
-	kb_result_clear(&res);
+	if (out)
+		*out = res;
+	else
+		kb_result_clear(&res);
 	kb_params_destroy(p);
+	kb_topology_destroy(t);
+}
+
+static void run_bench_recs(const char *bench, const char *const *params, recs *rs)
+{
+	run_bench_policy(bench, params, NULL, 1, rs, NULL);
 }
 
 static int is_recipe_op(const char *op)
@@ -649,6 +665,57 @@ START_TEST(test_k_tile_one_dma)
 	ck_assert_int_eq(reads, 2 * 8 + 1);
 	ck_assert_int_eq(k_steps, 2 * 8);   /* one Q.K^T and one P.V step per tile */
 	free(rs.v);
+}
+END_TEST
+
+static int count_op(const recs *rs, const char *op)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < rs->n; i++)
+		n += strcmp(rs->v[i].op, op) == 0;
+	return n;
+}
+
+/*
+ * pe.scheduler.policy (ADR-0065 A4). Under strict_fifo, opt2's next-tile
+ * #1 (Q.K^T, touching none of m, l, O) waits behind this tile's #2, which
+ * waits for the previous #2: nearly every command logs a hazard_wait.
+ * rw_aware admits #1 ahead: fewer waits, an earlier end; the same run under
+ * every thread count gives the same op_log (deterministic).
+ */
+START_TEST(test_rw_aware)
+{
+	const char *const params[] = { "S_kv=1024", NULL };
+	recs ff = { NULL, 0, 0 }, rw = { NULL, 0, 0 }, rw0 = { NULL, 0, 0 };
+	kb_result a, b, c;
+	kb_topology *t;
+	kb_error err;
+	int wf, ww;
+
+	ck_assert_int_eq(kb_topology_default(&t, &err), KB_OK);
+	ck_assert_int_ne(kb_topology_set(t, "pe.scheduler.policy", "fifo", &err), KB_OK);
+	ck_assert_msg(strstr(err.message, "strict_fifo, rw_aware") != NULL, "'%s'", err.message);
+	kb_topology_destroy(t);
+
+	run_bench_policy("gqa_decode_opt2", params, "strict_fifo", 1, &ff, &a);
+	run_bench_policy("gqa_decode_opt2", params, "rw_aware", 1, &rw, &b);
+	run_bench_policy("gqa_decode_opt2", params, "rw_aware", 0, &rw0, &c);
+	wf = count_op(&ff, "hazard_wait");
+	ww = count_op(&rw, "hazard_wait");
+	printf("opt2 S_kv=1024: strict_fifo %d hazard_waits, %.3f us; rw_aware %d, %.3f us\n", wf,
+	       (double)a.sim_time_ps / 1e6, ww, (double)b.sim_time_ps / 1e6);
+	ck_assert_int_lt(ww, wf);
+	ck_assert_uint_lt(b.sim_time_ps, a.sim_time_ps);
+	ck_assert_str_eq(b.oplog_sha256, c.oplog_sha256);
+	ck_assert_uint_eq(count_op(&ff, "dma_read"), count_op(&rw, "dma_read"));
+	ck_assert_uint_eq(count_op(&ff, "dispatch"), count_op(&rw, "dispatch"));
+	kb_result_clear(&a);
+	kb_result_clear(&b);
+	kb_result_clear(&c);
+	free(ff.v);
+	free(rw.v);
+	free(rw0.v);
 }
 END_TEST
 
@@ -743,6 +810,7 @@ Suite *pe_suite(void)
 	tcase_add_test(run, test_disjoint_overlap);
 	tcase_add_test(run, test_k_before_v);
 	tcase_add_test(run, test_k_tile_one_dma);
+	tcase_add_test(run, test_rw_aware);
 	tcase_add_test(run, test_dispatch_records);
 	tcase_add_test(run, test_deadlock_message);
 	tcase_set_timeout(run, 60);

@@ -31,7 +31,8 @@ static const unsigned char default_json[] = {
 #include "src/model/default_topology.inc"
 };
 
-enum kind { K_STRING, K_REAL, K_U32, K_U64 };
+/* K_ENUM: a string from `choices`, stored as its index (uint32_t). */
+enum kind { K_STRING, K_REAL, K_U32, K_U64, K_ENUM };
 
 /* The lower bound is exclusive (value must be > min). */
 #define F_MIN_EXCL 1u
@@ -43,12 +44,17 @@ typedef struct key_def {
 	double min, max;  /* inclusive unless F_MIN_EXCL; exact for all our ints */
 	unsigned flags;
 	const char *why;  /* reason appended to range errors, or NULL */
+	const char *const *choices;  /* K_ENUM: the values, NULL-terminated */
 } key_def;
 
 #define OFF(f) offsetof(kb_topo_params, f)
-#define REAL(k, f, lo, hi, fl) { k, K_REAL, OFF(f), lo, hi, fl, NULL }
-#define U32(k, f, lo, hi) { k, K_U32, OFF(f), lo, hi, 0, NULL }
-#define U64(k, f, lo, hi) { k, K_U64, OFF(f), lo, hi, 0, NULL }
+#define REAL(k, f, lo, hi, fl) { k, K_REAL, OFF(f), lo, hi, fl, NULL, NULL }
+#define U32(k, f, lo, hi) { k, K_U32, OFF(f), lo, hi, 0, NULL, NULL }
+#define U64(k, f, lo, hi) { k, K_U64, OFF(f), lo, hi, 0, NULL, NULL }
+#define ENUM(k, f, ch) { k, K_ENUM, OFF(f), 0, 0, 0, NULL, ch }
+
+/* pe.scheduler.policy, in kb_sched_policy order. */
+static const char *const sched_policies[] = { "strict_fifo", "rw_aware", NULL };
 
 /* Upper bound of bandwidths: finite and far above any device, so that
  * bytes / bandwidth never overflows a cycle count. */
@@ -61,7 +67,7 @@ typedef struct key_def {
  * duplicate keys rejected, which catches a violation).
  */
 static const key_def keys[] = {
-	{ "schema", K_STRING, 0, 0, 0, 0, NULL },
+	{ "schema", K_STRING, 0, 0, 0, 0, NULL, NULL },
 	REAL("clock_freq_ghz", clock_freq_ghz, 0, 100, F_MIN_EXCL),
 	U32("clusters", clusters, 1, 1024),
 	U32("pes_per_cluster", pes_per_cluster, 1, 1024),
@@ -69,7 +75,7 @@ static const key_def keys[] = {
 	REAL("pe_cost_model.r_cycles_per_byte", cost.r_cycles_per_byte, 0, 1e6, 0),
 	{ "pe_cost_model.max_composite_logical_bytes", K_U64,
 	  OFF(cost.max_composite_logical_bytes), 64, 1048576, 0,
-	  "a smaller cap is smaller than any command" },
+	  "a smaller cap is smaller than any command", NULL },
 	U64("links.engine_latency_cycles", link.engine_latency_cycles, 1, 1e6),
 	U64("links.intra_cluster_latency_cycles", link.intra_cluster_latency_cycles, 1, 1e9),
 	U64("links.inter_cluster_latency_cycles", link.inter_cluster_latency_cycles, 1, 1e9),
@@ -90,6 +96,7 @@ static const key_def keys[] = {
 	U64("pe.gemm.tile_k", gemm.tile_k, 1, 65536),
 	U64("pe.math.vector_width", math.vector_width, 1, TWO_POW(20)),
 	U64("pe.sched.max_inflight_tiles", sched.max_inflight_tiles, 1, 1024),
+	ENUM("pe.scheduler.policy", scheduler.policy, sched_policies),
 	U64("pe.ipcq.setup_cycles", ipcq.setup_cycles, 0, 1e9),
 };
 
@@ -110,7 +117,7 @@ static void put_int(kb_topo_params *p, const key_def *d, uint64_t v)
 {
 	uint32_t v32 = (uint32_t)v;
 
-	if (d->kind == K_U32)
+	if (d->kind == K_U32 || d->kind == K_ENUM)
 		memcpy((char *)p + d->off, &v32, sizeof(v32));
 	else
 		memcpy((char *)p + d->off, &v, sizeof(v));
@@ -128,6 +135,7 @@ static double get_num(const kb_topo_params *p, const key_def *d)
 		memcpy(&r, f, sizeof(r));
 		return r;
 	case K_U32:
+	case K_ENUM:
 		memcpy(&v32, f, sizeof(v32));
 		return v32;
 	case K_U64:
@@ -394,6 +402,23 @@ static int type_err(kb_error *err, const char *key, const char *expected, const 
 		       json_type_name(v), val);
 }
 
+/* Sets a K_ENUM key from its text; the error lists the values. */
+static int set_enum(kb_topo_params *p, const key_def *d, const char *text, kb_error *err)
+{
+	char list[128] = "";
+	size_t used = 0;
+
+	for (uint32_t i = 0; d->choices[i]; i++)
+		if (strcmp(d->choices[i], text) == 0) {
+			put_int(p, d, i);
+			return 0;
+		}
+	for (uint32_t i = 0; d->choices[i] && used < sizeof(list); i++)
+		used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s", i ? ", " : "",
+					 d->choices[i]);
+	return kb__err(err, KB_EINVAL, "%s: '%.60s' is not one of %s", d->key, text, list);
+}
+
 static int apply_json(load_ctx *c, const key_def *d, const json_t *v)
 {
 	c->seen[d - keys] = true;
@@ -406,6 +431,10 @@ static int apply_json(load_ctx *c, const key_def *d, const json_t *v)
 				       "schema = \"%.100s\": unsupported, expected \"%s\"",
 				       json_string_value(v), KB_TOPOLOGY_SCHEMA);
 		return 0;
+	case K_ENUM:
+		if (!json_is_string(v))
+			return type_err(c->err, d->key, "string", v);
+		return set_enum(&c->p, d, json_string_value(v), c->err);
 	case K_REAL:
 		if (!json_is_number(v))
 			return type_err(c->err, d->key, "real", v);
@@ -706,6 +735,8 @@ static int parse_value(kb_topo_params *p, const key_def *d, const char *text, kb
 	double rv;
 	char *end;
 
+	if (d->kind == K_ENUM)
+		return set_enum(p, d, text, err);
 	if (!decimal_chars(text) || !full_strtod(text, &rv))
 		return kb__err(err, KB_EPARSE, "%s: '%.60s' is not a number", d->key, text);
 	if (d->kind == K_REAL)
@@ -806,7 +837,7 @@ KB_API int kb_topology_get_number(const kb_topology *t, const char *dotted_key, 
 		return kb__err(err, KB_ETYPE, "'%s' is an object, not a number", dotted_key);
 	if (!d)
 		return unknown_key(err, dotted_key);
-	if (d->kind == K_STRING)
+	if (d->kind == K_STRING || d->kind == K_ENUM)
 		return kb__err(err, KB_ETYPE, "'%s' is a string, not a number", d->key);
 	*out = get_num(&t->p, d);
 	return 0;
@@ -846,6 +877,8 @@ static void dump_value(FILE *f, const kb_topo_params *p, const key_def *d)
 
 	if (d->kind == K_STRING)
 		fprintf(f, "\"%s\"", KB_TOPOLOGY_SCHEMA);
+	else if (d->kind == K_ENUM)
+		fprintf(f, "\"%s\"", d->choices[(uint32_t)get_num(p, d)]);
 	else if (d->kind == K_REAL) {
 		fmt_real(buf, sizeof(buf), get_num(p, d));
 		fputs(buf, f);

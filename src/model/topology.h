@@ -10,6 +10,9 @@
 
 #include "kernbench/topology.h"
 
+/* pe.scheduler.policy: how PE_SCHEDULER admits commands (src/pe/sched.c). */
+typedef enum kb_sched_policy { KB_SCHED_STRICT_FIFO = 0, KB_SCHED_RW_AWARE } kb_sched_policy;
+
 typedef struct kb_topo_params {
 	double clock_freq_ghz;
 	uint32_t clusters, pes_per_cluster;
@@ -42,6 +45,9 @@ typedef struct kb_topo_params {
 	struct {
 		uint64_t max_inflight_tiles;
 	} sched;
+	struct {
+		uint32_t policy;     /* kb_sched_policy */
+	} scheduler;
 	struct {
 		uint64_t setup_cycles;
 	} ipcq;

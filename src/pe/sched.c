@@ -1,6 +1,8 @@
 /*
- * PE_SCHEDULER: admits commands in strict FIFO order (DDD §8), turns each
- * into a pipeline plan and feeds its steps to the engines.
+ * PE_SCHEDULER: admits commands in strict FIFO order (DDD §8) or, under
+ * pe.scheduler.policy = rw_aware, lets a command pass blocked ones it does
+ * not conflict with (ADR-0065 A4); turns each into a pipeline plan and feeds
+ * its steps to the engines.
  *
  * Hazards by handle identity: a command waits while any in-flight command
  * writes a handle it reads or writes, or reads a handle it writes; and
@@ -153,28 +155,69 @@ static int start_plan(kb_lp *lp, kb_sched *s, kb_plan *p)
 	return feed(lp, p);
 }
 
+static queued *q_at(kb_sched *s, size_t i)
+{
+	return &s->q[(s->q_head + i) % s->q_cap];
+}
+
+/* Takes queue entry i out, keeping the order of the others. */
+static void q_remove(kb_sched *s, size_t i)
+{
+	if (i == 0) {
+		s->q_head = (s->q_head + 1) % s->q_cap;
+	} else {
+		for (size_t k = i; k + 1 < s->q_n; k++)
+			*q_at(s, k) = *q_at(s, k + 1);
+	}
+	s->q_n--;
+}
+
+/* rw_aware: a queued command may pass the ones before it only when it
+ * conflicts with none of them (they keep their order among themselves). */
+static int conflicts_queued(kb_sched *s, size_t i)
+{
+	for (size_t j = 0; j < i; j++)
+		if (conflicts(q_at(s, i)->cmd, q_at(s, j)->cmd))
+			return 1;
+	return 0;
+}
+
+/*
+ * Admits what the policy allows. strict_fifo (the seeds' behaviour, DDD
+ * §8): the queue's head, while it conflicts with no in-flight command;
+ * everything behind a blocked head waits. rw_aware (ADR-0065 A4): also a
+ * later command whose read and write sets meet no in-flight command and no
+ * earlier command still queued. Both scan the queue in arrival order inside
+ * one event of this LP, so the admission order is deterministic.
+ */
 static int try_admit(kb_lp *lp, kb_sched *s)
 {
-	while (s->q_n) {
-		queued *q = &s->q[s->q_head];
+	int rw_aware = s->ps->m->tp->scheduler.policy == KB_SCHED_RW_AWARE;
+	size_t i = 0;
+
+	while (i < s->q_n) {
+		queued q = *q_at(s, i);
 		kb_machine *m = s->ps->m;
 		kb_plan *p;
 		kb_error err;
 		int rc;
 
-		if (blocker(s, q->cmd))
-			return KB_OK;
-		if (kb__lp_now(lp) > q->arrived) {
-			rc = kb__pe_log(s->ps, KB_ENG_SCHED, "hazard_wait", q->cmd->id, q->arrived,
+		if (blocker(s, q.cmd) || (i && conflicts_queued(s, i))) {
+			if (!rw_aware)
+				return KB_OK;
+			i++;
+			continue;
+		}
+		if (kb__lp_now(lp) > q.arrived) {
+			rc = kb__pe_log(s->ps, KB_ENG_SCHED, "hazard_wait", q.cmd->id, q.arrived,
 					kb__lp_now(lp), -1, NULL);
 			if (rc)
 				return kb__lp_fail(lp, rc, "cannot buffer an op_log record");
 		}
-		rc = kb__plan_create(&p, q->cmd, m, &err);
+		rc = kb__plan_create(&p, q.cmd, m, &err);
 		if (rc)
 			return kb__lp_fail(lp, rc, "%s", err.message);
-		s->q_head = (s->q_head + 1) % s->q_cap;
-		s->q_n--;
+		q_remove(s, i);
 		rc = start_plan(lp, s, p);
 		if (rc)
 			return rc;
