@@ -86,7 +86,7 @@ static int advance(kb_lp *lp, kb_cpu *c)
 		kb_cmd *cmd;
 
 		if (!c->cur)
-			c->cur = kb__kernel_next(c->ps->kernel);
+			c->cur = c->ps->source.next(c->ps->source.ctx);
 		cmd = c->cur;
 		if (cmd->kind == KB_CMD_ERROR)
 			return kb__lp_fail_with(lp, cmd->error);
@@ -179,7 +179,7 @@ static int cpu_start(kb_lp *lp)
 	kb_cpu *c = kb__lp_state(lp);
 	kb_event ev = { .type = KB_EV_CPU_NEXT };
 
-	if (!c->ps->kernel) {
+	if (!c->ps->source.ctx) {
 		c->state = CPU_FINISHED;
 		return KB_OK;
 	}

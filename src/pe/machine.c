@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "base/err.h"
-#include "runtime/kernel.h"
 
 const char *const kb__eng_names[KB_ENG_COUNT] = {
 	"cpu", "sched", "dma", "tcm", "gemm", "math", "ipcq", "lp",
@@ -107,7 +106,6 @@ void kb__machine_destroy(kb_machine *m)
 
 		if (!ps)
 			continue;
-		kb__kernel_destroy(ps->kernel);
 		kb__cpu_free(ps->lp_state[KB_ENG_CPU]);
 		kb__sched_free(ps->lp_state[KB_ENG_SCHED]);
 		for (int e = KB_ENG_DMA; e <= KB_ENG_MATH; e++)

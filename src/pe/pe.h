@@ -45,7 +45,16 @@ enum {
 	KB_EV_IPCQ_RECV          /* (unused id kept stable) */
 };
 
-typedef struct kb_kernel_run kb_kernel_run;
+/*
+ * Where PE_CPU gets its commands, in program order. The layer above (the
+ * runtime's kernel launch) hands each PE one; pe never knows what feeds it.
+ * next blocks until a command is there and ends the stream with KB_CMD_END
+ * or KB_CMD_ERROR. The source stays owned by whoever handed it.
+ */
+typedef struct kb_cmd_source {
+	kb_cmd *(*next)(void *ctx);
+	void *ctx;               /* NULL: no kernel runs on this PE */
+} kb_cmd_source;
 typedef struct kb_pe_state kb_pe_state;
 
 /* Read-only machine description. */
@@ -74,7 +83,7 @@ struct kb_pe_state {
 	kb_pe_figures fig;
 	void *lp_state[KB_PE_LPS];
 	kb_oplog_lane *lane[KB_PE_LPS]; /* op_log lane of each LP; NULL: no op_log */
-	kb_kernel_run *kernel;   /* NULL when no kernel runs here */
+	kb_cmd_source source;    /* source.ctx NULL when no kernel runs here */
 };
 
 static inline uint32_t kb__pe_lp(uint32_t pe, int eng)
@@ -93,9 +102,6 @@ void kb__cpu_free(void *st);
 void kb__sched_free(void *st);
 void kb__engine_free(void *st);
 void kb__ipcq_free(void *st);
-
-/* The kernel attached to a PE's CPU: a command stream fed by a thread. */
-kb_cmd *kb__kernel_next(kb_kernel_run *k);
 
 /* A record in the op_log from inside the PE's LP of engine eng. */
 int kb__pe_log(const kb_pe_state *ps, int eng, const char *op, uint64_t cmd, kb_time t0,

@@ -46,8 +46,9 @@ static int stream_push(void *ctx, kb_cmd *c)
 
 /* Consumer side (PE_CPU): the kernel always ends with END or ERROR, so a
  * command always comes; the wait is wall-clock only. */
-kb_cmd *kb__kernel_next(kb_kernel_run *k)
+kb_cmd *kb__kernel_next(void *run)
 {
+	kb_kernel_run *k = run;
 	kb_cmd *c;
 
 	pthread_mutex_lock(&k->mu);

@@ -13,6 +13,8 @@
 #include "pe/pe.h"
 #include "tl/tl_impl.h"
 
+typedef struct kb_kernel_run kb_kernel_run;
+
 int kb__kernel_create(kb_kernel_run **out, kb_kernel_fn fn, void *args, const kb_tl_config *cfg,
 		      kb_error *err);
 /* Starts the kernel thread. */
@@ -21,5 +23,7 @@ int kb__kernel_start(kb_kernel_run *k, kb_error *err);
 void kb__kernel_stop(kb_kernel_run *k);
 void kb__kernel_destroy(kb_kernel_run *k);
 uint64_t kb__kernel_commands(const kb_kernel_run *k);
+/* The command source PE_CPU reads (kb_cmd_source.next; ctx is the run). */
+kb_cmd *kb__kernel_next(void *run);
 
 #endif

@@ -207,10 +207,12 @@ static int attach_kernels(kb_simulation *s, kb_machine *m, kb_error *err)
 				.hbm_bytes = s->tp->mem.hbm_bytes,
 				.tag = s->nonce + pe * 2654435761u,
 			};
-			int rc = kb__kernel_create(&m->pes[pe]->kernel, l->fn, l->args, &cfg, err);
+			kb_kernel_run *run;
+			int rc = kb__kernel_create(&run, l->fn, l->args, &cfg, err);
 
 			if (rc)
 				return rc;
+			m->pes[pe]->source = (kb_cmd_source){ kb__kernel_next, run };
 		}
 	}
 	return KB_OK;
@@ -288,14 +290,14 @@ KB_API int kb_simulation_run(kb_simulation *s, kb_result *res, kb_error *err)
 	if (!rc)
 		rc = attach_kernels(s, m, err);
 	for (uint32_t p = 0; !rc && p < s->n_pes; p++)
-		if (m->pes[p]->kernel)
-			rc = kb__kernel_start(m->pes[p]->kernel, err);
+		if (m->pes[p]->source.ctx)
+			rc = kb__kernel_start(m->pes[p]->source.ctx, err);
 	t0 = now_s();
 	if (!rc)
 		rc = kb__sim_run(sim, err);
 	for (uint32_t p = 0; m && p < s->n_pes; p++)
 		if (m->pes[p])
-			kb__kernel_stop(m->pes[p]->kernel);
+			kb__kernel_stop(m->pes[p]->source.ctx);
 	{
 		kb_error ferr;
 		int frc = kb__oplog_finish(log, sha, &records, &ferr);
@@ -312,6 +314,9 @@ KB_API int kb_simulation_run(kb_simulation *s, kb_result *res, kb_error *err)
 		memcpy(res->oplog_sha256, sha, sizeof(sha));
 		res->records = records;
 	}
+	for (uint32_t p = 0; m && p < s->n_pes; p++)
+		if (m->pes[p])
+			kb__kernel_destroy(m->pes[p]->source.ctx);
 	kb__machine_destroy(m);
 	kb__sim_destroy(sim);
 	kb__oplog_destroy(log);
