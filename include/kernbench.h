@@ -14,5 +14,6 @@
 #include "kernbench/sweep.h"
 #include "kernbench/simulation.h"
 #include "kernbench/tl.h"
+#include "kernbench/json.h"
 
 #endif

@@ -625,6 +625,143 @@ START_TEST(bench_run_json)
 }
 END_TEST
 
+/* ---- JSON in, JSON out ---- */
+
+START_TEST(json_run_and_errors)
+{
+	char *out = NULL, *twice = NULL;
+	kb_error err;
+
+	ck_assert_int_eq(kb_bench_run_json("gemm", "{\"M\": 64, \"epilogue\": \"relu\"}",
+					   "{\"pe_cost_model\": {\"r_cycles_per_byte\": 0.25}}",
+					   "{\"threads\": 1, \"argv\": [\"prog\", \"x\"]}", &out, &err),
+			 KB_OK);
+	ck_assert_ptr_nonnull(strstr(out, "\"M\":64"));
+	ck_assert_ptr_nonnull(strstr(out, "\"epilogue\":\"relu\""));
+	ck_assert_ptr_nonnull(strstr(out, "\"command_line\":[\"prog\",\"x\"]"));
+	ck_assert_ptr_nonnull(strstr(out, "\"topology_sha256\":\""));
+	ck_assert_ptr_nonnull(strstr(out, "\"kernbench_version\":\"" KB_VERSION_STRING "\""));
+	/* The same run through the dotted form gives the same op_log. */
+	ck_assert_int_eq(kb_bench_run_json("gemm", "{\"M\": 64, \"epilogue\": \"relu\"}",
+					   "{\"pe_cost_model.r_cycles_per_byte\": 0.25}",
+					   "{\"threads\": 2}", &twice, &err),
+			 KB_OK);
+	ck_assert(strncmp(strstr(out, "\"oplog_sha256\""), strstr(twice, "\"oplog_sha256\""), 80) == 0);
+	ck_assert(strncmp(strstr(out, "\"topology_sha256\""), strstr(twice, "\"topology_sha256\""), 84) == 0);
+	kb_free(out);
+	kb_free(twice);
+
+	ck_assert_int_eq(kb_bench_run_json("nope", NULL, NULL, NULL, &out, &err), KB_ENOTFOUND);
+	ck_assert_ptr_null(out);
+	ck_assert_int_eq(kb_bench_run_json("gemm", "{\"Q\": 1}", NULL, NULL, &out, &err), KB_ENOTFOUND);
+	ck_assert_ptr_nonnull(strstr(err.message, "'Q'"));
+	ck_assert_int_eq(kb_bench_run_json("gemm", "{\"M\": [1]}", NULL, NULL, &out, &err), KB_ETYPE);
+	ck_assert_int_eq(kb_bench_run_json("gemm", "{\"M\": ", NULL, NULL, &out, &err), KB_EPARSE);
+	ck_assert_int_eq(kb_bench_run_json("gemm", NULL, "{\"pe.nope\": 1}", NULL, &out, &err), KB_EKEY);
+	ck_assert_ptr_nonnull(strstr(err.message, "pe.nope"));
+	ck_assert_int_eq(kb_bench_run_json("gemm", NULL, NULL, "{\"thread\": 1}", &out, &err), KB_EKEY);
+	ck_assert_int_eq(kb_bench_run_json("gemm", NULL, NULL, "{\"threads\": -1}", &out, &err), KB_ERANGE);
+	ck_assert_int_eq(kb_bench_run_json("gemm", NULL, NULL, NULL, NULL, &err), KB_EINVAL);
+	ck_assert_ptr_null(out);
+}
+END_TEST
+
+static int collect_row(const char *json, void *payload)
+{
+	char **rows = payload;
+	size_t i = 0;
+
+	while (rows[i])
+		i++;
+	rows[i] = strdup(json);
+	return 0;
+}
+
+START_TEST(json_sweep_and_catalog)
+{
+	char *rows[8] = { 0 }, *cat = NULL, *meta = NULL;
+	kb_provenance_options po = KB_PROVENANCE_OPTIONS_INIT;
+	kb_error err;
+
+	ck_assert_int_eq(kb_sweep_run_json("{\"benches\": [\"gemm\"], \"params\": {\"M\": [64, 128]},"
+					   " \"set\": {\"pe_cost_model.r_cycles_per_byte\": [0.0625, 0.25]},"
+					   " \"jobs\": 2}", collect_row, rows, &err),
+			 KB_OK);
+	ck_assert_ptr_nonnull(rows[3]);
+	ck_assert_ptr_null(rows[4]);
+	/* Fixed order, typed keys: the last key varies fastest. */
+	ck_assert_ptr_nonnull(strstr(rows[0], "\"keys\":{\"M\":64,\"pe_cost_model.r_cycles_per_byte\":0.0625}"));
+	ck_assert_ptr_nonnull(strstr(rows[1], "\"keys\":{\"M\":64,\"pe_cost_model.r_cycles_per_byte\":0.25}"));
+	ck_assert_ptr_nonnull(strstr(rows[2], "\"index\":2"));
+	ck_assert_ptr_nonnull(strstr(rows[3], "\"status\":0"));
+	for (int i = 0; i < 4; i++) {
+		free(rows[i]);
+		rows[i] = NULL;
+	}
+	ck_assert_int_eq(kb_sweep_run_json("{\"benches\": []}", collect_row, rows, &err), KB_EINVAL);
+	/* A failing point is a row with its error; the sweep goes on. */
+	ck_assert_int_eq(kb_sweep_run_json("{\"benches\": \"gemm\", \"params\": {\"Z\": 1}}",
+					   collect_row, rows, &err), KB_OK);
+	ck_assert_ptr_nonnull(strstr(rows[0], "\"status\":-12"));
+	ck_assert_ptr_nonnull(strstr(rows[0], "'Z'"));
+	ck_assert_ptr_nonnull(strstr(rows[0], "\"result\":null"));
+	free(rows[0]);
+
+	ck_assert_int_eq(kb_catalog_json(&cat, &err), KB_OK);
+	ck_assert_ptr_nonnull(strstr(cat, "\"name\":\"gqa_decode_opt2\""));
+	ck_assert_ptr_nonnull(strstr(cat, "\"name\":\"softmax_merge\""));
+	ck_assert_ptr_nonnull(strstr(cat, "\"name\":\"exp_diff\""));
+	ck_assert_ptr_nonnull(strstr(cat, "\"operands\":[\"a\",\"b\"]"));
+	kb_free(cat);
+
+	ck_assert_int_eq(kb_provenance_json(&meta, &po, &err), KB_OK);
+	ck_assert_ptr_nonnull(strstr(meta, "\"command_line\":null"));
+	ck_assert_ptr_nonnull(strstr(meta, "\"date_utc\":\"2"));
+	kb_free(meta);
+	po.params_json = "{";
+	ck_assert_int_eq(kb_provenance_json(&meta, &po, &err), KB_EPARSE);
+}
+END_TEST
+
+static void failing_kernel(kb_tl *tl, void *p)
+{
+	(void)p;
+	kb_tl_cpu_overhead(tl, 10);
+	kb_tl_fail(tl, "my own reason");
+	kb_tl_cpu_overhead(tl, 10);  /* a no-op once failed */
+}
+
+START_TEST(tl_fail_and_conversions)
+{
+	static const float f[] = { 0.0f, 1.0f, -2.5f, 65504.0f, 1e9f, 3.0e-8f };
+	kb_simulation *sim = NULL;
+	uint16_t h[6], b[6];
+	float back[6];
+	kb_error err;
+	char *res = NULL;
+
+	ck_assert_int_eq(kb_simulation_create_json(&sim, NULL, "{\"threads\": 1}", &err), KB_OK);
+	ck_assert_int_eq(kb_simulation_launch(sim, failing_kernel, NULL, 0, 1, &err), KB_OK);
+	ck_assert_int_eq(kb_simulation_run_json(sim, &res, &err), KB_EVALIDATE);
+	ck_assert_ptr_null(res);
+	ck_assert_int_eq(err.detail, KB_V_KERNEL);
+	ck_assert_str_eq(kb_validation_name(KB_V_KERNEL), "kernel_fail");
+	ck_assert_ptr_nonnull(strstr(err.message, "my own reason"));
+	ck_assert_ptr_nonnull(strstr(err.message, "check_api.c"));
+	kb_simulation_destroy(sim);
+
+	kb_fp32_to_fp16(h, f, 6);
+	kb_fp16_to_fp32(back, h, 6);
+	ck_assert(back[0] == 0.0f && back[1] == 1.0f && back[2] == -2.5f && back[3] == 65504.0f);
+	ck_assert(isinf(back[4]));
+	ck_assert_uint_eq(h[1], 0x3c00);
+	kb_fp32_to_bf16(b, f, 6);
+	kb_bf16_to_fp32(back, b, 6);
+	ck_assert_uint_eq(b[1], 0x3f80);
+	ck_assert(back[2] == -2.5f && fabsf(back[4] - 1e9f) < 1e7f);
+}
+END_TEST
+
 /* ---- several simulations at once on different threads ---- */
 
 typedef struct thread_job {
@@ -789,6 +926,9 @@ Suite *api_suite(void)
 	tcase_add_test(bench, bench_run_errors);
 	tcase_add_test(bench, bench_run_json);
 	tcase_add_test(bench, sweep_in_order);
+	tcase_add_test(bench, json_run_and_errors);
+	tcase_add_test(bench, json_sweep_and_catalog);
+	tcase_add_test(bench, tl_fail_and_conversions);
 	suite_add_tcase(s, bench);
 	return s;
 }

@@ -75,6 +75,7 @@ typedef struct kb_result {
 	kb_engine_busy *busy;    /* per PE per engine; n_busy entries */
 	size_t n_busy;
 	char *params_json;       /* the effective parameters as a JSON object */
+	char *meta_json;         /* provenance (kb_provenance_json) of kb_bench_run; NULL otherwise */
 } kb_result;
 
 /* Frees what a kb_result owns (not the struct). Accepts NULL. */
@@ -91,8 +92,10 @@ typedef struct kb_run_options {
 	const char *dump_dir;    /* data mode: write .npy tensors here, NULL: none */
 	kb_oplog_cb on_record;   /* NULL: none */
 	void *payload;
+	int argc;                /* the command line, recorded in the provenance; 0: none */
+	const char *const *argv;
 } kb_run_options;
-#define KB_RUN_OPTIONS_INIT { 0, 0, NULL, NULL, NULL, NULL, NULL }
+#define KB_RUN_OPTIONS_INIT { 0, 0, NULL, NULL, NULL, NULL, NULL, 0, NULL }
 
 /* A list of "name=value" parameter assignments. */
 typedef struct kb_params kb_params;
@@ -107,7 +110,10 @@ KB_API void kb_params_destroy(kb_params *p);
  * embedded default). Unknown or out-of-range parameters are KB_ENOTFOUND /
  * KB_ERANGE / KB_EPARSE naming the parameter; simulation and validation
  * errors are returned with their message. res is filled on success and
- * must be cleared with kb_result_clear.
+ * must be cleared with kb_result_clear. res->meta_json records where the
+ * result came from (kb_provenance_json: version, topology SHA-256, params,
+ * opt->argv, threads, host, date); with opt->dump_dir, the same object is
+ * written there as meta.json.
  */
 KB_API int kb_bench_run(const char *bench, const kb_params *params, const kb_topology *topo,
 			const kb_run_options *opt, kb_result *res, kb_error *err);

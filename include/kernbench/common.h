@@ -59,7 +59,8 @@ typedef enum kb_validation {
 	KB_V_BAD_HANDLE,          /* NULL, freed, or foreign handle */
 	KB_V_SPACE,               /* operand in the wrong memory space */
 	KB_V_SCOPE,               /* unbalanced scratch scopes */
-	KB_V_UNKNOWN_OP           /* unknown op kind */
+	KB_V_UNKNOWN_OP,          /* unknown op kind */
+	KB_V_KERNEL               /* the kernel failed the run itself (kb_tl_fail) */
 } kb_validation;
 
 /* Caller-supplied error object (jansson's json_error_t style). */
@@ -83,6 +84,10 @@ KB_API void kb_error_clear(kb_error *err);
 KB_API const char *kb_version(void);
 /* Library version as KB_VERSION_HEX of the built library. */
 KB_API unsigned kb_version_hex(void);
+/* The git revision the library was built from ("0123abcd4567", with
+ * "-dirty" when the tree had uncommitted changes), or "" when unknown (a
+ * build outside a git checkout). Never NULL. */
+KB_API const char *kb_git_revision(void);
 
 /* Element types of tensors. */
 typedef enum kb_dtype { KB_FP32 = 0, KB_FP16 = 1, KB_BF16 = 2 } kb_dtype;
@@ -92,6 +97,18 @@ KB_API size_t kb_dtype_size(kb_dtype dt);
 KB_API const char *kb_dtype_name(kb_dtype dt);
 /* Parses a dtype name; returns KB_EINVAL for an unknown name. */
 KB_API int kb_dtype_parse(const char *name, kb_dtype *out);
+
+/*
+ * Conversions of n values between fp32 and the 16-bit storage types, for
+ * uploads and downloads (kb_simulation_upload/download move raw bytes).
+ * Narrowing rounds to nearest, ties to even; NaN stays NaN; values too
+ * large become infinity; widening is exact. The same conversions as data
+ * mode's engines. dst and src must not overlap.
+ */
+KB_API void kb_fp16_to_fp32(float *dst, const uint16_t *src, size_t n);
+KB_API void kb_fp32_to_fp16(uint16_t *dst, const float *src, size_t n);
+KB_API void kb_bf16_to_fp32(float *dst, const uint16_t *src, size_t n);
+KB_API void kb_fp32_to_bf16(uint16_t *dst, const float *src, size_t n);
 
 #ifdef __cplusplus
 }

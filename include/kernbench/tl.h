@@ -144,6 +144,13 @@ KB_API int kb_tl_send_at(kb_tl *tl, kb_tl_tensor *src, uint32_t dst_pe, uint32_t
 KB_API int kb_tl_recv_at(kb_tl *tl, kb_tl_tensor *dst, uint32_t src_pe, uint32_t tag,
 			 const char *file, int line);
 
+/* Fails the run with the kernel's own message (a binding's exception, a
+ * check of the kernel's own): the launch fails with KB_EVALIDATE, detail
+ * KB_V_KERNEL, and a message naming the call site, the PE and `message`
+ * (cut to fit kb_error.message). Every later operation is a no-op, as after
+ * a validation error. Returns KB_EVALIDATE (also when already failed). */
+KB_API int kb_tl_fail_at(kb_tl *tl, const char *message, const char *file, int line);
+
 /* Shape, dtype and space of a handle (0 / KB_EINVAL for a bad handle). */
 KB_API int kb_tl_shape(const kb_tl *tl, const kb_tl_tensor *t, int *rank, int64_t *shape);
 
@@ -160,6 +167,7 @@ KB_API int kb_tl_shape(const kb_tl *tl, const kb_tl_tensor *t, int *rank, int64_
 #define kb_tl_scope_end(tl) kb_tl_scope_end_at(tl, __FILE__, __LINE__)
 #define kb_tl_send(tl, src, pe, tag) kb_tl_send_at(tl, src, pe, tag, __FILE__, __LINE__)
 #define kb_tl_recv(tl, dst, pe, tag) kb_tl_recv_at(tl, dst, pe, tag, __FILE__, __LINE__)
+#define kb_tl_fail(tl, message) kb_tl_fail_at(tl, message, __FILE__, __LINE__)
 
 /* A kernel: called once per program instance. */
 typedef void (*kb_kernel_fn)(kb_tl *tl, void *args);

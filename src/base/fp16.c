@@ -135,3 +135,27 @@ void kb__store_f32(void *dst, kb_dtype dt, const float *src, size_t n)
 		memcpy(p + 2 * i, &h, sizeof(h));
 	}
 }
+
+KB_API void kb_fp16_to_fp32(float *dst, const uint16_t *src, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		dst[i] = kb__f16_to_f32(src[i]);
+}
+
+KB_API void kb_fp32_to_fp16(uint16_t *dst, const float *src, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		dst[i] = kb__f32_to_f16(src[i]);
+}
+
+KB_API void kb_bf16_to_fp32(float *dst, const uint16_t *src, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		dst[i] = kb__bf16_to_f32(src[i]);
+}
+
+KB_API void kb_fp32_to_bf16(uint16_t *dst, const float *src, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		dst[i] = kb__f32_to_bf16(src[i]);
+}

@@ -6,6 +6,7 @@
 
 #include "kernbench/common.h"
 #include "kernbench/version.h"
+#include "base/gitrev.h"
 
 KB_API const char *kb_version(void)
 {
@@ -46,4 +47,9 @@ KB_API int kb_dtype_parse(const char *name, kb_dtype *out)
 		}
 	}
 	return KB_EINVAL;
+}
+
+KB_API const char *kb_git_revision(void)
+{
+	return KB_GIT_REVISION;
 }

@@ -12,6 +12,7 @@
 #include "base/err.h"
 #include "bench/bench_impl.h"
 #include "bench/params.h"
+#include "bench/provenance.h"
 
 static const kb_bench_def *const benches[] = {
 	&kb__bench_synthetic,
@@ -189,12 +190,43 @@ static char *params_json(const kb_bench_info *b, const kb_params *p)
 	return s;
 }
 
+static json_t *make_meta(const kb_topology *topo, const char *params, const kb_run_options *opt,
+			 kb_error *err)
+{
+	kb_provenance_options po = KB_PROVENANCE_OPTIONS_INIT;
+
+	po.topology = topo;
+	po.params_json = params;
+	po.threads = opt->threads;
+	po.argc = opt->argc;
+	po.argv = opt->argv;
+	return kb__provenance(&po, err);
+}
+
+/* DIR/meta.json beside the dumped tensors: the provenance, pretty. */
+static int write_meta(const char *dir, const json_t *meta, kb_error *err)
+{
+	size_t n = strlen(dir) + sizeof("/meta.json");
+	char *path = malloc(n);
+	int rc = KB_OK;
+
+	if (!path)
+		return kb__err(err, KB_ENOMEM, "out of memory");
+	snprintf(path, n, "%s/meta.json", dir);
+	if (json_dump_file(meta, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0)
+		rc = kb__err(err, KB_EIO, "%s: cannot write the dump's provenance", path);
+	free(path);
+	return rc;
+}
+
 KB_API int kb_bench_run(const char *bench, const kb_params *params, const kb_topology *topo,
 			const kb_run_options *opt, kb_result *res, kb_error *err)
 {
 	const kb_bench_def *def = find_def(bench);
 	kb_run_options dflt = KB_RUN_OPTIONS_INIT;
 	kb_bench_ctx ctx = { 0 };
+	char *ptext;
+	json_t *meta;
 	int rc;
 
 	kb_error_clear(err);
@@ -226,8 +258,18 @@ KB_API int kb_bench_run(const char *bench, const kb_params *params, const kb_top
 		  : kb_topology_default(&ctx.topo, err);
 	if (rc)
 		return rc;
-	rc = def->run(&ctx, res, err);
+	/* Provenance first: a bench may grow its copy of the topology, and the
+	 * hash is of the topology as given (as `kernbench topology` prints it). */
+	ptext = params_json(&def->info, params);
+	meta = ptext ? make_meta(ctx.topo, ptext, opt, err) : NULL;
+	rc = meta ? def->run(&ctx, res, err) : (err && err->code ? err->code : KB_ENOMEM);
 	kb_topology_destroy(ctx.topo);
+	if (!rc && opt->dump_dir)
+		rc = write_meta(opt->dump_dir, meta, err);
+	if (!rc && !(res->meta_json = json_dumps(meta, JSON_COMPACT | JSON_PRESERVE_ORDER)))
+		rc = kb__err(err, KB_ENOMEM, "out of memory");
+	json_decref(meta);
+	res->params_json = ptext;
 	if (rc) {
 		kb_result_clear(res);
 		return rc;
@@ -235,7 +277,6 @@ KB_API int kb_bench_run(const char *bench, const kb_params *params, const kb_top
 	snprintf(res->bench, sizeof(res->bench), "%s", def->info.name);
 	res->threads = opt->threads;
 	res->data = opt->data;
-	res->params_json = params_json(&def->info, params);
 	return KB_OK;
 }
 
@@ -245,8 +286,10 @@ KB_API void kb_result_clear(kb_result *res)
 		return;
 	free(res->busy);
 	free(res->params_json);
+	free(res->meta_json);
 	res->busy = NULL;
 	res->params_json = NULL;
+	res->meta_json = NULL;
 	res->n_busy = 0;
 }
 
@@ -313,6 +356,12 @@ KB_API char *kb_result_to_json(const kb_result *r)
 	if (r->n_busy) {
 		json_object_set_new(o, "busy_ps", busy_json(r, 0));
 		json_object_set_new(o, "utilization", busy_json(r, 1));
+	}
+	if (r->meta_json) {
+		json_t *meta = json_loads(r->meta_json, 0, NULL);
+
+		if (meta)
+			json_object_set_new(o, "meta", meta);
 	}
 	s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
 	json_decref(o);

@@ -77,6 +77,10 @@ void cli_json_string(FILE *f, const char *s);
 /* Monotonic seconds. */
 double cli_now(void);
 
+/* The whole command line, as main received it (recorded as provenance). */
+extern int cli_argc;
+extern const char *const *cli_argv;
+
 /* ---- subcommands ------------------------------------------------------ */
 
 int cli_cmd_list(int argc, char **argv);

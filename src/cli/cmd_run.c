@@ -91,6 +91,8 @@ static int build_options(const cli_args *a, kb_run_options *o)
 	o->oplog_path = a->vals[O_OPLOG].value;
 	o->trace_path = a->vals[O_TRACE].value;
 	o->dump_dir = a->vals[O_DUMP].value;
+	o->argc = cli_argc;
+	o->argv = cli_argv;
 	return 0;
 }
 

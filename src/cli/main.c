@@ -112,10 +112,15 @@ int cli_print_help(const char *cmd)
 	return print_help(cli_help_text(cmd));
 }
 
+int cli_argc;
+const char *const *cli_argv;
+
 int main(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : NULL;
 
+	cli_argc = argc;
+	cli_argv = (const char *const *)argv;
 	if (!cmd)
 		return cli_usage(NULL, "missing command");
 	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {

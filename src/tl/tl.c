@@ -420,6 +420,13 @@ KB_API uint64_t kb_tl_tcm_free(const kb_tl *tl)
 	return tl ? tl->cfg.tcm_bytes - tl->tcm.used : 0;
 }
 
+KB_API int kb_tl_fail_at(kb_tl *tl, const char *message, const char *file, int line)
+{
+	if (kb__tl_begin(tl, "kb_tl_fail", file, line))
+		return KB_EVALIDATE;
+	return kb__tl_fail(tl, KB_V_KERNEL, "%s", message && *message ? message : "kernel failed");
+}
+
 KB_API int kb_tl_shape(const kb_tl *tl, const kb_tl_tensor *t, int *rank, int64_t *shape)
 {
 	kb_hslot *h;

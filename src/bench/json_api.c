@@ -1,0 +1,731 @@
+/*
+ * JSON in, JSON out (kernbench/json.h): the bench runner, sweeps, the
+ * catalogue and simulations through strings, so that a binding never
+ * copies a struct layout. Inputs are turned into the ordinary calls
+ * (kb_params_set, kb_topology_set, kb_sweep_add_*), so every check and
+ * every error message is the one of the ordinary API.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "base/err.h"
+#include "bench/provenance.h"
+#include "bench/sweep_impl.h"
+#include "kernbench/json.h"
+#include "num/math_op.h"
+#include "tl/recipes.h"
+
+/* ---- inputs ----------------------------------------------------------- */
+
+/* Parses text as a JSON object (NULL text: an empty object). */
+static json_t *parse_object(const char *text, const char *what, kb_error *err)
+{
+	json_error_t je;
+	json_t *o;
+
+	if (!text)
+		return json_object();
+	o = json_loads(text, 0, &je);
+	if (!o) {
+		kb__err_at(err, KB_EPARSE, what, je.line, je.column, "%s:%d:%d: %s", what, je.line,
+			   je.column, je.text);
+		return NULL;
+	}
+	if (!json_is_object(o)) {
+		json_decref(o);
+		kb__err(err, KB_ETYPE, "%s must be a JSON object", what);
+		return NULL;
+	}
+	return o;
+}
+
+/* The shortest text that reads back to the same double. */
+static void real_text(double v, char *buf, size_t n)
+{
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(buf, n, "%.*g", prec, v);
+		if (strtod(buf, NULL) == v)
+			return;
+	}
+}
+
+/* A scalar as the text the ordinary API reads (numbers, strings, booleans). */
+static int value_text(const json_t *v, const char *key, char *buf, size_t n, kb_error *err)
+{
+	if (json_is_integer(v))
+		snprintf(buf, n, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+	else if (json_is_real(v))
+		real_text(json_real_value(v), buf, n);
+	else if (json_is_string(v) && strlen(json_string_value(v)) < n)
+		snprintf(buf, n, "%s", json_string_value(v));
+	else if (json_is_boolean(v))
+		snprintf(buf, n, "%d", json_is_true(v) ? 1 : 0);
+	else
+		return kb__err(err, KB_ETYPE, "%s: expected a number or a string", key);
+	return KB_OK;
+}
+
+/* Applies {"a.b": 1} and {"a": {"b": 1}} (prefix: the path so far). */
+static int set_keys(kb_topology *t, const json_t *o, const char *prefix, kb_error *err)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach((json_t *)o, k, v) {
+		char key[256], text[64];
+		int rc;
+
+		if ((size_t)snprintf(key, sizeof(key), "%s%s%s", prefix, *prefix ? "." : "", k) >=
+		    sizeof(key))
+			return kb__err(err, KB_EKEY, "topology key '%s%s' is too long", prefix, k);
+		if (json_is_object(v)) {
+			rc = set_keys(t, v, key, err);
+		} else {
+			rc = value_text(v, key, text, sizeof(text), err);
+			if (!rc)
+				rc = kb_topology_set(t, key, text, err);
+		}
+		if (rc)
+			return rc;
+	}
+	return KB_OK;
+}
+
+static int topology_from(kb_topology **out, const json_t *o, kb_error *err)
+{
+	kb_topology *t = NULL;
+	int rc;
+
+	*out = NULL;
+	if (o && json_object_get(o, "schema")) {
+		char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+
+		rc = text ? kb_topology_load_string(&t, text, err) : kb__err(err, KB_ENOMEM, "out of memory");
+		free(text);
+	} else {
+		rc = kb_topology_default(&t, err);
+		if (!rc && o)
+			rc = set_keys(t, o, "", err);
+	}
+	if (rc) {
+		kb_topology_destroy(t);
+		return rc;
+	}
+	*out = t;
+	return KB_OK;
+}
+
+KB_API int kb_topology_from_json(kb_topology **out, const char *topology_json, kb_error *err)
+{
+	json_t *o;
+	int rc;
+
+	kb_error_clear(err);
+	if (!out)
+		return kb__err(err, KB_EINVAL, "kb_topology_from_json: out is NULL");
+	*out = NULL;
+	if (!(o = parse_object(topology_json, "topology", err)))
+		return err ? err->code : KB_EPARSE;
+	rc = topology_from(out, o, err);
+	json_decref(o);
+	return rc;
+}
+
+/* Run options shared by runs, sweeps and simulations. */
+typedef struct json_opts {
+	int threads, data;
+	long long pes, jobs;
+	const char *op_log, *trace, *dump;
+	const char **argv;
+	int argc;
+} json_opts;
+
+static int get_int(const json_t *v, const char *key, long long lo, long long hi, long long *out,
+		   kb_error *err)
+{
+	if (!json_is_integer(v))
+		return kb__err(err, KB_ETYPE, "option %s: expected an integer", key);
+	if (json_integer_value(v) < lo || json_integer_value(v) > hi)
+		return kb__err(err, KB_ERANGE, "option %s = %" JSON_INTEGER_FORMAT " is out of range [%lld, %lld]",
+			       key, json_integer_value(v), lo, hi);
+	*out = json_integer_value(v);
+	return KB_OK;
+}
+
+static int get_path(const json_t *v, const char *key, const char **out, kb_error *err)
+{
+	if (json_is_null(v)) {
+		*out = NULL;
+		return KB_OK;
+	}
+	if (!json_is_string(v))
+		return kb__err(err, KB_ETYPE, "option %s: expected a string", key);
+	*out = json_string_value(v);
+	return KB_OK;
+}
+
+/* Reads the keys of o named in `allowed` ("threads data ..."); strings
+ * point into o, which must outlive the options. */
+static int read_opts(const json_t *o, const char *allowed, json_opts *jo, kb_error *err)
+{
+	const char *k;
+	json_t *v;
+	long long x;
+	int rc = KB_OK;
+
+	memset(jo, 0, sizeof(*jo));
+	json_object_foreach((json_t *)o, k, v) {
+		const char *hit = strstr(allowed, k);
+		size_t n = strlen(k);
+
+		if (!hit || (hit != allowed && hit[-1] != ' ') || (hit[n] && hit[n] != ' '))
+			return kb__err(err, KB_EKEY, "unknown option '%s' (known: %s)", k, allowed);
+		if (strcmp(k, "threads") == 0 && !(rc = get_int(v, k, 0, 4096, &x, err)))
+			jo->threads = (int)x;
+		else if (strcmp(k, "data") == 0) {
+			if (!json_is_boolean(v))
+				return kb__err(err, KB_ETYPE, "option data: expected true or false");
+			jo->data = json_is_true(v);
+		} else if (strcmp(k, "pes") == 0)
+			rc = get_int(v, k, 0, 1 << 20, &jo->pes, err);
+		else if (strcmp(k, "jobs") == 0)
+			rc = get_int(v, k, 0, 4096, &jo->jobs, err);
+		else if (strcmp(k, "op_log") == 0)
+			rc = get_path(v, k, &jo->op_log, err);
+		else if (strcmp(k, "trace") == 0)
+			rc = get_path(v, k, &jo->trace, err);
+		else if (strcmp(k, "dump") == 0)
+			rc = get_path(v, k, &jo->dump, err);
+		else if (strcmp(k, "argv") == 0) {
+			size_t i;
+
+			if (!json_is_array(v))
+				return kb__err(err, KB_ETYPE, "option argv: expected a list of strings");
+			free(jo->argv);
+			jo->argv = calloc(json_array_size(v) + 1, sizeof(*jo->argv));
+			if (!jo->argv)
+				return kb__err(err, KB_ENOMEM, "out of memory");
+			for (i = 0; i < json_array_size(v); i++) {
+				json_t *s = json_array_get(v, i);
+
+				if (!json_is_string(s))
+					return kb__err(err, KB_ETYPE, "option argv: expected a list of strings");
+				jo->argv[jo->argc++] = json_string_value(s);
+			}
+		}
+		if (rc)
+			return rc;
+	}
+	return KB_OK;
+}
+
+static int params_from(kb_params **out, const char *params_json, kb_error *err)
+{
+	json_t *o = parse_object(params_json, "params", err), *v;
+	const char *k;
+	int rc = KB_OK;
+
+	*out = NULL;
+	if (!o)
+		return err ? err->code : KB_EPARSE;
+	if (kb_params_create(out))
+		rc = kb__err(err, KB_ENOMEM, "out of memory");
+	json_object_foreach(o, k, v) {
+		char text[256];
+
+		if (rc || (rc = value_text(v, k, text, sizeof(text), err)) ||
+		    (rc = kb_params_set(*out, k, text, err)))
+			break;
+	}
+	json_decref(o);
+	if (rc) {
+		kb_params_destroy(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+static int dump_out(json_t *o, char **out, kb_error *err)
+{
+	*out = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+	json_decref(o);
+	return *out ? KB_OK : kb__err(err, KB_ENOMEM, "out of memory");
+}
+
+/* ---- runs ------------------------------------------------------------- */
+
+KB_API int kb_bench_run_json(const char *bench, const char *params_json,
+			     const char *topology_json, const char *options_json,
+			     char **result_json, kb_error *err)
+{
+	kb_run_options ro = KB_RUN_OPTIONS_INIT;
+	json_t *opts = NULL;
+	kb_params *params = NULL;
+	kb_topology *topo = NULL;
+	json_opts jo = { 0 };
+	kb_result res;
+	char *text;
+	int rc;
+
+	kb_error_clear(err);
+	memset(&res, 0, sizeof(res));
+	if (!result_json)
+		return kb__err(err, KB_EINVAL, "kb_bench_run_json: result_json is NULL");
+	*result_json = NULL;
+	if (!(opts = parse_object(options_json, "options", err)))
+		return err ? err->code : KB_EPARSE;
+	if ((rc = read_opts(opts, "threads data op_log trace dump argv", &jo, err)) ||
+	    (rc = params_from(&params, params_json, err)) ||
+	    (rc = kb_topology_from_json(&topo, topology_json, err)))
+		goto done;
+	ro.threads = jo.threads;
+	ro.data = jo.data;
+	ro.oplog_path = jo.op_log;
+	ro.trace_path = jo.trace;
+	ro.dump_dir = jo.dump;
+	ro.argc = jo.argc;
+	ro.argv = jo.argv;
+	if ((rc = kb_bench_run(bench, params, topo, &ro, &res, err)))
+		goto done;
+	text = kb_result_to_json(&res);
+	kb_result_clear(&res);
+	if (!text) {
+		rc = kb__err(err, KB_ENOMEM, "out of memory");
+		goto done;
+	}
+	*result_json = text;
+done:
+	free(jo.argv);
+	kb_topology_destroy(topo);
+	kb_params_destroy(params);
+	json_decref(opts);
+	return rc;
+}
+
+/* ---- sweeps ----------------------------------------------------------- */
+
+/* How a swept key's values are typed in rows. */
+static int all_values(const sweep_key *k, int want_int)
+{
+	for (size_t i = 0; i < k->n_values; i++) {
+		char *end;
+		const char *v = k->values[i];
+
+		if (want_int)
+			(void)strtoll(v, &end, 10);
+		else
+			(void)strtod(v, &end);
+		if (!*v || *end)
+			return 0;
+	}
+	return 1;
+}
+
+static json_t *typed_value(const kb_sweep *s, size_t key, const char *bench, const char *v)
+{
+	const kb_bench_info *b = kb_bench_find(bench);
+	const sweep_key *k = &s->keys[key];
+
+	for (size_t i = 0; !k->is_set && b && i < b->n_params; i++) {
+		if (strcmp(b->params[i].name, k->name) != 0)
+			continue;
+		if (b->params[i].type == KB_PARAM_INT)
+			return json_integer(strtoll(v, NULL, 10));
+		if (b->params[i].type == KB_PARAM_REAL)
+			return json_real(strtod(v, NULL));
+		return json_string(v);
+	}
+	if (all_values(k, 1))
+		return json_integer(strtoll(v, NULL, 10));
+	if (all_values(k, 0))
+		return json_real(strtod(v, NULL));
+	return json_string(v);
+}
+
+KB_API char *kb_sweep_row_to_json(const kb_sweep *s, const kb_sweep_row *row)
+{
+	json_t *o, *keys, *res = NULL;
+	char *text = NULL;
+
+	if (!s || !row || !(o = json_object()))
+		return NULL;
+	keys = json_object();
+	for (size_t i = 0; i < row->n_keys && i < s->n_keys; i++)
+		json_object_set_new(keys, row->keys[i], typed_value(s, i, row->bench, row->values[i]));
+	if (row->result && !row->status) {
+		char *r = kb_result_to_json(row->result);
+
+		res = r ? json_loads(r, 0, NULL) : NULL;
+		free(r);
+	}
+	json_object_set_new(o, "index", json_integer((json_int_t)row->index));
+	json_object_set_new(o, "total", json_integer((json_int_t)row->total));
+	json_object_set_new(o, "bench", json_string(row->bench));
+	json_object_set_new(o, "keys", keys);
+	json_object_set_new(o, "status", json_integer(row->status));
+	json_object_set_new(o, "error", json_string(row->error ? row->error : ""));
+	json_object_set_new(o, "result", res ? res : json_null());
+	if (row->result && !row->status && !res)
+		text = NULL;  /* out of memory in the result: report it as such */
+	else
+		text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+	json_decref(o);
+	return text;
+}
+
+/* A list (or a scalar: a list of one) as the comma-separated values text. */
+static int list_text(const json_t *v, const char *key, char **out, kb_error *err)
+{
+	size_t n = json_is_array(v) ? json_array_size(v) : 1, used = 0, cap = 64;
+	char *buf = malloc(cap);
+	int rc = KB_OK;
+
+	if (!buf)
+		return kb__err(err, KB_ENOMEM, "out of memory");
+	buf[0] = '\0';
+	if (n == 0)
+		rc = kb__err(err, KB_EINVAL, "%s: the list of values is empty", key);
+	for (size_t i = 0; !rc && i < n; i++) {
+		char text[256];
+		size_t len;
+
+		if ((rc = value_text(json_is_array(v) ? json_array_get(v, i) : v, key, text,
+				     sizeof(text), err)))
+			break;
+		if (strchr(text, ','))
+			rc = kb__err(err, KB_EINVAL, "%s: value '%s' contains a comma", key, text);
+		len = strlen(text);
+		while (!rc && used + len + 2 > cap) {
+			char *nb = realloc(buf, cap *= 2);
+
+			if (!nb)
+				rc = kb__err(err, KB_ENOMEM, "out of memory");
+			else
+				buf = nb;
+		}
+		if (!rc)
+			used += (size_t)sprintf(buf + used, "%s%s", i ? "," : "", text);
+	}
+	if (rc) {
+		free(buf);
+		return rc;
+	}
+	*out = buf;
+	return KB_OK;
+}
+
+static int add_lists(kb_sweep *s, const json_t *o, int is_set, kb_error *err)
+{
+	const char *k;
+	json_t *v;
+
+	if (o && !json_is_object(o))
+		return kb__err(err, KB_ETYPE, "sweep %s: expected an object of lists",
+			       is_set ? "set" : "params");
+	json_object_foreach((json_t *)o, k, v) {
+		char *text = NULL;
+		int rc = list_text(v, k, &text, err);
+
+		if (!rc)
+			rc = is_set ? kb_sweep_add_set(s, k, text, err) : kb_sweep_add_param(s, k, text, err);
+		free(text);
+		if (rc)
+			return rc;
+	}
+	return KB_OK;
+}
+
+typedef struct row_relay {
+	const kb_sweep *s;
+	kb_json_cb cb;
+	void *payload;
+	int oom;
+} row_relay;
+
+static int relay_row(const kb_sweep_row *row, void *payload)
+{
+	row_relay *r = payload;
+	char *text = kb_sweep_row_to_json(r->s, row);
+	int stop;
+
+	if (!text) {
+		r->oom = 1;
+		return 1;
+	}
+	stop = r->cb ? r->cb(text, r->payload) : 0;
+	free(text);
+	return stop;
+}
+
+static int build_sweep(kb_sweep **out, const json_t *spec, kb_error *err)
+{
+	kb_sweep_options so = KB_SWEEP_OPTIONS_INIT;
+	const json_t *benches = json_object_get(spec, "benches");
+	json_t *scope = json_object();
+	kb_topology *topo = NULL;
+	kb_sweep *s = NULL;
+	json_opts jo;
+	const char *k;
+	json_t *v;
+	int rc;
+
+	/* The run options are the keys outside the sweep's definition. */
+	json_object_foreach((json_t *)spec, k, v)
+		if (strcmp(k, "benches") && strcmp(k, "params") && strcmp(k, "set") &&
+		    strcmp(k, "topology"))
+			json_object_set(scope, k, v);
+	rc = read_opts(scope, "jobs threads data argv", &jo, err);
+	free(jo.argv);
+	json_decref(scope);
+	if (rc)
+		return rc;
+	so.jobs = (unsigned)jo.jobs;
+	so.threads = json_object_get(spec, "threads") ? jo.threads : 1;
+	so.data = jo.data;
+	if ((rc = kb_sweep_create(&s, &so, err)))
+		return rc;
+	if (json_is_string(benches)) {
+		rc = kb_sweep_add_bench(s, json_string_value(benches), err);
+	} else if (json_is_array(benches) && json_array_size(benches)) {
+		size_t i;
+
+		json_array_foreach(benches, i, v)
+			if (!rc)
+				rc = json_is_string(v) ? kb_sweep_add_bench(s, json_string_value(v), err)
+						       : kb__err(err, KB_ETYPE, "sweep benches: expected names");
+	} else {
+		rc = kb__err(err, KB_EINVAL, "sweep: \"benches\" must name at least one bench");
+	}
+	if (!rc)
+		rc = add_lists(s, json_object_get(spec, "params"), 0, err);
+	if (!rc)
+		rc = add_lists(s, json_object_get(spec, "set"), 1, err);
+	if (!rc && json_object_get(spec, "topology")) {
+		const json_t *t = json_object_get(spec, "topology");
+
+		rc = json_is_object(t) ? topology_from(&topo, t, err)
+				       : kb__err(err, KB_ETYPE, "sweep topology: expected an object");
+		if (!rc)
+			rc = kb_sweep_set_topology(s, topo, err);
+		kb_topology_destroy(topo);
+	}
+	if (rc) {
+		kb_sweep_destroy(s);
+		return rc;
+	}
+	*out = s;
+	return KB_OK;
+}
+
+KB_API int kb_sweep_run_json(const char *sweep_json, kb_json_cb on_row, void *payload,
+			     kb_error *err)
+{
+	row_relay relay = { NULL, on_row, payload, 0 };
+	kb_sweep *s = NULL;
+	json_t *spec;
+	int rc;
+
+	kb_error_clear(err);
+	if (!(spec = parse_object(sweep_json, "sweep", err)))
+		return err ? err->code : KB_EPARSE;
+	rc = build_sweep(&s, spec, err);
+	json_decref(spec);
+	if (rc)
+		return rc;
+	relay.s = s;
+	rc = kb_sweep_run(s, relay_row, &relay, err);
+	if (relay.oom)
+		rc = kb__err(err, KB_ENOMEM, "out of memory formatting a sweep row");
+	kb_sweep_destroy(s);
+	return rc;
+}
+
+/* ---- the catalogue ---------------------------------------------------- */
+
+static json_t *param_default(const kb_param_info *p)
+{
+	const char *d = p->default_value ? p->default_value : "";
+
+	if (p->type == KB_PARAM_INT)
+		return json_integer(strtoll(d, NULL, 10));
+	if (p->type == KB_PARAM_REAL)
+		return json_real(strtod(d, NULL));
+	return json_string(d);
+}
+
+static json_t *choices_json(const char *choices)
+{
+	json_t *a;
+
+	if (!choices)
+		return json_null();
+	a = json_array();
+	for (const char *c = choices; *c;) {
+		const char *bar = strchr(c, '|');
+		size_t len = bar ? (size_t)(bar - c) : strlen(c);
+
+		json_array_append_new(a, json_stringn(c, len));
+		c += len + (bar != NULL);
+	}
+	return a;
+}
+
+static json_t *number_or_null(double v)
+{
+	return isfinite(v) ? json_real(v) : json_null();
+}
+
+static json_t *benches_json(void)
+{
+	static const char *const types[] = { "int", "real", "string" };
+	json_t *list = json_array();
+
+	for (size_t i = 0; i < kb_bench_count(); i++) {
+		const kb_bench_info *b = kb_bench_get(i);
+		json_t *o = json_object(), *ps = json_array();
+
+		for (size_t j = 0; j < b->n_params; j++) {
+			const kb_param_info *p = &b->params[j];
+			json_t *po = json_object();
+
+			json_object_set_new(po, "name", json_string(p->name));
+			json_object_set_new(po, "type", json_string(types[p->type]));
+			json_object_set_new(po, "default", param_default(p));
+			json_object_set_new(po, "help", json_string(p->help ? p->help : ""));
+			json_object_set_new(po, "choices", choices_json(p->choices));
+			json_object_set_new(po, "min", p->type == KB_PARAM_STRING ? json_null()
+										  : number_or_null(p->min));
+			json_object_set_new(po, "max", p->type == KB_PARAM_STRING ? json_null()
+										  : number_or_null(p->max));
+			json_array_append_new(ps, po);
+		}
+		json_object_set_new(o, "name", json_string(b->name));
+		json_object_set_new(o, "help", json_string(b->help ? b->help : ""));
+		json_object_set_new(o, "params", ps);
+		json_array_append_new(list, o);
+	}
+	return list;
+}
+
+static json_t *recipes_json(void)
+{
+	json_t *list = json_array();
+
+	for (size_t i = 0; i < kb__recipe_count(); i++) {
+		const kb_recipe *r = kb__recipe_get(i);
+		json_t *o = json_object(), *ops = json_array();
+
+		for (int j = 0; j < KB_RECIPE_MAX_OPERANDS && r->operands[j].name; j++) {
+			json_t *op = json_object();
+
+			json_object_set_new(op, "name", json_string(r->operands[j].name));
+			json_object_set_new(op, "access",
+					    json_string(r->operands[j].access == KB_RECIPE_RW ? "rw" : "r"));
+			json_array_append_new(ops, op);
+		}
+		json_object_set_new(o, "name", json_string(r->name));
+		json_object_set_new(o, "operands", ops);
+		json_object_set_new(o, "primary_out",
+				    r->primary_out ? json_string(r->primary_out) : json_null());
+		json_array_append_new(list, o);
+	}
+	return list;
+}
+
+/* The op kinds of a composite: the head or an epilogue op. An epilogue
+ * op's first input is the running value; the rest are named operands. */
+static json_t *ops_json(void)
+{
+	static const char *const names[] = { "other", "bias", "src_b", "src_c" };
+	json_t *list = json_array(), *gemm = json_object(), *ab = json_array();
+
+	json_array_append_new(ab, json_string("a"));
+	json_array_append_new(ab, json_string("b"));
+	json_object_set_new(gemm, "name", json_string("gemm"));
+	json_object_set_new(gemm, "engine", json_string("gemm"));
+	json_object_set_new(gemm, "inputs", json_integer(2));
+	json_object_set_new(gemm, "operands", ab);
+	json_array_append_new(list, gemm);
+	for (int k = 0; k < KB_MATH_KIND_COUNT; k++) {
+		json_t *o = json_object(), *ops = json_array();
+		int n = kb__math_arity((kb_math_kind)k);
+
+		for (int j = 0; j + 1 < n && j < 4; j++)
+			json_array_append_new(ops, json_string(names[j]));
+		json_object_set_new(o, "name", json_string(kb__math_kind_name((kb_math_kind)k)));
+		json_object_set_new(o, "engine", json_string("math"));
+		json_object_set_new(o, "inputs", json_integer(n));
+		json_object_set_new(o, "operands", ops);
+		json_array_append_new(list, o);
+	}
+	return list;
+}
+
+KB_API int kb_catalog_json(char **out, kb_error *err)
+{
+	json_t *o = json_object();
+
+	kb_error_clear(err);
+	if (!out) {
+		json_decref(o);
+		return kb__err(err, KB_EINVAL, "kb_catalog_json: out is NULL");
+	}
+	json_object_set_new(o, "benches", benches_json());
+	json_object_set_new(o, "recipes", recipes_json());
+	json_object_set_new(o, "ops", ops_json());
+	return dump_out(o, out, err);
+}
+
+/* ---- simulations ------------------------------------------------------ */
+
+KB_API int kb_simulation_create_json(kb_simulation **out, const char *topology_json,
+				     const char *options_json, kb_error *err)
+{
+	kb_sim_options so = KB_SIM_OPTIONS_INIT;
+	kb_topology *topo = NULL;
+	json_t *opts;
+	json_opts jo;
+	int rc;
+
+	kb_error_clear(err);
+	if (!out)
+		return kb__err(err, KB_EINVAL, "kb_simulation_create_json: out is NULL");
+	*out = NULL;
+	if (!(opts = parse_object(options_json, "options", err)))
+		return err ? err->code : KB_EPARSE;
+	rc = read_opts(opts, "threads data op_log trace pes", &jo, err);
+	if (!rc)
+		rc = kb_topology_from_json(&topo, topology_json, err);
+	if (!rc) {
+		so.threads = jo.threads;
+		so.data = jo.data;
+		so.oplog_path = jo.op_log;
+		so.trace_path = jo.trace;
+		so.pes = (uint32_t)jo.pes;
+		rc = kb_simulation_create(out, topo, &so, err);
+	}
+	kb_topology_destroy(topo);
+	json_decref(opts);
+	return rc;
+}
+
+KB_API int kb_simulation_run_json(kb_simulation *sim, char **result_json, kb_error *err)
+{
+	kb_result res;
+	int rc;
+
+	kb_error_clear(err);
+	memset(&res, 0, sizeof(res));
+	if (!result_json)
+		return kb__err(err, KB_EINVAL, "kb_simulation_run_json: result_json is NULL");
+	*result_json = NULL;
+	if ((rc = kb_simulation_run(sim, &res, err)))
+		return rc;
+	*result_json = kb_result_to_json(&res);
+	kb_result_clear(&res);
+	return *result_json ? KB_OK : kb__err(err, KB_ENOMEM, "out of memory");
+}
