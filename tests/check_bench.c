@@ -191,6 +191,62 @@ START_TEST(test_param_errors)
 }
 END_TEST
 
+/* Mistyped names get a "did you mean", errors about a parameter name it in
+ * err.source, and integer ranges print in full. */
+START_TEST(test_param_messages)
+{
+	const char *const typo[] = { "s_kv=1024", NULL };
+	const char *const far[] = { "zzzzzz=1", NULL };
+	const char *const range[] = { "S_kv=0", NULL };
+	const char *const big_p[] = { "S_kv=256", "P=8", NULL };
+	const char *const seed[] = { "seed=-1", NULL };
+	const char *const m0[] = { "M=0", NULL };
+	kb_result res;
+	kb_error err;
+	kb_sweep *sw = NULL;
+
+	memset(&res, 0, sizeof(res));
+	ck_assert_int_eq(kbt_run("gqa_decode_op2", NULL, NULL, 1, 0, &res, &err), KB_ENOTFOUND);
+	ck_assert_msg(strstr(err.message, "did you mean 'gqa_decode_opt2'?"), "%s", err.message);
+	ck_assert_int_eq(kbt_run("gqa_decode_opt2", typo, NULL, 1, 0, &res, &err), KB_ENOTFOUND);
+	ck_assert_msg(strstr(err.message, "did you mean 'S_kv'?"), "%s", err.message);
+	ck_assert_str_eq(err.source, "s_kv");
+	ck_assert_int_eq(kbt_run("gqa_decode_opt2", far, NULL, 1, 0, &res, &err), KB_ENOTFOUND);
+	ck_assert_msg(strstr(err.message, "known: G, d, S_kv"), "%s", err.message);
+	ck_assert_int_eq(kbt_run("gqa_decode_opt2", range, NULL, 1, 0, &res, &err), KB_ERANGE);
+	ck_assert_msg(strstr(err.message, "[1, 67108864]"), "%s", err.message);
+	ck_assert_str_eq(err.source, "S_kv");
+	ck_assert_int_eq(err.line, 0);
+	ck_assert_int_eq(kbt_run("gemm", m0, NULL, 1, 0, &res, &err), KB_ERANGE);
+	ck_assert_msg(strstr(err.message, "[1, 1048576]"), "%s", err.message);
+	ck_assert_int_eq(kbt_run("gemm", seed, NULL, 1, 0, &res, &err), KB_ERANGE);
+	ck_assert_msg(strstr(err.message, "[0, 9000000000000000000]"), "%s", err.message);
+	ck_assert_int_eq(kbt_run("gqa_decode_opt2", big_p, NULL, 1, 0, &res, &err), KB_ERANGE);
+	ck_assert_str_eq(err.source, "P");
+	ck_assert_int_eq(kb_sweep_create(&sw, NULL, &err), 0);
+	ck_assert_int_eq(kb_sweep_add_bench(sw, "gem", &err), KB_ENOTFOUND);
+	ck_assert_msg(strstr(err.message, "did you mean 'gemm'?"), "%s", err.message);
+	kb_sweep_destroy(sw);
+}
+END_TEST
+
+START_TEST(test_suggest)
+{
+	static const char *const names[] = { "run", "sweep", NULL, "list", "M", "threads" };
+
+	ck_assert_str_eq(kb_suggest("runn", names, 6), "run");
+	ck_assert_str_eq(kb_suggest("swep", names, 6), "sweep");
+	ck_assert_str_eq(kb_suggest("THREADS", names, 6), "threads");  /* case only */
+	ck_assert_str_eq(kb_suggest("m", names, 6), "M");
+	ck_assert_ptr_null(kb_suggest("s", names, 6));                 /* one letter: any is one edit */
+	ck_assert_ptr_null(kb_suggest("run", names, 6));               /* the name itself */
+	ck_assert_ptr_null(kb_suggest("frobnicate", names, 6));
+	ck_assert_ptr_null(kb_suggest(NULL, names, 6));
+	ck_assert_ptr_null(kb_suggest("run", NULL, 6));
+	ck_assert_ptr_null(kb_suggest("runn", names, 0));
+}
+END_TEST
+
 /* ---- scaling ---- */
 
 START_TEST(test_split_kv_scaling)
@@ -228,6 +284,8 @@ Suite *bench_suite(void)
 	tcase_add_loop_test(gold, test_golden_hash, 0, (int)N_GOLDENS);
 	tcase_add_loop_test(gold, test_hash_threads, 0, (int)N_GOLDENS);
 	tcase_add_test(err, test_param_errors);
+	tcase_add_test(err, test_param_messages);
+	tcase_add_test(err, test_suggest);
 	tcase_add_test(scale, test_split_kv_scaling);
 	tcase_set_timeout(ratio, 60);
 	tcase_set_timeout(gold, 60);

@@ -327,11 +327,12 @@ static int run_decode(kb_bench_ctx *ctx, kb_result *res, kb_error *err, int opt2
 
 	kb_dtype_parse(kb__bench_str(ctx, "dtype"), &a.dt);
 	if (a.P > tiles)
-		return kb__err(err, KB_ERANGE, "P = %u PEs per head exceeds the %lld KV tiles of S_kv = %lld",
-			       a.P, (long long)tiles, (long long)a.S);
+		return kb__err_at(err, KB_ERANGE, "P", 0, 0,
+				  "P = %u PEs per head exceeds the %lld KV tiles of S_kv = %lld", a.P,
+				  (long long)tiles, (long long)a.S);
 	if (clusters > pes)
-		return kb__err(err, KB_ERANGE, "C = %u clusters for %u PEs: every cluster needs a PE",
-			       clusters, pes);
+		return kb__err_at(err, KB_ERANGE, "C", 0, 0,
+				  "C = %u clusters for %u PEs: every cluster needs a PE", clusters, pes);
 	rc = fit_topology(ctx, pes, clusters, err);
 	so = kb__bench_sim_options(ctx, pes);
 	if (!rc)

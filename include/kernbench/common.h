@@ -80,6 +80,13 @@ KB_API const char *kb_validation_name(int detail);
 /* Clears an error object. Accepts NULL. */
 KB_API void kb_error_clear(kb_error *err);
 
+/* "Did you mean ...?": the one of n candidates closest to a mistyped name
+ * (edit distance, letter case ignored) when it is close enough to be a typo
+ * (about one edit in three characters), else NULL. Returns one of the
+ * candidates' pointers; never the name itself. The library's own messages
+ * for unknown benches, parameters and topology keys use the same rule. */
+KB_API const char *kb_suggest(const char *name, const char *const *candidates, size_t n);
+
 /* Library version string, e.g. "0.1.0". */
 KB_API const char *kb_version(void);
 /* Library version as KB_VERSION_HEX of the built library. */

@@ -24,6 +24,8 @@ const char *kb__bench_str(const kb_bench_ctx *ctx, const char *name);
 
 /* Simulation options of a run, from the run options. */
 kb_sim_options kb__bench_sim_options(const kb_bench_ctx *ctx, uint32_t pes);
+/* KB_ENOTFOUND "unknown bench" with a "did you mean" or the known names. */
+int kb__bench_unknown(kb_error *err, const char *bench);
 
 extern const kb_bench_def kb__bench_synthetic;
 extern const kb_bench_def kb__bench_gemm;

@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "base/err.h"
+#include "base/suggest.h"
 #include "bench/bench_impl.h"
 #include "bench/params.h"
 #include "bench/provenance.h"
@@ -45,6 +46,49 @@ KB_API const kb_bench_info *kb_bench_find(const char *name)
 	const kb_bench_def *d = find_def(name);
 
 	return d ? &d->info : NULL;
+}
+
+/* " (did you mean 'x'?)" when one of the names is close to name, else
+ * " (known: a, b, ...)". */
+static void names_hint(char *buf, size_t n, const char *name, size_t count,
+		       const char *(*name_at)(const void *set, size_t i), const void *set)
+{
+	kb__suggest sg;
+	const char *best;
+	size_t used, len;
+
+	kb__suggest_init(&sg, name, strlen(name));
+	for (size_t i = 0; i < count; i++)
+		kb__suggest_offer(&sg, name_at(set, i), strlen(name_at(set, i)));
+	best = kb__suggest_best(&sg, &len);
+	if (best) {
+		snprintf(buf, n, " (did you mean '%.*s'?)", (int)len, best);
+		return;
+	}
+	used = (size_t)snprintf(buf, n, " (known:");
+	for (size_t i = 0; i < count && used < n; i++)
+		used += (size_t)snprintf(buf + used, n - used, "%s %s", i ? "," : "", name_at(set, i));
+	if (used < n)
+		snprintf(buf + used, n - used, ")");
+}
+
+static const char *bench_name_at(const void *set, size_t i)
+{
+	(void)set;
+	return benches[i]->info.name;
+}
+
+static const char *param_name_at(const void *set, size_t i)
+{
+	return ((const kb_bench_info *)set)->params[i].name;
+}
+
+int kb__bench_unknown(kb_error *err, const char *bench)
+{
+	char hint[400];
+
+	names_hint(hint, sizeof(hint), bench ? bench : "", N_BENCHES, bench_name_at, NULL);
+	return kb__err(err, KB_ENOTFOUND, "unknown bench '%.100s'%s", bench ? bench : "(null)", hint);
 }
 
 static const kb_param_info *param_info(const kb_bench_info *b, const char *name)
@@ -113,16 +157,28 @@ static int choice_ok(const char *choices, const char *v)
 	return 0;
 }
 
-/* One value against its parameter's type and range. */
+/* A range bound as written in the bench's table: integers in full
+ * (1048576, not 1.04858e+06; 9000000000000000000, not 9e+18). */
+static void bound_text(char *buf, size_t n, const kb_param_info *pi, double x)
+{
+	if (pi->type == KB_PARAM_INT)
+		snprintf(buf, n, "%.0f", x);
+	else
+		snprintf(buf, n, "%.15g", x);
+}
+
+/* One value against its parameter's type and range. Errors name the
+ * parameter in err->source. */
 static int check_value(const kb_bench_info *b, const kb_param_info *pi, const char *v, kb_error *err)
 {
-	char *end;
+	char *end, lo[32], hi[32];
 	double x;
 
 	if (pi->type == KB_PARAM_STRING) {
 		if (pi->choices && !choice_ok(pi->choices, v))
-			return kb__err(err, KB_ERANGE, "%s: parameter %s = '%s' is not one of %s", b->name,
-				       pi->name, v, pi->choices);
+			return kb__err_at(err, KB_ERANGE, pi->name, 0, 0,
+					  "%s: parameter %s = '%s' is not one of %s", b->name, pi->name, v,
+					  pi->choices);
 		return KB_OK;
 	}
 	errno = 0;
@@ -131,17 +187,22 @@ static int check_value(const kb_bench_info *b, const kb_param_info *pi, const ch
 
 		x = (double)i;
 		if (!*v || *end || errno)
-			return kb__err(err, KB_EPARSE, "%s: parameter %s = '%s' is not an integer", b->name,
-				       pi->name, v);
+			return kb__err_at(err, KB_EPARSE, pi->name, 0, 0,
+					  "%s: parameter %s = '%s' is not an integer", b->name, pi->name, v);
 	} else {
 		x = strtod(v, &end);
 		if (!*v || *end || errno || !isfinite(x))
-			return kb__err(err, KB_EPARSE, "%s: parameter %s = '%s' is not a finite number",
-				       b->name, pi->name, v);
+			return kb__err_at(err, KB_EPARSE, pi->name, 0, 0,
+					  "%s: parameter %s = '%s' is not a finite number", b->name, pi->name,
+					  v);
 	}
-	if (x < pi->min || x > pi->max)
-		return kb__err(err, KB_ERANGE, "%s: parameter %s = %s is out of range [%g, %g]", b->name,
-			       pi->name, v, pi->min, pi->max);
+	if (x < pi->min || x > pi->max) {
+		bound_text(lo, sizeof(lo), pi, pi->min);
+		bound_text(hi, sizeof(hi), pi, pi->max);
+		return kb__err_at(err, KB_ERANGE, pi->name, 0, 0,
+				  "%s: parameter %s = %s is out of range [%s, %s]", b->name, pi->name, v, lo,
+				  hi);
+	}
 	return KB_OK;
 }
 
@@ -152,14 +213,11 @@ static int check_params(const kb_bench_info *b, const kb_params *p, kb_error *er
 		const kb_param_info *pi = param_info(b, name);
 
 		if (!pi) {
-			char known[400] = "";
-			size_t used = 0;
+			char hint[400];
 
-			for (size_t k = 0; k < b->n_params && used < sizeof(known); k++)
-				used += (size_t)snprintf(known + used, sizeof(known) - used, "%s%s",
-							 k ? ", " : "", b->params[k].name);
-			return kb__err(err, KB_ENOTFOUND, "%s has no parameter '%s' (known: %s)", b->name,
-				       name, known);
+			names_hint(hint, sizeof(hint), name, b->n_params, param_name_at, b);
+			return kb__err_at(err, KB_ENOTFOUND, name, 0, 0, "%s has no parameter '%s'%s",
+					  b->name, name, hint);
 		}
 		if (check_value(b, pi, kb__params_value(p, i), err))
 			return err ? err->code : KB_EINVAL;
@@ -233,16 +291,8 @@ KB_API int kb_bench_run(const char *bench, const kb_params *params, const kb_top
 	if (!res)
 		return kb__err(err, KB_EINVAL, "kb_bench_run: res is NULL");
 	memset(res, 0, sizeof(*res));
-	if (!def) {
-		char known[256] = "";
-		size_t used = 0;
-
-		for (size_t i = 0; i < N_BENCHES && used < sizeof(known); i++)
-			used += (size_t)snprintf(known + used, sizeof(known) - used, "%s%s", i ? ", " : "",
-						 benches[i]->info.name);
-		return kb__err(err, KB_ENOTFOUND, "unknown bench '%s' (known: %s)", bench ? bench : "(null)",
-			       known);
-	}
+	if (!def)
+		return kb__bench_unknown(err, bench);
 	rc = check_params(&def->info, params, err);
 	if (rc)
 		return rc;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "bench/bench_impl.h"
 #include "bench/sweep_impl.h"
 
 /* More points than this is surely a mistake (and the skip map would be big). */
@@ -118,7 +119,7 @@ KB_API int kb_sweep_add_bench(kb_sweep *s, const char *bench, kb_error *err)
 	if ((rc = check_mutable(s, err)))
 		return rc;
 	if (!kb_bench_find(bench))
-		return kb__err(err, KB_ENOTFOUND, "unknown bench '%.100s'", bench);
+		return kb__bench_unknown(err, bench);
 	for (i = 0; i < s->n_benches; i++)
 		if (strcmp(s->benches[i], bench) == 0)
 			return kb__err(err, KB_EINVAL, "bench '%.100s' added twice", bench);

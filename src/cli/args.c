@@ -12,6 +12,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "kernbench/bench.h"
+
 int cli_usage(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
@@ -55,6 +57,68 @@ int cli_kb_error(const kb_error *err, int code)
 	const char *m = err && err->message[0] ? err->message : kb_strerror(code);
 
 	return cli_error("%s", m);
+}
+
+const char *cli_hint(const char *name, const char *const *cands, size_t n, char *buf, size_t len)
+{
+	const char *best = kb_suggest(name, cands, n);
+
+	if (best)
+		snprintf(buf, len, " (did you mean '%s'?)", best);
+	else
+		buf[0] = '\0';
+	return buf;
+}
+
+const char *cli_hint_bench(const char *name, char *buf, size_t len)
+{
+	size_t n = kb_bench_count();
+	const char **names = calloc(n + 1, sizeof(*names));
+
+	buf[0] = '\0';
+	if (!names)
+		return buf;
+	for (size_t i = 0; i < n; i++)
+		names[i] = kb_bench_get(i)->name;
+	cli_hint(name, names, n, buf, len);
+	free(names);
+	return buf;
+}
+
+const char *cli_hint_param(const kb_bench_info *b, const char *name, char *buf, size_t len)
+{
+	const char **names = calloc(b->n_params + 1, sizeof(*names));
+
+	buf[0] = '\0';
+	if (!names)
+		return buf;
+	for (size_t i = 0; i < b->n_params; i++)
+		names[i] = b->params[i].name;
+	cli_hint(name, names, b->n_params, buf, len);
+	free(names);
+	return buf;
+}
+
+/* The --option closest to a mistyped one, as a hint. */
+static const char *option_hint(const cli_opt *opts, size_t n, const char *name, size_t len,
+			       char *buf, size_t buflen)
+{
+	const char **names = calloc(n + 1, sizeof(*names));
+	char *typed = strndup(name, len);
+	const char *best = NULL;
+
+	if (names && typed) {
+		for (size_t i = 0; i < n; i++)
+			names[i] = opts[i].name;
+		best = kb_suggest(typed, names, n);
+	}
+	if (best)
+		snprintf(buf, buflen, " (did you mean '--%s'?)", best);
+	else
+		buf[0] = '\0';
+	free(names);
+	free(typed);
+	return buf;
 }
 
 static const cli_opt *find_long(const cli_opt *opts, size_t n, const char *name, size_t len)
@@ -121,12 +185,13 @@ static int parse_long_opt(parse_state *ps, const char *arg)
 	size_t len = eq ? (size_t)(eq - name) : strlen(name);
 	const cli_opt *o = find_long(ps->opts, ps->n_opts, name, len);
 	const char *v;
-	char spelled[64];
+	char spelled[64], hint[96];
 	int rc;
 
 	snprintf(spelled, sizeof(spelled), "--%.*s", (int)(len < 40 ? len : 40), name);
 	if (!o)
-		return cli_usage(ps->cmd, "unknown option '%s'", spelled);
+		return cli_usage(ps->cmd, "unknown option '%s'%s", spelled,
+				 option_hint(ps->opts, ps->n_opts, name, len, hint, sizeof(hint)));
 	if ((rc = need_value(ps, o, eq ? eq + 1 : NULL, spelled, &v)))
 		return rc;
 	return take(ps->cmd, o, &ps->out->vals[o - ps->opts], v, spelled);

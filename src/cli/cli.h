@@ -27,6 +27,14 @@ void cli_warn(const char *fmt, ...) KB_PRINTF(1, 2);
 /* Prints the message of a library error; returns 1. */
 int cli_kb_error(const kb_error *err, int code);
 
+/* " (did you mean 'x'?)" into buf when kb_suggest finds one of the n
+ * candidates close to name, else ""; returns buf. */
+const char *cli_hint(const char *name, const char *const *cands, size_t n, char *buf, size_t len);
+/* The same over the built-in benches' names, and over one bench's parameters. */
+const char *cli_hint_bench(const char *name, char *buf, size_t len);
+struct kb_bench_info;
+const char *cli_hint_param(const struct kb_bench_info *b, const char *name, char *buf, size_t len);
+
 /* ---- argument parsing -------------------------------------------------- */
 
 typedef enum cli_opt_kind {

@@ -15,13 +15,17 @@ static const char *type_name(kb_param_type t)
 	return "?";
 }
 
-/* "choices a|b", "range [lo, hi]", or "" (free-form string). */
+/* "choices a|b", "range [lo, hi]", or "" (free-form string). Integer
+ * bounds in full (9000000000000000000, not 9e+18); real ones with 15
+ * significant digits (1000000, not 1e+06). */
 static void domain_text(const kb_param_info *p, char *buf, size_t n)
 {
 	if (p->type == KB_PARAM_STRING)
 		snprintf(buf, n, "%s%s", p->choices ? "choices " : "", p->choices ? p->choices : "");
+	else if (p->type == KB_PARAM_INT)
+		snprintf(buf, n, "range [%.0f, %.0f]", p->min, p->max);
 	else
-		snprintf(buf, n, "range [%.17g, %.17g]", p->min, p->max);
+		snprintf(buf, n, "range [%.15g, %.15g]", p->min, p->max);
 }
 
 static void list_text(void)

@@ -53,8 +53,12 @@ static int build_params(const cli_args *a, const kb_bench_info **bench, kb_param
 	if (a->n_pos > 1)
 		return cli_usage("run", "one bench only (got '%s' too)", a->pos[1]);
 	*bench = kb_bench_find(a->pos[0]);
-	if (!*bench)
-		return cli_usage("run", "unknown bench '%s' (see 'kernbench list')", a->pos[0]);
+	if (!*bench) {
+		char hint[96];
+
+		return cli_usage("run", "unknown bench '%s'%s (see 'kernbench list')", a->pos[0],
+				 cli_hint_bench(a->pos[0], hint, sizeof(hint)));
+	}
 	if (kb_params_create(out))
 		return cli_error("out of memory");
 	for (i = 0; i < pv->n_list; i++) {
@@ -64,9 +68,12 @@ static int build_params(const cli_args *a, const kb_bench_info **bench, kb_param
 		if (cli_split_assignment(pv->list[i], &name, &value))
 			return cli_usage("run", "--param '%s': expected NAME=VALUE", pv->list[i]);
 		rc = cli_find_param(*bench, name) ? kb_params_set(*out, name, value, &err) : -100;
-		if (rc == -100)
-			rc = cli_usage("run", "bench '%s' has no parameter '%s' (see 'kernbench list')",
-				       (*bench)->name, name);
+		if (rc == -100) {
+			char hint[96];
+
+			rc = cli_usage("run", "bench '%s' has no parameter '%s'%s (see 'kernbench list')",
+				       (*bench)->name, name, cli_hint_param(*bench, name, hint, sizeof(hint)));
+		}
 		else if (rc)
 			rc = cli_kb_error(&err, rc);
 		free(name);

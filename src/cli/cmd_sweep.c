@@ -102,8 +102,12 @@ static int split_benches(sweep_cmd *c, const char *list)
 		c->benches[c->n_benches++] = b;
 		if (!*b)
 			return cli_usage("sweep", "'%s': empty bench name in the list", list);
-		if (!kb_bench_find(b))
-			return cli_usage("sweep", "unknown bench '%s' (see 'kernbench list')", b);
+		if (!kb_bench_find(b)) {
+			char hint[96];
+
+			return cli_usage("sweep", "unknown bench '%s'%s (see 'kernbench list')", b,
+					 cli_hint_bench(b, hint, sizeof(hint)));
+		}
 		for (i = 0; i + 1 < c->n_benches; i++)
 			if (strcmp(c->benches[i], b) == 0)
 				return cli_usage("sweep", "bench '%s' given twice", b);
@@ -125,10 +129,14 @@ static int check_param(const sweep_cmd *c, const char *name)
 {
 	size_t i;
 
+	char hint[96];
+
 	for (i = 0; i < c->n_benches; i++)
 		if (!cli_find_param(kb_bench_find(c->benches[i]), name))
-			return cli_usage("sweep", "bench '%s' has no parameter '%s' "
-					 "(see 'kernbench list')", c->benches[i], name);
+			return cli_usage("sweep", "bench '%s' has no parameter '%s'%s "
+					 "(see 'kernbench list')", c->benches[i], name,
+					 cli_hint_param(kb_bench_find(c->benches[i]), name, hint,
+							sizeof(hint)));
 	return 0;
 }
 

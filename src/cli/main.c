@@ -115,6 +115,17 @@ int cli_print_help(const char *cmd)
 int cli_argc;
 const char *const *cli_argv;
 
+static int unknown_command(const char *cmd)
+{
+	static const char *const cmds[] = { "list", "run", "sweep", "topology", "help" };
+	static const char *const opts[] = { "--help", "--version" };
+	char hint[96];
+
+	if (cmd[0] == '-')
+		return cli_usage(NULL, "unknown option '%s'%s", cmd, cli_hint(cmd, opts, 2, hint, sizeof(hint)));
+	return cli_usage(NULL, "unknown command '%s'%s", cmd, cli_hint(cmd, cmds, 5, hint, sizeof(hint)));
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : NULL;
@@ -127,7 +138,7 @@ int main(int argc, char **argv)
 		if (argc > 2 && strcmp(cmd, "help") == 0) {
 			const char *t = cli_help_text(argv[2]);
 
-			return t ? print_help(t) : cli_usage(NULL, "unknown command '%s'", argv[2]);
+			return t ? print_help(t) : unknown_command(argv[2]);
 		}
 		return print_help(help_main);
 	}
@@ -143,7 +154,5 @@ int main(int argc, char **argv)
 		return cli_cmd_sweep(argc - 2, argv + 2);
 	if (strcmp(cmd, "topology") == 0)
 		return cli_cmd_topology(argc - 2, argv + 2);
-	if (cmd[0] == '-')
-		return cli_usage(NULL, "unknown option '%s'", cmd);
-	return cli_usage(NULL, "unknown command '%s'", cmd);
+	return unknown_command(cmd);
 }

@@ -21,6 +21,7 @@
 
 #include "base/err.h"
 #include "base/sha256.h"
+#include "base/suggest.h"
 
 struct kb_topology {
 	kb_topo_params p;
@@ -198,31 +199,6 @@ static bool is_group(const char *path, size_t len)
 	return false;
 }
 
-/* Levenshtein distance of two short strings; SIZE_MAX when too long. */
-static size_t edit_distance(const char *a, size_t la, const char *b, size_t lb)
-{
-	size_t row[MAX_KEY_LEN + 1], i, j, diag, up;
-
-	if (la > MAX_KEY_LEN || lb > MAX_KEY_LEN)
-		return SIZE_MAX;
-	for (j = 0; j <= lb; j++)
-		row[j] = j;
-	for (i = 1; i <= la; i++) {
-		diag = row[0];
-		row[0] = i;
-		for (j = 1; j <= lb; j++) {
-			up = row[j];
-			row[j] = diag + (a[i - 1] != b[j - 1]);
-			if (up + 1 < row[j])
-				row[j] = up + 1;
-			if (row[j - 1] + 1 < row[j])
-				row[j] = row[j - 1] + 1;
-			diag = up;
-		}
-	}
-	return row[lb];
-}
-
 /*
  * Appends to hint either "did you mean 'parent.best'?" (when one child of
  * the object at parent is close to name) or the list of its children.
@@ -230,10 +206,12 @@ static size_t edit_distance(const char *a, size_t la, const char *b, size_t lb)
 static void child_hint(char *hint, size_t n, const char *parent, size_t plen, const char *name,
 		       size_t nlen)
 {
-	const char *best = NULL, *prev = NULL, *c;
-	size_t i, clen, prevlen = 0, bestlen = 0, d, bestd = SIZE_MAX, used;
+	const char *best, *prev = NULL, *c;
+	size_t i, clen, prevlen = 0, bestlen = 0, used;
 	bool first = true;
+	kb__suggest sg;
 
+	kb__suggest_init(&sg, name, nlen);
 	used = (size_t)snprintf(hint, n, " (keys here:");
 	for (i = 0; i < N_KEYS; i++) {
 		if (plen && (strncmp(keys[i].key, parent, plen) != 0 || keys[i].key[plen] != '.'))
@@ -245,19 +223,14 @@ static void child_hint(char *hint, size_t n, const char *parent, size_t plen, co
 			continue;
 		prev = c;
 		prevlen = clen;
-		d = edit_distance(name, nlen, c, clen);
-		if (d < bestd) {
-			bestd = d;
-			best = c;
-			bestlen = clen;
-		}
+		kb__suggest_offer(&sg, c, clen);
 		if (used < n)
 			used += (size_t)snprintf(hint + used, n - used, "%s %.*s",
 						 first ? "" : ",", (int)clen, c);
 		first = false;
 	}
-	/* Close enough to be a typo: about one edit per three characters. */
-	if (best && nlen && bestd <= (nlen + 2) / 3)
+	best = kb__suggest_best(&sg, &bestlen);
+	if (best)
 		snprintf(hint, n, " (did you mean '%.*s%s%.*s'?)", (int)plen, parent,
 			 plen ? "." : "", (int)bestlen, best);
 	else if (used < n)

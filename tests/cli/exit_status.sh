@@ -63,6 +63,17 @@ table=$(cat <<'ROWS'
 2|given more than once|sweep synthetic --out @TMP@/a.csv --out @TMP@/b.csv
 1|no.such|sweep synthetic --set no.such=1,2
 1|nonexistent-dir|sweep synthetic --param events=10 --out /nonexistent-dir/x.csv
+2|unknown bench 'gqa_decode_op2' (did you mean 'gqa_decode_opt2'?)|run gqa_decode_op2
+2|unknown bench 'gem' (did you mean 'gemm'?)|sweep gem --param M=64,128
+2|no parameter 's_kv' (did you mean 'S_kv'?)|run gqa_decode_opt2 --param s_kv=1024
+2|no parameter 's_kv' (did you mean 'S_kv'?)|sweep gqa_decode_opt2 --param s_kv=1024,2048
+2|unknown option '--thread' (did you mean '--threads'?)|run gemm --thread 2
+2|unknown option '--jobz' (did you mean '--jobs'?)|sweep gemm --jobz 2
+2|unknown command 'runn' (did you mean 'run'?)|runn gemm
+2|unknown option '--verison' (did you mean '--version'?)|--verison
+1|did you mean 'pe_cost_model.fixed_cycles'|run gemm --set pe_cost_model.fixed_cycle=3
+1|out of range [1, 1048576]|run gemm --param M=0
+1|out of range [0, 9000000000000000000]|run synthetic --param seed=-1
 ROWS
 )
 
@@ -99,6 +110,13 @@ while IFS='|' read -r want frag args; do
 		bad=$((bad + 1))
 	fi
 done <<<"$table"
+
+# Ranges in 'list' print integers in full, never as 9e+18 or 1.04858e+06.
+"$KB" list > "$TMP/list" || fail "kernbench list failed"
+if grep -E 'range \[[^]]*e[+-]' "$TMP/list" >&2; then
+	fail "kernbench list prints a range in exponent notation"
+fi
+grep -qF 'range [0, 9000000000000000000]' "$TMP/list" || fail "list lacks the seed range in full"
 
 [ "$n" -ge 25 ] || fail "only $n rows in the table"
 [ "$bad" -eq 0 ] || fail "$bad of $n rows failed"
