@@ -104,36 +104,167 @@ float kb__bf16_to_f32(uint16_t h)
 	return bits_f32((uint32_t)h << 16);
 }
 
+/*
+ * Blocks of 8 elements as GCC vector types: plain SSE2 on any x86-64 (and
+ * the generic lowering elsewhere), no target-specific intrinsics. The lanes
+ * compute exactly what the scalar functions above compute; a block holding
+ * a lane the integer fast path does not cover (subnormals) takes the
+ * scalar path, so no result depends on the FPU's rounding or DAZ mode.
+ */
+#define VL 8
+typedef uint32_t v8u __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+typedef uint16_t v8h __attribute__((vector_size(16)));
+
+static void load_h8(v8u *x, const unsigned char *p)
+{
+	v8h h;
+
+	memcpy(&h, p, sizeof(h));
+	*x = __builtin_convertvector(h, v8u);
+}
+
+static void store_h8(unsigned char *p, const v8u *x)
+{
+	v8h h = __builtin_convertvector(*x, v8h);
+
+	memcpy(p, &h, sizeof(h));
+}
+
+/* fp16 -> fp32 bits of 8 lanes; 0 when a lane is subnormal (not covered). */
+static int f16_block(const v8u *hp, v8u *out)
+{
+	v8u h = *hp;
+	v8u sign = (h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+	v8i sub = (v8i)(e == 0) & (v8i)(m != 0);
+	v8i zero = (v8i)(e == 0) & (v8i)(m == 0);
+	v8i top = (v8i)(e == 0x1f);
+	v8u norm = ((e + 112) << 23) | (m << 13), inf = 0x7f800000 | (m << 13);
+	int any = sub[0] | sub[1] | sub[2] | sub[3] | sub[4] | sub[5] | sub[6] | sub[7];
+
+	*out = sign | (((v8u)top & inf) | ((v8u)~(top | zero) & norm));
+	return !any;
+}
+
+/* fp32 bits -> fp16 of 8 lanes; 0 when a lane falls in the subnormal range. */
+static int f32_block(const v8u *xp, v8u *out)
+{
+	v8u x = *xp;
+	v8u sign = (x >> 16) & 0x8000, a = x & 0x7fffffff;
+	v8u y = a - (UINT32_C(112) << 23);
+	v8u norm = (y + 0xfff + ((y >> 13) & 1)) >> 13;
+	v8u nan = 0x7e00 | ((a >> 13) & 0x3ff);
+	v8i is_nan = (v8i)(a > 0x7f800000), is_inf = (v8i)(a >= 0x477ff000) & ~is_nan;
+	v8i is_norm = (v8i)(a >= (UINT32_C(113) << 23)) & ~is_inf & ~is_nan;
+	v8i sub = (v8i)(a >= (UINT32_C(102) << 23)) & (v8i)(a < (UINT32_C(113) << 23));
+	int any = sub[0] | sub[1] | sub[2] | sub[3] | sub[4] | sub[5] | sub[6] | sub[7];
+
+	/* Below 2^-25 (and exactly it) everything rounds to a signed zero. */
+	*out = sign | ((v8u)is_nan & nan) | ((v8u)is_inf & 0x7c00) | ((v8u)is_norm & norm);
+	return !any;
+}
+
+static void load_f16(float *dst, const unsigned char *p, size_t n)
+{
+	size_t i = 0;
+	v8u x, r;
+	uint16_t h;
+
+	for (; i + VL <= n; i += VL) {
+		load_h8(&x, p + 2 * i);
+		if (f16_block(&x, &r)) {
+			memcpy(dst + i, &r, sizeof(r));
+			continue;
+		}
+		for (size_t j = i; j < i + VL; j++) {
+			memcpy(&h, p + 2 * j, sizeof(h));
+			dst[j] = kb__f16_to_f32(h);
+		}
+	}
+	for (; i < n; i++) {
+		memcpy(&h, p + 2 * i, sizeof(h));
+		dst[i] = kb__f16_to_f32(h);
+	}
+}
+
+static void store_f16(unsigned char *p, const float *src, size_t n)
+{
+	size_t i = 0;
+	v8u x, r;
+	uint16_t h;
+
+	for (; i + VL <= n; i += VL) {
+		memcpy(&x, src + i, sizeof(x));
+		if (f32_block(&x, &r)) {
+			store_h8(p + 2 * i, &r);
+			continue;
+		}
+		for (size_t j = i; j < i + VL; j++) {
+			h = kb__f32_to_f16(src[j]);
+			memcpy(p + 2 * j, &h, sizeof(h));
+		}
+	}
+	for (; i < n; i++) {
+		h = kb__f32_to_f16(src[i]);
+		memcpy(p + 2 * i, &h, sizeof(h));
+	}
+}
+
+static void load_bf16(float *dst, const unsigned char *p, size_t n)
+{
+	size_t i = 0;
+	v8u r;
+	uint16_t h;
+
+	for (; i + VL <= n; i += VL) {
+		load_h8(&r, p + 2 * i);
+		r <<= 16;
+		memcpy(dst + i, &r, sizeof(r));
+	}
+	for (; i < n; i++) {
+		memcpy(&h, p + 2 * i, sizeof(h));
+		dst[i] = kb__bf16_to_f32(h);
+	}
+}
+
+static void store_bf16(unsigned char *p, const float *src, size_t n)
+{
+	size_t i = 0;
+	v8u x;
+	v8i is_nan;
+	uint16_t h;
+
+	for (; i + VL <= n; i += VL) {
+		memcpy(&x, src + i, sizeof(x));
+		is_nan = (v8i)((x & 0x7fffffff) > 0x7f800000);
+		x = ((v8u)is_nan & ((x >> 16) | 0x40)) |
+		    ((v8u)~is_nan & ((x + 0x7fff + ((x >> 16) & 1)) >> 16));
+		store_h8(p + 2 * i, &x);
+	}
+	for (; i < n; i++) {
+		h = kb__f32_to_bf16(src[i]);
+		memcpy(p + 2 * i, &h, sizeof(h));
+	}
+}
+
 void kb__load_f32(float *dst, const void *src, kb_dtype dt, size_t n)
 {
-	const unsigned char *p = src;
-	uint16_t h;
-	size_t i;
-
-	if (dt != KB_FP16 && dt != KB_BF16) {
+	if (dt == KB_FP16)
+		load_f16(dst, src, n);
+	else if (dt == KB_BF16)
+		load_bf16(dst, src, n);
+	else
 		memmove(dst, src, n * sizeof(float));
-		return;
-	}
-	for (i = 0; i < n; i++) {
-		memcpy(&h, p + 2 * i, sizeof(h));
-		dst[i] = dt == KB_FP16 ? kb__f16_to_f32(h) : kb__bf16_to_f32(h);
-	}
 }
 
 void kb__store_f32(void *dst, kb_dtype dt, const float *src, size_t n)
 {
-	unsigned char *p = dst;
-	uint16_t h;
-	size_t i;
-
-	if (dt != KB_FP16 && dt != KB_BF16) {
+	if (dt == KB_FP16)
+		store_f16(dst, src, n);
+	else if (dt == KB_BF16)
+		store_bf16(dst, src, n);
+	else
 		memmove(dst, src, n * sizeof(float));
-		return;
-	}
-	for (i = 0; i < n; i++) {
-		h = dt == KB_FP16 ? kb__f32_to_f16(src[i]) : kb__f32_to_bf16(src[i]);
-		memcpy(p + 2 * i, &h, sizeof(h));
-	}
 }
 
 KB_API void kb_fp16_to_fp32(float *dst, const uint16_t *src, size_t n)
