@@ -67,5 +67,9 @@ int kb__math_apply(kb_math_kind kind, const float *const *in, const kb_nshape *i
  */
 void kb__gemm_tile(float *acc, const float *a, const float *b, int64_t m, int64_t k,
 		   int64_t n, int64_t lda, int64_t ldb, int64_t ldacc, int trans_b);
+/* The same contract as plain scalar loops: the reference the tests hold
+ * kb__gemm_tile to, bit for bit. */
+void kb__gemm_tile_scalar(float *acc, const float *a, const float *b, int64_t m, int64_t k,
+			  int64_t n, int64_t lda, int64_t ldb, int64_t ldacc, int trans_b);
 
 #endif

@@ -1,0 +1,195 @@
+/*
+ * The GEMM tile kernel (contract in kernels.h), vectorised across output
+ * elements: a micro-tile of MR rows x NR columns of acc lives in vector
+ * registers while p runs over k in increasing order, so every element sees
+ * exactly the scalar sequence acc = acc + a*b (product rounded, then the
+ * sum rounded; the build keeps -ffp-contract=off) and the result is
+ * bit-identical to the plain i-p-j loop. Only independent elements share a
+ * vector; no sum is reassociated.
+ *
+ * GCC vector types, no intrinsics: plain SSE2 on any x86-64, the generic
+ * lowering elsewhere. Columns past the last full micro-tile run the scalar
+ * loops, which are the reference the tests compare against.
+ */
+#include "num/kernels.h"
+
+#include <string.h>
+
+typedef float v4f __attribute__((vector_size(16)));
+
+enum {
+	MR = 4,  /* rows of a micro-tile */
+	NR = 8,  /* columns of a micro-tile: two 4-lane vectors */
+	KC = 64, /* depth of a transposed B panel (fits L1 with the a rows) */
+};
+
+static v4f splat(float x)
+{
+	return (v4f){ x, x, x, x };
+}
+
+static void load_row(v4f c[2], const float *src)
+{
+	memcpy(&c[0], src, sizeof(c[0]));
+	memcpy(&c[1], src + 4, sizeof(c[1]));
+}
+
+static void store_row(float *dst, const v4f c[2])
+{
+	memcpy(dst, &c[0], sizeof(c[0]));
+	memcpy(dst + 4, &c[1], sizeof(c[1]));
+}
+
+/*
+ * acc[i][0..NR) += sum_{p<k} a[i][p] * bp[p][0..NR) for i < MR, where row
+ * p of the panel starts at bp + p * ldbp. Eight accumulators, two B
+ * vectors and a broadcast fit the 16 SSE registers; the rows are named
+ * variables so that they stay in registers across the p loop.
+ */
+static void micro4(float *acc, int64_t ldacc, const float *a, int64_t lda, const float *bp,
+		   int64_t ldbp, int64_t k)
+{
+	v4f c0[2], c1[2], c2[2], c3[2], b[2], x;
+	const float *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda;
+
+	load_row(c0, acc);
+	load_row(c1, acc + ldacc);
+	load_row(c2, acc + 2 * ldacc);
+	load_row(c3, acc + 3 * ldacc);
+	for (int64_t p = 0; p < k; p++) {
+		load_row(b, bp + p * ldbp);
+		x = splat(a0[p]);
+		c0[0] = c0[0] + x * b[0];
+		c0[1] = c0[1] + x * b[1];
+		x = splat(a1[p]);
+		c1[0] = c1[0] + x * b[0];
+		c1[1] = c1[1] + x * b[1];
+		x = splat(a2[p]);
+		c2[0] = c2[0] + x * b[0];
+		c2[1] = c2[1] + x * b[1];
+		x = splat(a3[p]);
+		c3[0] = c3[0] + x * b[0];
+		c3[1] = c3[1] + x * b[1];
+	}
+	store_row(acc, c0);
+	store_row(acc + ldacc, c1);
+	store_row(acc + 2 * ldacc, c2);
+	store_row(acc + 3 * ldacc, c3);
+}
+
+/* One row of a micro-tile (the rows below the last multiple of MR). */
+static void micro1(float *acc, const float *a, const float *bp, int64_t ldbp, int64_t k)
+{
+	v4f c[2], b[2], x;
+
+	load_row(c, acc);
+	for (int64_t p = 0; p < k; p++) {
+		load_row(b, bp + p * ldbp);
+		x = splat(a[p]);
+		c[0] = c[0] + x * b[0];
+		c[1] = c[1] + x * b[1];
+	}
+	store_row(acc, c);
+}
+
+/* Runs the micro-kernels down all m rows of one column block. */
+static void column_block(float *acc, int64_t ldacc, const float *a, int64_t lda, const float *bp,
+			 int64_t ldbp, int64_t m, int64_t k)
+{
+	int64_t i = 0;
+
+	for (; i + MR <= m; i += MR)
+		micro4(acc + i * ldacc, ldacc, a + i * lda, lda, bp, ldbp, k);
+	for (; i < m; i++)
+		micro1(acc + i * ldacc, a + i * lda, bp, ldbp, k);
+}
+
+/* Scalar reference loops, also used for the columns [j0, n). */
+static void scalar_nn(float *acc, const float *a, const float *b, int64_t m, int64_t k,
+		      int64_t j0, int64_t n, int64_t lda, int64_t ldb, int64_t ldacc)
+{
+	for (int64_t i = 0; i < m; i++) {
+		float *crow = acc + i * ldacc;
+
+		for (int64_t p = 0; p < k; p++) {
+			const float av = a[i * lda + p];
+			const float *brow = b + p * ldb;
+
+			for (int64_t j = j0; j < n; j++)
+				crow[j] += av * brow[j];
+		}
+	}
+}
+
+static void scalar_nt(float *acc, const float *a, const float *b, int64_t m, int64_t k,
+		      int64_t j0, int64_t n, int64_t lda, int64_t ldb, int64_t ldacc)
+{
+	for (int64_t i = 0; i < m; i++) {
+		const float *arow = a + i * lda;
+
+		for (int64_t j = j0; j < n; j++) {
+			const float *brow = b + j * ldb;
+			float sum = acc[i * ldacc + j];
+
+			for (int64_t p = 0; p < k; p++)
+				sum += arow[p] * brow[p];
+			acc[i * ldacc + j] = sum;
+		}
+	}
+}
+
+/* B rows are unit stride along j: the micro-kernel reads them in place. */
+static void gemm_nn(float *acc, const float *a, const float *b, int64_t m, int64_t k,
+		    int64_t n, int64_t lda, int64_t ldb, int64_t ldacc)
+{
+	int64_t j = 0;
+
+	for (; j + NR <= n; j += NR)
+		column_block(acc + j, ldacc, a, lda, b + j, ldb, m, k);
+	scalar_nn(acc, a, b, m, k, j, n, lda, ldb, ldacc);
+}
+
+/*
+ * B transposed: NR rows of b are copied, KC values at a time, into a panel
+ * with j along the row, and p chunks run in increasing order, each adding
+ * onto the acc values the previous chunk stored.
+ */
+static void gemm_nt(float *acc, const float *a, const float *b, int64_t m, int64_t k,
+		    int64_t n, int64_t lda, int64_t ldb, int64_t ldacc)
+{
+	float panel[KC * NR];
+	int64_t j = 0;
+
+	for (; j + NR <= n; j += NR) {
+		for (int64_t p0 = 0; p0 < k; p0 += KC) {
+			int64_t kc = k - p0 < KC ? k - p0 : KC;
+
+			for (int64_t jj = 0; jj < NR; jj++) {
+				const float *brow = b + (j + jj) * ldb + p0;
+
+				for (int64_t pp = 0; pp < kc; pp++)
+					panel[pp * NR + jj] = brow[pp];
+			}
+			column_block(acc + j, ldacc, a + p0, lda, panel, NR, m, kc);
+		}
+	}
+	scalar_nt(acc, a, b, m, k, j, n, lda, ldb, ldacc);
+}
+
+void kb__gemm_tile(float *acc, const float *a, const float *b, int64_t m, int64_t k,
+		   int64_t n, int64_t lda, int64_t ldb, int64_t ldacc, int trans_b)
+{
+	if (trans_b)
+		gemm_nt(acc, a, b, m, k, n, lda, ldb, ldacc);
+	else
+		gemm_nn(acc, a, b, m, k, n, lda, ldb, ldacc);
+}
+
+void kb__gemm_tile_scalar(float *acc, const float *a, const float *b, int64_t m, int64_t k,
+			  int64_t n, int64_t lda, int64_t ldb, int64_t ldacc, int trans_b)
+{
+	if (trans_b)
+		scalar_nt(acc, a, b, m, k, 0, n, lda, ldb, ldacc);
+	else
+		scalar_nn(acc, a, b, m, k, 0, n, lda, ldb, ldacc);
+}
