@@ -105,74 +105,86 @@ float kb__bf16_to_f32(uint16_t h)
 }
 
 /*
- * Blocks of 8 elements as GCC vector types: plain SSE2 on any x86-64 (and
- * the generic lowering elsewhere), no target-specific intrinsics. The lanes
- * compute exactly what the scalar functions above compute; a block holding
- * a lane the integer fast path does not cover (subnormals) takes the
- * scalar path, so no result depends on the FPU's rounding or DAZ mode.
+ * Blocks of 8 elements as two 4-lane GCC vectors (one SSE2 register each on
+ * x86-64, the generic lowering elsewhere; no intrinsics). The lanes do the
+ * integer bit manipulation of the scalar functions above; a block holding
+ * a lane the fast path does not cover (fp16 subnormals) takes the scalar
+ * path, so no result depends on the FPU's rounding or DAZ mode.
  */
 #define VL 8
-typedef uint32_t v8u __attribute__((vector_size(32)));
-typedef int32_t v8i __attribute__((vector_size(32)));
+typedef uint32_t v4u __attribute__((vector_size(16)));
+typedef int32_t v4i __attribute__((vector_size(16)));
 typedef uint16_t v8h __attribute__((vector_size(16)));
 
-static void load_h8(v8u *x, const unsigned char *p)
+/* 8 halves at p -> two vectors of 4 zero-extended lanes. */
+static void load_h8(v4u x[2], const unsigned char *p)
 {
+	const v8h zero = { 0 };
 	v8h h;
 
 	memcpy(&h, p, sizeof(h));
-	*x = __builtin_convertvector(h, v8u);
+	x[0] = (v4u)__builtin_shuffle(h, zero, (v8h){ 0, 8, 1, 9, 2, 10, 3, 11 });
+	x[1] = (v4u)__builtin_shuffle(h, zero, (v8h){ 4, 12, 5, 13, 6, 14, 7, 15 });
 }
 
-static void store_h8(unsigned char *p, const v8u *x)
+/* The low halves of two vectors of 4 lanes -> 8 halves at p. */
+static void store_h8(unsigned char *p, const v4u x[2])
 {
-	v8h h = __builtin_convertvector(*x, v8h);
+	v8h h = __builtin_shuffle((v8h)x[0], (v8h)x[1], (v8h){ 0, 2, 4, 6, 8, 10, 12, 14 });
 
 	memcpy(p, &h, sizeof(h));
 }
 
-/* fp16 -> fp32 bits of 8 lanes; 0 when a lane is subnormal (not covered). */
-static int f16_block(const v8u *hp, v8u *out)
+static int any_lane(v4i m)
 {
-	v8u h = *hp;
-	v8u sign = (h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff;
-	v8i sub = (v8i)(e == 0) & (v8i)(m != 0);
-	v8i zero = (v8i)(e == 0) & (v8i)(m == 0);
-	v8i top = (v8i)(e == 0x1f);
-	v8u norm = ((e + 112) << 23) | (m << 13), inf = 0x7f800000 | (m << 13);
-	int any = sub[0] | sub[1] | sub[2] | sub[3] | sub[4] | sub[5] | sub[6] | sub[7];
-
-	*out = sign | (((v8u)top & inf) | ((v8u)~(top | zero) & norm));
-	return !any;
+	return (m[0] | m[1] | m[2] | m[3]) != 0;
 }
 
-/* fp32 bits -> fp16 of 8 lanes; 0 when a lane falls in the subnormal range. */
-static int f32_block(const v8u *xp, v8u *out)
+/* fp16 -> fp32 bits of 4 lanes; returns the lanes that are subnormal. */
+static inline v4i f16_lanes(v4u h, v4u *out)
 {
-	v8u x = *xp;
-	v8u sign = (x >> 16) & 0x8000, a = x & 0x7fffffff;
-	v8u y = a - (UINT32_C(112) << 23);
-	v8u norm = (y + 0xfff + ((y >> 13) & 1)) >> 13;
-	v8u nan = 0x7e00 | ((a >> 13) & 0x3ff);
-	v8i is_nan = (v8i)(a > 0x7f800000), is_inf = (v8i)(a >= 0x477ff000) & ~is_nan;
-	v8i is_norm = (v8i)(a >= (UINT32_C(113) << 23)) & ~is_inf & ~is_nan;
-	v8i sub = (v8i)(a >= (UINT32_C(102) << 23)) & (v8i)(a < (UINT32_C(113) << 23));
-	int any = sub[0] | sub[1] | sub[2] | sub[3] | sub[4] | sub[5] | sub[6] | sub[7];
+	v4u sign = (h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+	v4i zero_e = (v4i)(e == 0), top = (v4i)(e == 0x1f);
+	v4u norm = ((e + 112) << 23) | (m << 13), inf = 0x7f800000 | (m << 13);
+
+	*out = sign | ((v4u)top & inf) | ((v4u)~(top | zero_e) & norm);
+	return zero_e & (v4i)(m != 0);
+}
+
+/* fp32 bits -> fp16 of 4 lanes; returns the lanes in the fp16 subnormal range. */
+static inline v4i f32_lanes(v4u x, v4u *out)
+{
+	v4u sign = (x >> 16) & 0x8000, a = x & 0x7fffffff;
+	v4u y = a - (UINT32_C(112) << 23);
+	v4u norm = (y + 0xfff + ((y >> 13) & 1)) >> 13;
+	v4u nan = 0x7e00 | ((a >> 13) & 0x3ff);
+	v4i is_nan = (v4i)(a > 0x7f800000), is_inf = (v4i)(a >= 0x477ff000) & ~is_nan;
+	v4i is_norm = (v4i)(a >= (UINT32_C(113) << 23)) & ~is_inf & ~is_nan;
 
 	/* Below 2^-25 (and exactly it) everything rounds to a signed zero. */
-	*out = sign | ((v8u)is_nan & nan) | ((v8u)is_inf & 0x7c00) | ((v8u)is_norm & norm);
-	return !any;
+	*out = sign | ((v4u)is_nan & nan) | ((v4u)is_inf & 0x7c00) | ((v4u)is_norm & norm);
+	return (v4i)(a >= (UINT32_C(102) << 23)) & (v4i)(a < (UINT32_C(113) << 23));
+}
+
+static int f16_block(const v4u h[2], v4u out[2])
+{
+	return !any_lane(f16_lanes(h[0], &out[0]) | f16_lanes(h[1], &out[1]));
+}
+
+static int f32_block(const v4u x[2], v4u out[2])
+{
+	return !any_lane(f32_lanes(x[0], &out[0]) | f32_lanes(x[1], &out[1]));
 }
 
 static void load_f16(float *dst, const unsigned char *p, size_t n)
 {
 	size_t i = 0;
-	v8u x, r;
+	v4u x[2], r[2];
 	uint16_t h;
 
 	for (; i + VL <= n; i += VL) {
-		load_h8(&x, p + 2 * i);
-		if (f16_block(&x, &r)) {
+		load_h8(x, p + 2 * i);
+		if (f16_block(x, r)) {
 			memcpy(dst + i, &r, sizeof(r));
 			continue;
 		}
@@ -190,13 +202,13 @@ static void load_f16(float *dst, const unsigned char *p, size_t n)
 static void store_f16(unsigned char *p, const float *src, size_t n)
 {
 	size_t i = 0;
-	v8u x, r;
+	v4u x[2], r[2];
 	uint16_t h;
 
 	for (; i + VL <= n; i += VL) {
-		memcpy(&x, src + i, sizeof(x));
-		if (f32_block(&x, &r)) {
-			store_h8(p + 2 * i, &r);
+		memcpy(x, src + i, sizeof(x));
+		if (f32_block(x, r)) {
+			store_h8(p + 2 * i, r);
 			continue;
 		}
 		for (size_t j = i; j < i + VL; j++) {
@@ -213,12 +225,13 @@ static void store_f16(unsigned char *p, const float *src, size_t n)
 static void load_bf16(float *dst, const unsigned char *p, size_t n)
 {
 	size_t i = 0;
-	v8u r;
+	v4u r[2];
 	uint16_t h;
 
 	for (; i + VL <= n; i += VL) {
-		load_h8(&r, p + 2 * i);
-		r <<= 16;
+		load_h8(r, p + 2 * i);
+		r[0] <<= 16;
+		r[1] <<= 16;
 		memcpy(dst + i, &r, sizeof(r));
 	}
 	for (; i < n; i++) {
@@ -230,16 +243,18 @@ static void load_bf16(float *dst, const unsigned char *p, size_t n)
 static void store_bf16(unsigned char *p, const float *src, size_t n)
 {
 	size_t i = 0;
-	v8u x;
-	v8i is_nan;
+	v4u x[2];
+	v4i is_nan;
 	uint16_t h;
 
 	for (; i + VL <= n; i += VL) {
-		memcpy(&x, src + i, sizeof(x));
-		is_nan = (v8i)((x & 0x7fffffff) > 0x7f800000);
-		x = ((v8u)is_nan & ((x >> 16) | 0x40)) |
-		    ((v8u)~is_nan & ((x + 0x7fff + ((x >> 16) & 1)) >> 16));
-		store_h8(p + 2 * i, &x);
+		memcpy(x, src + i, sizeof(x));
+		for (int k = 0; k < 2; k++) {
+			is_nan = (v4i)((x[k] & 0x7fffffff) > 0x7f800000);
+			x[k] = ((v4u)is_nan & ((x[k] >> 16) | 0x40)) |
+			       ((v4u)~is_nan & ((x[k] + 0x7fff + ((x[k] >> 16) & 1)) >> 16));
+		}
+		store_h8(p + 2 * i, x);
 	}
 	for (; i < n; i++) {
 		h = kb__f32_to_bf16(src[i]);
