@@ -18,8 +18,7 @@
 #include "bench/reference.h"
 #include "bench/rng.h"
 #include "num/kernels.h"
-
-Suite *numerics_suite(void);
+#include "suites.h"
 
 #define SH0() ((kb_nshape){ 0, { 0 } })
 #define SH1(a) ((kb_nshape){ 1, { (a) } })
@@ -787,5 +786,6 @@ Suite *numerics_suite(void)
 	suite_add_tcase(s, math);
 	suite_add_tcase(s, io);
 	suite_add_tcase(s, rng);
+	suite_add_tcase(s, numerics_vector_tcase());
 	return s;
 }

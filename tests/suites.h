@@ -6,6 +6,7 @@
 
 Suite *topology_suite(void);
 Suite *numerics_suite(void);
+TCase *numerics_vector_tcase(void); /* check_vector.c */
 Suite *sim_suite(void);
 Suite *oplog_suite(void);
 Suite *pe_suite(void);

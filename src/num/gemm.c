@@ -176,10 +176,43 @@ static void gemm_nt(float *acc, const float *a, const float *b, int64_t m, int64
 	scalar_nt(acc, a, b, m, k, j, n, lda, ldb, ldacc);
 }
 
+/* Whether rows x cols values at x (row stride ld) hold a NaN. */
+static int any_nan(const float *x, int64_t rows, int64_t cols, int64_t ld)
+{
+	typedef int32_t v4i __attribute__((vector_size(16)));
+	v4i seen = { 0 };
+	v4f v;
+	int64_t i, j;
+	int tail = 0;
+
+	for (i = 0; i < rows; i++) {
+		const float *row = x + i * ld;
+
+		for (j = 0; j + 4 <= cols; j += 4) {
+			memcpy(&v, row + j, sizeof(v));
+			seen |= (v4i)(v != v);
+		}
+		for (; j < cols; j++)
+			tail |= row[j] != row[j];
+	}
+	return tail || (seen[0] | seen[1] | seen[2] | seen[3]) != 0;
+}
+
+/*
+ * When two NaNs meet, x86 returns the first operand's, and the scalar loops
+ * put different operands first (nn: b in the product, the product in the
+ * sum; nt: a, then acc) than the vector code does. A NaN made inside the
+ * tile (inf * 0, inf - inf) is always the default NaN, so without a NaN
+ * among the inputs the order cannot show; with one, the tile takes the
+ * scalar loops and keeps the payloads the outputs have always had.
+ */
 void kb__gemm_tile(float *acc, const float *a, const float *b, int64_t m, int64_t k,
 		   int64_t n, int64_t lda, int64_t ldb, int64_t ldacc, int trans_b)
 {
-	if (trans_b)
+	if (any_nan(a, m, k, lda) || any_nan(acc, m, n, ldacc) ||
+	    (trans_b ? any_nan(b, n, k, ldb) : any_nan(b, k, n, ldb)))
+		kb__gemm_tile_scalar(acc, a, b, m, k, n, lda, ldb, ldacc, trans_b);
+	else if (trans_b)
 		gemm_nt(acc, a, b, m, k, n, lda, ldb, ldacc);
 	else
 		gemm_nn(acc, a, b, m, k, n, lda, ldb, ldacc);

@@ -1,0 +1,175 @@
+/*
+ * The vectorised numerics kernels against straightforward scalar
+ * references, bit for bit (memcmp, so -0, NaN payloads and infinities
+ * count): the GEMM tile (both B layouts, every tail of the micro-tile, p
+ * chunks of the transposed panel) and the block conversions to and from
+ * fp16/bf16 (every 16-bit pattern, every fp32 rounding boundary).
+ * A tcase of the numerics suite.
+ */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/fp16.h"
+#include "bench/rng.h"
+#include "num/kernels.h"
+#include "suites.h"
+
+static float bits_f(uint32_t u)
+{
+	float f;
+
+	memcpy(&f, &u, sizeof(f));
+	return f;
+}
+
+/*
+ * Normal values with, now and then (special 1), a value that is not: -0,
+ * +-inf (inf * 0 and inf - inf make NaNs inside the tile), subnormals, huge
+ * values (products overflow), and with special 2 also NaNs of two payloads.
+ */
+static void fill(kb_rng *r, float *x, size_t n, int special)
+{
+	static const uint32_t odd[] = { 0x80000000u, 0x7f800000u, 0xff800000u, 0x00000003u,
+					0x80400000u, 0x7f000000u, 0x7fc00001u, 0xffd00000u };
+	uint64_t kinds = special == 2 ? 8 : 6;
+
+	for (size_t i = 0; i < n; i++) {
+		x[i] = (float)kb__rng_normal(r);
+		if (special && kb__rng_below(r, 50) == 0)
+			x[i] = bits_f(odd[kb__rng_below(r, kinds)]);
+	}
+}
+
+static void gemm_case(kb_rng *r, int64_t m, int64_t k, int64_t n, int trans, int special)
+{
+	int64_t lda = k + (int64_t)kb__rng_below(r, 3), ldacc = n + (int64_t)kb__rng_below(r, 3);
+	int64_t ldb = (trans ? k : n) + (int64_t)kb__rng_below(r, 3);
+	size_t na = (size_t)(m * lda), nb = (size_t)((trans ? n : k) * ldb), nc = (size_t)(m * ldacc);
+	float *a = malloc(na * sizeof(float)), *b = malloc(nb * sizeof(float));
+	float *c1 = malloc(nc * sizeof(float)), *c2 = malloc(nc * sizeof(float));
+
+	ck_assert(a && b && c1 && c2);
+	fill(r, a, na, special);
+	fill(r, b, nb, special);
+	fill(r, c1, nc, special);
+	memcpy(c2, c1, nc * sizeof(float));
+	kb__gemm_tile(c1, a, b, m, k, n, lda, ldb, ldacc, trans);
+	kb__gemm_tile_scalar(c2, a, b, m, k, n, lda, ldb, ldacc, trans);
+	for (size_t i = 0; i < nc; i++)
+		if (memcmp(&c1[i], &c2[i], sizeof(float)))
+			ck_abort_msg("gemm m=%lld k=%lld n=%lld trans=%d: element %zu is %a, scalar %a",
+				     (long long)m, (long long)k, (long long)n, trans, i, c1[i], c2[i]);
+	free(a);
+	free(b);
+	free(c1);
+	free(c2);
+}
+
+START_TEST(test_gemm_vector_vs_scalar)
+{
+	kb_rng r;
+
+	kb__rng_seed(&r, 13);
+	/* The decode shapes (Q.K^T in two k-steps, P.V), then every m tail,
+	 * n tails around the 8-column micro-tile, k across the 64-deep panel. */
+	gemm_case(&r, 8, 64, 64, 1, 0);
+	gemm_case(&r, 8, 64, 128, 0, 0);
+	for (int64_t m = 1; m <= 9; m++)
+		for (int trans = 0; trans < 2; trans++) {
+			gemm_case(&r, m, 1, 8, trans, 0);
+			gemm_case(&r, m, 65, 17, trans, 1);
+			gemm_case(&r, m, 130, 7, trans, 1);
+			gemm_case(&r, m, 64, 24, trans, 0);
+		}
+	for (int i = 0; i < 60; i++)
+		gemm_case(&r, 1 + (int64_t)kb__rng_below(&r, 13), 1 + (int64_t)kb__rng_below(&r, 200),
+			  1 + (int64_t)kb__rng_below(&r, 40), (int)kb__rng_below(&r, 2), i % 3);
+}
+END_TEST
+
+/* Every 16-bit pattern, shuffled so that blocks mix classes, at every
+ * offset modulo the block of 8 (tails and unaligned sources). */
+START_TEST(test_load_blocks_vs_scalar)
+{
+	enum { N = 1 << 16 };
+	uint16_t *h = malloc((N + 8) * sizeof(*h));
+	float *f = malloc((N + 8) * sizeof(*f));
+
+	ck_assert(h && f);
+	for (uint32_t i = 0; i < N + 8; i++)
+		h[i] = (uint16_t)(i * 40503u);
+	for (int off = 0; off < 8; off++) {
+		kb__load_f32(f, h + off, KB_FP16, N - (size_t)off);
+		for (uint32_t i = 0; i + (uint32_t)off < N; i++) {
+			float w = kb__f16_to_f32(h[off + i]);
+
+			if (memcmp(&w, &f[i], sizeof(w)))
+				ck_abort_msg("fp16 0x%04x: %a, scalar %a", h[off + i], f[i], w);
+		}
+		kb__load_f32(f, h + off, KB_BF16, N - (size_t)off);
+		for (uint32_t i = 0; i + (uint32_t)off < N; i++) {
+			float w = kb__bf16_to_f32(h[off + i]);
+
+			if (memcmp(&w, &f[i], sizeof(w)))
+				ck_abort_msg("bf16 0x%04x: %a, scalar %a", h[off + i], f[i], w);
+		}
+	}
+	free(h);
+	free(f);
+}
+END_TEST
+
+/* fp32 patterns: a stride through all 2^32, and every pattern within 2^12
+ * of each rounding boundary and of each fp16 value's midpoints. */
+static size_t store_patterns(uint32_t *u)
+{
+	static const uint32_t edge[] = { 0x33000000u, 0x38800000u, 0x477fe000u, 0x477ff000u,
+					 0x7f800000u, 0x00000000u, 0x3f800000u };
+	size_t n = 0;
+
+	for (uint64_t x = 0; x < (UINT64_C(1) << 32); x += 65521)
+		u[n++] = (uint32_t)x;
+	for (size_t e = 0; e < sizeof(edge) / sizeof(edge[0]); e++)
+		for (uint32_t d = 0; d < 8192; d++)
+			u[n++] = (edge[e] - 4096 + d) ^ (d & 1 ? 0x80000000u : 0);
+	for (uint32_t h = 0; h < 0x8000; h++)
+		for (uint32_t d = 0; d < 4; d++)
+			u[n++] = ((h << 13) + 0x1000 - 1 + d) ^ (h & 1 ? 0x80000000u : 0);
+	return n;
+}
+
+START_TEST(test_store_blocks_vs_scalar)
+{
+	uint32_t *u = malloc(300000 * sizeof(*u));
+	uint16_t *h = malloc(300000 * sizeof(*h));
+	size_t n;
+
+	ck_assert(u && h);
+	n = store_patterns(u);
+	ck_assert(n <= 300000);
+	for (int off = 0; off < 8; off += 3) {
+		kb__store_f32(h, KB_FP16, (const float *)(u + off), n - (size_t)off);
+		for (size_t i = 0; i + (size_t)off < n; i++)
+			if (h[i] != kb__f32_to_f16(bits_f(u[off + i])))
+				ck_abort_msg("fp16 of 0x%08x: 0x%04x", u[off + i], h[i]);
+		kb__store_f32(h, KB_BF16, (const float *)(u + off), n - (size_t)off);
+		for (size_t i = 0; i + (size_t)off < n; i++)
+			if (h[i] != kb__f32_to_bf16(bits_f(u[off + i])))
+				ck_abort_msg("bf16 of 0x%08x: 0x%04x", u[off + i], h[i]);
+	}
+	free(u);
+	free(h);
+}
+END_TEST
+
+TCase *numerics_vector_tcase(void)
+{
+	TCase *tc = tcase_create("vector");
+
+	tcase_add_test(tc, test_gemm_vector_vs_scalar);
+	tcase_add_test(tc, test_load_blocks_vs_scalar);
+	tcase_add_test(tc, test_store_blocks_vs_scalar);
+	tcase_set_timeout(tc, 60); /* sanitizer builds on a shared machine */
+	return tc;
+}
