@@ -21,6 +21,7 @@ static const struct {
 	{ "pe", pe_suite },
 	{ "bench", bench_suite },       { "data", data_suite },
 	{ "parallel", parallel_suite }, { "api", api_suite },
+	{ "limits", limits_suite },
 };
 
 int main(int argc, char **argv)

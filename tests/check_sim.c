@@ -757,9 +757,33 @@ START_TEST(cycles_to_ps_rounding)
 	ck_assert_uint_eq(kb__cycles_to_ps(-1, 1.0), 0);
 	ck_assert_uint_eq(kb__cycles_to_ps(-0.0005, 1.0), 0);
 	ck_assert_uint_eq(kb__cycles_to_ps(0.0 / 0.0, 1.0), 0);
-	/* large values stay below KB_TIME_INF */
+	/* large values: exact up to the end of simulated time, then
+	 * KB_TIME_INF, which no event can reach (kb__time_add refuses it) */
 	ck_assert_uint_eq(kb__cycles_to_ps(1e9, 1.0), 1000000000000ull);
-	ck_assert(kb__cycles_to_ps(1e30, 1.0) < KB_TIME_INF);
+	ck_assert_uint_eq(kb__cycles_to_ps(9e15, 1.0), 9000000000000000000ull);
+	ck_assert(kb__cycles_to_ps(9e15, 1.0) <= KB_TIME_MAX);
+	ck_assert_uint_eq(kb__cycles_to_ps(1e30, 1.0), KB_TIME_INF);
+	ck_assert_uint_eq(kb__cycles_to_ps(1e16, 1.0), KB_TIME_INF);
+}
+END_TEST
+
+/* Rule (issue 18): a time addition that would pass 2^63 - 1 ps fails and
+ * leaves the time as it was; it never wraps. */
+START_TEST(time_add_checked)
+{
+	kb_time t = KB_TIME_MAX - 5;
+
+	ck_assert_int_eq(kb__time_add(&t, 5), 0);
+	ck_assert_uint_eq(t, KB_TIME_MAX);
+	ck_assert_int_eq(kb__time_add(&t, 1), -1);
+	ck_assert_uint_eq(t, KB_TIME_MAX);
+	t = 0;
+	ck_assert_int_eq(kb__time_add(&t, KB_TIME_INF), -1);
+	ck_assert_uint_eq(t, 0);
+	ck_assert_int_eq(kb__time_add(&t, KB_TIME_MAX), 0);
+	t = 1;
+	ck_assert_int_eq(kb__time_add(&t, KB_TIME_MAX), -1);
+	ck_assert_uint_eq(t, 1);
 }
 END_TEST
 
@@ -971,6 +995,7 @@ Suite *sim_suite(void)
 
 	tcase_set_timeout(timec, 60);
 	tcase_add_test(timec, cycles_to_ps_rounding);
+	tcase_add_test(timec, time_add_checked);
 	tcase_add_test(timec, empty_stretches_skipped);
 	tcase_add_test(timec, one_way_traffic_memory);
 	suite_add_tcase(s, timec);

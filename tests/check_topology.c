@@ -483,7 +483,7 @@ START_TEST(test_dump_round_trip)
 	/* Reals that need many digits. */
 	set_ok(t, "pe_cost_model.r_cycles_per_byte", "0.1");
 	set_ok(t, "clock_freq_ghz", "0.333333333333333314829616256247");
-	set_ok(t, "pe.dma.bytes_per_cycle", "1e-7");
+	set_ok(t, "pe.dma.bytes_per_cycle", "0.0012345678901234567");
 	set_ok(t, "links.inter_cluster_bytes_per_cycle", "123456789.125");
 	assert_round_trip(t);
 	kb_topology_destroy(t);

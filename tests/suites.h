@@ -16,5 +16,6 @@ Suite *bench_suite(void);
 Suite *data_suite(void);
 Suite *parallel_suite(void);
 Suite *api_suite(void);
+Suite *limits_suite(void);
 
 #endif

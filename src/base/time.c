@@ -8,7 +8,8 @@ kb_time kb__cycles_to_ps(double cycles, double clock_ghz)
 
 	if (!(ps > 0.0))
 		return 0;
-	if (ps >= 18446744073709549568.0)
-		return KB_TIME_INF - 1;
+	/* 2^63 exactly: the first double past KB_TIME_MAX (NaN is caught above). */
+	if (ps >= 9223372036854775808.0)
+		return KB_TIME_INF;
 	return (kb_time)floor(ps + 0.5);
 }

@@ -60,6 +60,12 @@ static const char *const sched_policies[] = { "strict_fifo", "rw_aware", NULL };
 /* Upper bound of bandwidths: finite and far above any device, so that
  * bytes / bandwidth never overflows a cycle count. */
 #define BW_MAX 1e12
+/* Lower bounds of the clock and of bandwidths: below them one cycle or one
+ * byte costs so many picoseconds that a plain run passes 2^63 ps, the end
+ * of simulated time (issue 18). Runs that still get there stop with
+ * KB_ERANGE naming the keys (pe/machine.c). */
+#define SLOW_WHY "slower would let one stage pass 2^63 ps of simulated time"
+#define RATE(k, f, hi) { k, K_REAL, OFF(f), 1e-3, hi, 0, SLOW_WHY, NULL }
 #define TWO_POW(n) ((double)(1ull << (n)))
 
 /*
@@ -69,7 +75,7 @@ static const char *const sched_policies[] = { "strict_fifo", "rw_aware", NULL };
  */
 static const key_def keys[] = {
 	{ "schema", K_STRING, 0, 0, 0, 0, NULL, NULL },
-	REAL("clock_freq_ghz", clock_freq_ghz, 0, 100, F_MIN_EXCL),
+	RATE("clock_freq_ghz", clock_freq_ghz, 100),
 	U32("clusters", clusters, 1, 1024),
 	U32("pes_per_cluster", pes_per_cluster, 1, 1024),
 	REAL("pe_cost_model.fixed_cycles", cost.fixed_cycles, 0, 1e9, 0),
@@ -80,16 +86,14 @@ static const key_def keys[] = {
 	U64("links.engine_latency_cycles", link.engine_latency_cycles, 1, 1e6),
 	U64("links.intra_cluster_latency_cycles", link.intra_cluster_latency_cycles, 1, 1e9),
 	U64("links.inter_cluster_latency_cycles", link.inter_cluster_latency_cycles, 1, 1e9),
-	REAL("links.intra_cluster_bytes_per_cycle", link.intra_cluster_bytes_per_cycle, 0,
-	     BW_MAX, F_MIN_EXCL),
-	REAL("links.inter_cluster_bytes_per_cycle", link.inter_cluster_bytes_per_cycle, 0,
-	     BW_MAX, F_MIN_EXCL),
+	RATE("links.intra_cluster_bytes_per_cycle", link.intra_cluster_bytes_per_cycle, BW_MAX),
+	RATE("links.inter_cluster_bytes_per_cycle", link.inter_cluster_bytes_per_cycle, BW_MAX),
 	U64("memory.hbm_bytes", mem.hbm_bytes, TWO_POW(20), TWO_POW(48)),
 	U64("memory.tcm_bytes", mem.tcm_bytes, TWO_POW(16), TWO_POW(32)),
 	U64("pe.dma.setup_cycles", dma.setup_cycles, 0, 1e9),
-	REAL("pe.dma.bytes_per_cycle", dma.bytes_per_cycle, 0, BW_MAX, F_MIN_EXCL),
+	RATE("pe.dma.bytes_per_cycle", dma.bytes_per_cycle, BW_MAX),
 	U64("pe.tcm.latency_cycles", tcm.latency_cycles, 0, 1e9),
-	REAL("pe.tcm.bytes_per_cycle", tcm.bytes_per_cycle, 0, BW_MAX, F_MIN_EXCL),
+	RATE("pe.tcm.bytes_per_cycle", tcm.bytes_per_cycle, BW_MAX),
 	U64("pe.gemm.macs_per_cycle", gemm.macs_per_cycle, 1, TWO_POW(30)),
 	U64("pe.gemm.fill_cycles", gemm.fill_cycles, 0, 1e9),
 	U64("pe.gemm.tile_m", gemm.tile_m, 1, 65536),

@@ -126,6 +126,8 @@ typedef struct kb_cost_model {
 } kb_cost_model;
 
 /* Dispatch time in ps: FIXED + R * lbytes cycles, or the explicit CPU cost. */
+/* FIXED + R * logical bytes, or an explicit CPU-overhead command's cycles. */
+double kb__dispatch_cycles(const kb_cost_model *m, const kb_cmd *cmd);
 uint64_t kb__dispatch_ps(const kb_cost_model *m, const kb_cmd *cmd);
 
 /* Frees a command and what it owns. Accepts NULL. */

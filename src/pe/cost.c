@@ -73,13 +73,15 @@ uint64_t kb__cmd_lbytes(const kb_cmd *c)
 	}
 }
 
+double kb__dispatch_cycles(const kb_cost_model *m, const kb_cmd *cmd)
+{
+	return cmd->kind == KB_CMD_CPU ? cmd->cpu_cycles
+				       : m->fixed_cycles + m->r_cycles_per_byte * (double)cmd->lbytes;
+}
+
 uint64_t kb__dispatch_ps(const kb_cost_model *m, const kb_cmd *cmd)
 {
-	double cycles = cmd->kind == KB_CMD_CPU
-		? cmd->cpu_cycles
-		: m->fixed_cycles + m->r_cycles_per_byte * (double)cmd->lbytes;
-
-	return kb__cycles_to_ps(cycles, m->clock_ghz);
+	return kb__cycles_to_ps(kb__dispatch_cycles(m, cmd), m->clock_ghz);
 }
 
 void kb__cmd_free(kb_cmd *cmd)

@@ -109,11 +109,14 @@ static int advance(kb_lp *lp, kb_cpu *c)
 		}
 		{
 			kb_event ev = { .type = KB_EV_CPU_DISPATCHED };
-			kb_time d = kb__dispatch_ps(&m->cost, cmd);
 
 			c->state = CPU_DISPATCHING;
 			c->dispatch_t0 = kb__lp_now(lp);
-			return kb__lp_self(lp, d, &ev);
+			return kb__pe_after(lp, m, kb__dispatch_cycles(&m->cost, cmd), "a dispatch",
+					    cmd->kind == KB_CMD_CPU
+						    ? "the cpu_overhead command's cycles"
+						    : "pe_cost_model.fixed_cycles, pe_cost_model.r_cycles_per_byte",
+					    &ev);
 		}
 	}
 }

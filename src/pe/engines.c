@@ -75,7 +75,7 @@ static int start_next(kb_lp *lp, kb_engine *e, int ch)
 	c->t0 = kb__lp_now(lp);
 	st = stage_of(&c->cur, &p);
 	kb__plan_cost(p, (kb_phase)c->cur.w[3], c->cur.w[1], st, &cost);
-	return kb__lp_self(lp, kb__pe_ps(e->ps->m, cost.cycles), &done);
+	return kb__pe_after(lp, e->ps->m, cost.cycles, cost.op, kb__stage_keys(st->kind), &done);
 }
 
 static int log_stage(kb_lp *lp, kb_engine *e, const chan *c, kb_plan *p, const kb_stage_ref *st)

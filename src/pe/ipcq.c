@@ -57,7 +57,8 @@ static int grow(void **v, size_t *cap, size_t elem)
 	return 0;
 }
 
-static kb_time stage_ps(kb_ipcq *q, const kb_event *ev)
+/* Schedules done on lp when the stage of ev has taken its time. */
+static int stage_after(kb_lp *lp, kb_ipcq *q, const kb_event *ev, const kb_event *done)
 {
 	kb_plan *p = plan_of(ev);
 	uint32_t n;
@@ -65,7 +66,7 @@ static kb_time stage_ps(kb_ipcq *q, const kb_event *ev)
 	kb_stage_cost c;
 
 	kb__plan_cost(p, KB_PH_LOOP, 0, st, &c);
-	return kb__pe_ps(q->ps->m, c.cycles);
+	return kb__pe_after(lp, q->ps->m, c.cycles, c.op, kb__stage_keys(st->kind), done);
 }
 
 static int step_done(kb_lp *lp, kb_ipcq *q, const kb_event *ev, kb_time t0)
@@ -100,7 +101,7 @@ static int tx_start(kb_lp *lp, kb_ipcq *q)
 	q->tx_n--;
 	q->tx_busy = 1;
 	q->tx_t0 = kb__lp_now(lp);
-	return kb__lp_self(lp, stage_ps(q, &q->tx_cur), &ev);
+	return stage_after(lp, q, &q->tx_cur, &ev);
 }
 
 /* The send left the queue: ship the tensor to the peer. */
@@ -147,7 +148,7 @@ static int rx_start(kb_lp *lp, kb_ipcq *q)
 	q->rx_n--;
 	q->rx_busy = 1;
 	q->rx_t0 = kb__lp_now(lp);
-	return kb__lp_self(lp, stage_ps(q, &q->rx_cur), &ev);
+	return stage_after(lp, q, &q->rx_cur, &ev);
 }
 
 static int rx_done(kb_lp *lp, kb_ipcq *q)

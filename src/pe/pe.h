@@ -92,6 +92,11 @@ static inline uint32_t kb__pe_lp(uint32_t pe, int eng)
 }
 
 kb_time kb__pe_ps(const kb_machine *m, double cycles);
+/* Schedules ev on lp itself after cycles; when that passes the end of
+ * simulated time (KB_TIME_MAX) the LP fails with KB_ERANGE naming what
+ * took so long (what) and the topology keys its cycles come from (keys). */
+int kb__pe_after(kb_lp *lp, const kb_machine *m, double cycles, const char *what,
+		 const char *keys, const kb_event *ev);
 
 /* Builders (one per LP type); each allocates its state, adds its LP. */
 int kb__cpu_add(kb_machine *m, kb_pe_state *ps, kb_error *err);

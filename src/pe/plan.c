@@ -340,6 +340,26 @@ static double ipcq_cycles(const kb_plan *p, uint64_t bytes)
 	return (double)tp->ipcq.setup_cycles + ceil_div_d((double)bytes, bw);
 }
 
+const char *kb__stage_keys(int kind)
+{
+	switch (kind) {
+	case KB_ST_DMA_READ:
+	case KB_ST_DMA_WRITE:
+		return "pe.dma.setup_cycles, pe.dma.bytes_per_cycle";
+	case KB_ST_FETCH:
+	case KB_ST_STORE:
+	case KB_ST_RECV:
+		return "pe.tcm.latency_cycles, pe.tcm.bytes_per_cycle";
+	case KB_ST_GEMM:
+		return "pe.gemm.fill_cycles, pe.gemm.macs_per_cycle";
+	case KB_ST_SEND:
+		return "pe.ipcq.setup_cycles, links.intra_cluster_bytes_per_cycle, "
+		       "links.inter_cluster_bytes_per_cycle";
+	default:
+		return "pe.math.vector_width";
+	}
+}
+
 void kb__plan_cost(const kb_plan *p, kb_phase ph, uint64_t step, const kb_stage_ref *st,
 		   kb_stage_cost *c)
 {

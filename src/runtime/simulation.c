@@ -218,7 +218,10 @@ static int attach_kernels(kb_simulation *s, kb_machine *m, kb_error *err)
 	return KB_OK;
 }
 
-static void fill_result(kb_simulation *s, const kb_machine *m, kb_result *res, double wall)
+/* Fails with KB_ERANGE when a summed figure would pass 2^63 (it is written
+ * as a JSON integer): each PE's dispatch time fits, all of them may not. */
+static int fill_result(kb_simulation *s, const kb_machine *m, kb_result *res, double wall,
+		       kb_error *err)
 {
 	size_t nb = 0;
 
@@ -241,11 +244,19 @@ static void fill_result(kb_simulation *s, const kb_machine *m, kb_result *res, d
 		const kb_pe_figures *f = &m->pes[p]->fig;
 
 		res->commands += f->commands;
-		res->dispatch_ps += f->dispatch_ps;
+		if (kb__time_add(&res->dispatch_ps, f->dispatch_ps)) {
+			free(res->busy);
+			res->busy = NULL;
+			return kb__err(err, KB_ERANGE,
+				       "the dispatch time of all %u PEs together passes 2^63 ps "
+				       "(pe_cost_model.fixed_cycles, pe_cost_model.r_cycles_per_byte, "
+				       "clock_freq_ghz)", s->n_pes);
+		}
 		for (int e = 0; res->busy && e < KB_PE_LPS; e++)
 			res->busy[nb++] = (kb_engine_busy){ p, kb__eng_name(e), f->busy_ps[e] };
 	}
 	res->n_busy = nb;
+	return KB_OK;
 }
 
 KB_API int kb_simulation_run(kb_simulation *s, kb_result *res, kb_error *err)
@@ -310,7 +321,7 @@ KB_API int kb_simulation_run(kb_simulation *s, kb_result *res, kb_error *err)
 	if (!rc && res) {
 		s->stats = *kb__sim_stats(sim);
 		memset(res, 0, sizeof(*res));
-		fill_result(s, m, res, now_s() - t0);
+		rc = fill_result(s, m, res, now_s() - t0, err);
 		memcpy(res->oplog_sha256, sha, sizeof(sha));
 		res->records = records;
 	}

@@ -268,6 +268,15 @@ int kb__lp_fail_with(kb_lp *lp, const kb_error *e)
 	return rc;
 }
 
+/* An event past KB_TIME_MAX would wrap simulated time. The PE engines
+ * check first and name their keys (kb__pe_after); this is the net under
+ * every other LP type. */
+static int time_end(kb_lp *lp, kb_time delay)
+{
+	return kb__lp_fail(lp, KB_ERANGE, "simulated time would pass 2^63 ps (a delay of %llu ps)",
+			   (unsigned long long)delay);
+}
+
 /* ---- what handlers call ---- */
 
 kb_time kb__lp_now(const kb_lp *lp) { return lp->now; }
@@ -292,7 +301,9 @@ int kb__lp_self(kb_lp *lp, kb_time delay, const kb_event *ev)
 {
 	kb_event e = *ev;
 
-	e.time = lp->now + delay;
+	e.time = lp->now;
+	if (kb__time_add(&e.time, delay))
+		return time_end(lp, delay);
 	e.src = e.dst = lp->id;
 	e.seq = lp->seq++;
 	if (evheap_push(&lp->heap, &e))
@@ -323,7 +334,9 @@ int kb__lp_send(kb_lp *lp, uint32_t dst, kb_time delay, const kb_event *ev)
 				   name, (unsigned long long)delay, (unsigned long long)lat);
 	}
 	e = *ev;
-	e.time = lp->now + delay;
+	e.time = lp->now;
+	if (kb__time_add(&e.time, delay))
+		return time_end(lp, delay);
 	e.src = lp->id;
 	e.dst = dst;
 	e.seq = lp->seq++;

@@ -50,6 +50,7 @@ mk vw0          "{$S, \"pe\": {\"math\": {\"vector_width\": 0}}}"
 mk inflight0    "{$S, \"pe\": {\"sched\": {\"max_inflight_tiles\": 0}}}"
 mk dup          "{$S, \"clock_freq_ghz\": 1.0, \"clock_freq_ghz\": 2.0}"
 mk array        '[1, 2]'
+mk clock_denorm "{$S, \"clock_freq_ghz\": 5e-324}"
 
 # A finished sweep to resume with other lists / another bench, and a file
 # that is not a sweep at all.
@@ -145,6 +146,19 @@ table=$(cat <<ROWS
 1|w|No space left on device|$G --trace /dev/full
 1|w|Is a directory|$G --op-log @TMP@
 1|w|Not a directory|$G --trace @FILE@/t.json
+# Rule (issue 18 §1): simulated time never wraps. A clock or bandwidth so
+# slow that one stage passes 2^63 ps is out of its documented range ...
+1|-|clock_freq_ghz = 1e-300: must be >= 0.001|$G --set clock_freq_ghz=1e-300
+1|-|clock_freq_ghz = 5e-324: must be >= 0.001|$G --topology @T@/clock_denorm.json
+1|-|clock_freq_ghz = 1e-12: must be >= 0.001|$G --set clock_freq_ghz=1e-12
+1|-|pe.dma.bytes_per_cycle = 1e-10: must be >= 0.001|$G --set pe.dma.bytes_per_cycle=1e-10
+1|-|pe.tcm.bytes_per_cycle = 1e-10: must be >= 0.001|$G --set pe.tcm.bytes_per_cycle=1e-10
+1|-|links.intra_cluster_bytes_per_cycle = 1e-10|$G --set links.intra_cluster_bytes_per_cycle=1e-10
+1|-|clock_freq_ghz = 1e-300: must be >= 0.001|$R --set clock_freq_ghz=1e-300 --threads 0
+# ... and a run that still gets there stops with KB_ERANGE naming the keys.
+1|w|simulated time would pass 2^63 ps: dma_read takes|$G --param M=8192 --param K=8192 --param N=8192 --set clock_freq_ghz=0.001 --set pe.dma.bytes_per_cycle=0.001 --set pe.dma.setup_cycles=1000000000
+1|w|set by pe.dma.setup_cycles, pe.dma.bytes_per_cycle and clock_freq_ghz|$G --param M=8192 --param K=8192 --param N=8192 --set clock_freq_ghz=0.001 --set pe.dma.bytes_per_cycle=0.001 --threads 0
+1|o|simulated time would pass 2^63 ps|sweep gemm --param M=64,8192 --param K=8192 --param N=8192 --set clock_freq_ghz=0.001 --set pe.dma.bytes_per_cycle=0.001 --quiet
 ROWS
 )
 
@@ -159,7 +173,7 @@ fi
 n=0
 bad=0
 while IFS='|' read -r want check frag args; do
-	[ -n "$want" ] || continue
+	case $want in '' | '#'*) continue ;; esac
 	args=${args//@TMP@/$TMP}
 	args=${args//@T@/$T}
 	args=${args//@FILE@/$TMP/afile}

@@ -1,0 +1,223 @@
+/*
+ * Limits (issue 18): simulated time never wraps. Every engine's cost is run
+ * at both ends of every documented topology range (doc/topology.md); a run
+ * either gives sane figures, the same for every executor, or fails cleanly
+ * with the reason. Runs whose times would pass 2^63 ps stop with KB_ERANGE
+ * naming the keys that made them so.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "suites.h"
+#include "testutil.h"
+
+/* The documented ranges (doc/topology.md), each end as text. fail_lo /
+ * fail_hi: NULL when a run at that end must succeed, else a fragment of
+ * the error it must give instead (a validation rule that is not about
+ * time, e.g. a TCM too small for the tile set). */
+typedef struct range {
+	const char *key, *lo, *hi, *below, *above;
+	const char *fail_lo, *fail_hi;
+} range;
+
+static const range ranges[] = {
+	{ "clock_freq_ghz", "0.001", "100", "0.000999", "100.001", NULL, NULL },
+	{ "clusters", "1", "1024", "0", "1025", NULL, NULL },
+	{ "pes_per_cluster", "1", "1024", "0", "1025", NULL, NULL },
+	{ "pe_cost_model.fixed_cycles", "0", "1e9", "-1", "1000000001", NULL, NULL },
+	{ "pe_cost_model.r_cycles_per_byte", "0", "1e6", "-0.001", "1000001", NULL, NULL },
+	{ "pe_cost_model.max_composite_logical_bytes", "64", "1048576", "63", "1048577",
+	  "max_composite_logical_bytes", NULL },
+	{ "links.engine_latency_cycles", "1", "1000000", "0", "1000001", NULL, NULL },
+	{ "links.intra_cluster_latency_cycles", "1", "1000000000", "0", "1000000001", NULL, NULL },
+	{ "links.inter_cluster_latency_cycles", "1", "1000000000", "0", "1000000001", NULL, NULL },
+	{ "links.intra_cluster_bytes_per_cycle", "0.001", "1e12", "0.000999", "1.001e12", NULL, NULL },
+	{ "links.inter_cluster_bytes_per_cycle", "0.001", "1e12", "0.000999", "1.001e12", NULL, NULL },
+	{ "memory.hbm_bytes", "1048576", "281474976710656", "1048575", "281474976710657", NULL,
+	  NULL },
+	{ "memory.tcm_bytes", "65536", "4294967296", "65535", "4294967297",
+	  "cannot hold one GEMM tile set", NULL },
+	{ "pe.dma.setup_cycles", "0", "1000000000", "-1", "1000000001", NULL, NULL },
+	{ "pe.dma.bytes_per_cycle", "0.001", "1e12", "0.000999", "1.001e12", NULL, NULL },
+	{ "pe.tcm.latency_cycles", "0", "1000000000", "-1", "1000000001", NULL, NULL },
+	{ "pe.tcm.bytes_per_cycle", "0.001", "1e12", "0.000999", "1.001e12", NULL, NULL },
+	{ "pe.gemm.macs_per_cycle", "1", "1073741824", "0", "1073741825", NULL, NULL },
+	{ "pe.gemm.fill_cycles", "0", "1000000000", "-1", "1000000001", NULL, NULL },
+	{ "pe.gemm.tile_m", "1", "65536", "0", "65537", NULL, "cannot hold one GEMM tile set" },
+	{ "pe.gemm.tile_n", "1", "65536", "0", "65537", NULL, "cannot hold one GEMM tile set" },
+	{ "pe.gemm.tile_k", "1", "65536", "0", "65537", NULL, "cannot hold one GEMM tile set" },
+	{ "pe.math.vector_width", "1", "1048576", "0", "1048577", NULL, NULL },
+	{ "pe.sched.max_inflight_tiles", "1", "1024", "0", "1025", NULL,
+	  "cannot hold one GEMM tile set" },
+	{ "pe.ipcq.setup_cycles", "0", "1000000000", "-1", "1000000001", NULL, NULL },
+};
+#define N_RANGES (sizeof(ranges) / sizeof(ranges[0]))
+
+/* Two PEs of a split-KV decode: CPU, scheduler, DMA, TCM, GEMM, MATH and
+ * IPCQ all do work. */
+static const char *const workload[] = { "S_kv=256", "P=2", NULL };
+
+/* Runs the workload with sets under threads; rc and the message. */
+static int run(const char *const *sets, int threads, kb_result *res, kb_error *err)
+{
+	memset(res, 0, sizeof(*res));
+	kb_error_clear(err);
+	return kbt_run("gqa_decode_opt2", workload, sets, threads, 0, res, err);
+}
+
+/* Every figure a run reports is a time inside [0, 2^63) that adds up. */
+static void check_sane(const char *what, const kb_result *r)
+{
+	ck_assert_msg(r->sim_time_ps <= (uint64_t)INT64_MAX, "%s: sim_time_ps %llu", what,
+		      (unsigned long long)r->sim_time_ps);
+	ck_assert_msg(r->sim_time_ps > 0, "%s: sim_time_ps 0", what);
+	ck_assert_msg(r->dispatch_ps <= (uint64_t)INT64_MAX, "%s: dispatch_ps", what);
+	for (size_t i = 0; i < r->n_busy; i++) {
+		/* The DMA engine has a read and a write channel. */
+		uint64_t lanes = strcmp(r->busy[i].eng, "dma") == 0 ? 2 : 1;
+
+		ck_assert_msg(r->busy[i].busy_ps / lanes <= r->sim_time_ps,
+			      "%s: pe%u.%s busy %llu ps in a run of %llu ps", what, r->busy[i].pe,
+			      r->busy[i].eng, (unsigned long long)r->busy[i].busy_ps,
+			      (unsigned long long)r->sim_time_ps);
+	}
+}
+
+/* One end of one range: the sequential and the one-thread-per-engine
+ * executor agree, and the run is sane or fails as the table says. */
+static void check_end(const range *rg, const char *value, const char *fail)
+{
+	char set[160], what[200];
+	const char *const sets[] = { set, NULL };
+	kb_result r1, r0;
+	kb_error e1, e0;
+	int rc1, rc0;
+
+	snprintf(set, sizeof(set), "%s=%s", rg->key, value);
+	snprintf(what, sizeof(what), "--set %s", set);
+	rc1 = run(sets, 1, &r1, &e1);
+	rc0 = run(sets, 0, &r0, &e0);
+	ck_assert_msg(rc1 == rc0, "%s: threads 1 gives %d (%s), threads 0 gives %d (%s)", what, rc1,
+		      e1.message, rc0, e0.message);
+	if (fail) {
+		ck_assert_msg(rc1 != KB_OK, "%s: ran, expected '%s'", what, fail);
+		ck_assert_msg(strstr(e1.message, fail), "%s: '%s' lacks '%s'", what, e1.message, fail);
+		ck_assert_str_eq(e1.message, e0.message);
+	} else {
+		ck_assert_msg(rc1 == KB_OK, "%s: %s", what, e1.message);
+		check_sane(what, &r1);
+		check_sane(what, &r0);
+		ck_assert_str_eq(r1.oplog_sha256, r0.oplog_sha256);
+		ck_assert_uint_eq(r1.sim_time_ps, r0.sim_time_ps);
+	}
+	kb_result_clear(&r1);
+	kb_result_clear(&r0);
+}
+
+/* Rule: at each end of every documented range the engines' costs stay
+ * inside simulated time, and the executors agree. */
+START_TEST(test_range_ends)
+{
+	const range *rg = &ranges[_i];
+
+	check_end(rg, rg->lo, rg->fail_lo);
+	check_end(rg, rg->hi, rg->fail_hi);
+}
+END_TEST
+
+/* Rule: the table above is the code's: just outside each end is
+ * KB_ERANGE naming the key (so a range changed in one place fails here). */
+START_TEST(test_range_table_matches)
+{
+	const range *rg = &ranges[_i];
+	const char *const out[] = { rg->below, rg->above };
+	kb_topology *t = NULL;
+	kb_error err;
+
+	ck_assert_int_eq(kb_topology_default(&t, &err), KB_OK);
+	for (int i = 0; i < 2; i++) {
+		int rc = kb_topology_set(t, rg->key, out[i], &err);
+
+		ck_assert_msg(rc == KB_ERANGE || rc == KB_ETYPE, "%s=%s: %d %s", rg->key, out[i], rc,
+			      err.message);
+		ck_assert_msg(strstr(err.message, rg->key), "%s", err.message);
+	}
+	/* The ends themselves pass the key's own range; a cross-key rule
+	 * (the tile set must fit the TCM) may still refuse them. */
+	for (int i = 0; i < 2; i++) {
+		const char *v = i ? rg->hi : rg->lo, *fail = i ? rg->fail_hi : rg->fail_lo;
+		int rc = kb_topology_set(t, rg->key, v, &err);
+
+		ck_assert_msg(rc == KB_OK || (fail && strstr(err.message, fail)), "%s=%s: %s",
+			      rg->key, v, err.message);
+	}
+	kb_topology_destroy(t);
+}
+END_TEST
+
+/* Rule: a run that would pass 2^63 ps stops with KB_ERANGE naming the
+ * keys of the engine that got there, for every engine whose cost can
+ * within the ranges and a bench's limits (MATH and IPCQ stages are bounded
+ * by the TCM; their keys go through the same kb__pe_after). */
+typedef struct slow {
+	const char *engine;        /* the LP named in the message */
+	const char *sets[10];
+	const char *bench;
+	const char *params[5];
+	const char *key;           /* must be named */
+} slow;
+
+static const slow slows[] = {
+	{ "dma",
+	  { "clock_freq_ghz=0.001", "pe.dma.bytes_per_cycle=0.001", "pe.dma.setup_cycles=1000000000",
+	    NULL },
+	  "gemm", { "M=8192", "K=8192", "N=8192", NULL }, "pe.dma.bytes_per_cycle" },
+	{ "tcm",
+	  { "clock_freq_ghz=0.001", "pe.tcm.bytes_per_cycle=0.001", "pe.tcm.latency_cycles=1000000000",
+	    NULL },
+	  "gemm", { "M=8192", "K=8192", "N=8192", NULL }, "pe.tcm.bytes_per_cycle" },
+	{ "gemm",
+	  { "clock_freq_ghz=0.001", "pe.gemm.macs_per_cycle=1", "pe.gemm.fill_cycles=1000000000",
+	    "pe.tcm.bytes_per_cycle=1e12", "pe.dma.bytes_per_cycle=1e12",
+	    "memory.tcm_bytes=4294967296", "pe.gemm.tile_m=1024", "pe.gemm.tile_n=1024",
+	    "pe.gemm.tile_k=1024", NULL },
+	  "gemm", { "M=20480", "K=20480", "N=20480", NULL }, "pe.gemm.macs_per_cycle" },
+};
+#define N_SLOWS (sizeof(slows) / sizeof(slows[0]))
+
+START_TEST(test_time_end)
+{
+	const slow *s = &slows[_i];
+	kb_result r;
+	kb_error err;
+	char lp[32];
+	int rc;
+
+	memset(&r, 0, sizeof(r));
+	rc = kbt_run(s->bench, s->params, s->sets, 1, 0, &r, &err);
+	if (rc == KB_OK)
+		printf("%s: ran to %llu ps\n", s->engine, (unsigned long long)r.sim_time_ps);
+	kb_result_clear(&r);
+	ck_assert_msg(rc == KB_ERANGE, "%s: %d %s", s->engine, rc, err.message);
+	snprintf(lp, sizeof(lp), ".%s at t=", s->engine);
+	ck_assert_msg(strstr(err.message, lp), "%s: %s", s->engine, err.message);
+	ck_assert_msg(strstr(err.message, "2^63 ps"), "%s", err.message);
+	ck_assert_msg(strstr(err.message, s->key), "%s: %s", s->key, err.message);
+	ck_assert_msg(strstr(err.message, "clock_freq_ghz"), "%s", err.message);
+}
+END_TEST
+
+Suite *limits_suite(void)
+{
+	Suite *s = suite_create("limits");
+	TCase *tc = tcase_create("time");
+
+	tcase_set_timeout(tc, 300);
+	tcase_add_loop_test(tc, test_range_ends, 0, N_RANGES);
+	tcase_add_loop_test(tc, test_range_table_matches, 0, N_RANGES);
+	tcase_add_loop_test(tc, test_time_end, 0, N_SLOWS);
+	suite_add_tcase(s, tc);
+	return s;
+}
