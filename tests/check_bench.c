@@ -70,6 +70,37 @@ START_TEST(test_dispatch_ratio_r_sweep)
 }
 END_TEST
 
+/* The seeds' per-tile metric (DDD §11) is the dispatch of the KV-tile
+ * loop's commands: it does not move with S_kv (the whole-kernel figure,
+ * with the Q load, fills and final division, does), and at R = 0 it is
+ * FIXED x commands per tile: opt3 issues 12 (two loads, Q.K^T, eight
+ * online-softmax steps, P.V), opt2 two. */
+START_TEST(test_per_tile_is_the_loop)
+{
+	const char *const sets[] = { "pe_cost_model.r_cycles_per_byte=0", NULL };
+	const char *const p256[] = { "S_kv=256", NULL }, *const p4k[] = { "S_kv=4096", NULL };
+	static const char *const benches[] = { "gqa_decode_opt2", "gqa_decode_opt3" };
+	static const double cmds[] = { 2, 12 };
+	kb_result a, b;
+
+	for (int i = 0; i < 2; i++) {
+		run_ok(benches[i], p256, NULL, 1, &a);
+		run_ok(benches[i], p4k, NULL, 1, &b);
+		ck_assert_msg(a.dispatch_per_tile_ns == b.dispatch_per_tile_ns,
+			      "%s: %.3f ns per tile at S_kv=256, %.3f at 4096", benches[i],
+			      a.dispatch_per_tile_ns, b.dispatch_per_tile_ns);
+		ck_assert(a.dispatch_kernel_per_tile_ns > b.dispatch_kernel_per_tile_ns);
+		ck_assert(b.dispatch_kernel_per_tile_ns > b.dispatch_per_tile_ns);
+		kb_result_clear(&a);
+		kb_result_clear(&b);
+		run_ok(benches[i], p4k, sets, 1, &a);
+		ck_assert_msg(a.dispatch_per_tile_ns == 40.0 * cmds[i], "%s: %.3f ns per tile at R=0",
+			      benches[i], a.dispatch_per_tile_ns);
+		kb_result_clear(&a);
+	}
+}
+END_TEST
+
 /* ---- golden op_log hashes ----
  *
  * These are the SHA-256 of the op_log (timing mode) of each bench at small
@@ -281,6 +312,7 @@ Suite *bench_suite(void)
 
 	tcase_add_test(ratio, test_dispatch_ratio_default);
 	tcase_add_test(ratio, test_dispatch_ratio_r_sweep);
+	tcase_add_test(ratio, test_per_tile_is_the_loop);
 	tcase_add_loop_test(gold, test_golden_hash, 0, (int)N_GOLDENS);
 	tcase_add_loop_test(gold, test_hash_threads, 0, (int)N_GOLDENS);
 	tcase_add_test(err, test_param_errors);

@@ -162,6 +162,7 @@ static int run_synthetic(kb_bench_ctx *ctx, kb_result *res, kb_error *err)
 		res->workers = st->workers;
 		res->events_per_s = res->wall_s > 0 ? (double)st->events / res->wall_s : 0;
 		res->dispatch_per_tile_ns = 0.0 / 0.0;
+		res->dispatch_kernel_per_tile_ns = 0.0 / 0.0;
 		res->max_abs_err = res->max_rel_err = 0.0 / 0.0;
 	}
 	kb__sim_destroy(sim);

@@ -1,7 +1,7 @@
 /*
  * embed_rsweep: the R-sweep of the decode benches through the library.
  * gqa_decode_opt2 (two composites per KV tile) and gqa_decode_opt3 (the
- * software-pipelined baseline, about ten commands per tile) run for each
+ * software-pipelined baseline, 12 commands per KV tile) run for each
  * dispatch cost R (pe_cost_model.r_cycles_per_byte) on a pool of threads;
  * rows arrive in a fixed order, and the program prints the per-tile
  * dispatch time of each and their ratio for each R.

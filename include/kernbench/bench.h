@@ -65,7 +65,13 @@ typedef struct kb_result {
 	uint64_t commands;       /* dispatched commands (all PEs) */
 	uint64_t dispatch_ps;    /* PE_CPU time spent dispatching (all PEs) */
 	uint64_t tiles;          /* KV tiles (decode) or output tiles (gemm); 0 if none */
-	double dispatch_per_tile_ns;  /* dispatch_ps / tiles / 1000 per PE; NaN without tiles */
+	/* The seeds' per-tile metric (DDD §11): PE_CPU dispatch of the commands
+	 * of the tile loop (decode: the KV-tile loop) / tiles, in ns; NaN
+	 * without tiles. */
+	double dispatch_per_tile_ns;
+	/* All of the kernel's dispatch (decode: with the Q load, the fills,
+	 * the split-KV merge and the final division) / tiles, in ns. */
+	double dispatch_kernel_per_tile_ns;
 	double wall_s;
 	double events_per_s;
 	char oplog_sha256[65];

@@ -393,6 +393,8 @@ KB_API char *kb_result_to_json(const kb_result *r)
 	if (r->tiles) {
 		json_object_set_new(o, "tiles", json_integer((json_int_t)r->tiles));
 		json_object_set_new(o, "dispatch_per_tile_ns", real_or_null(r->dispatch_per_tile_ns));
+		json_object_set_new(o, "dispatch_kernel_per_tile_ns",
+				    real_or_null(r->dispatch_kernel_per_tile_ns));
 	}
 	json_object_set_new(o, "windows", json_integer((json_int_t)r->windows));
 	json_object_set_new(o, "parallel_windows", json_integer((json_int_t)r->parallel_windows));

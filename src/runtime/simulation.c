@@ -237,6 +237,7 @@ static int fill_result(kb_simulation *s, const kb_machine *m, kb_result *res, do
 	res->events_per_s = wall > 0 ? (double)res->events / wall : 0;
 	res->tiles = 0;
 	res->dispatch_per_tile_ns = NAN;
+	res->dispatch_kernel_per_tile_ns = NAN;
 	res->max_abs_err = NAN;
 	res->max_rel_err = NAN;
 	res->busy = calloc((size_t)s->n_pes * KB_PE_LPS, sizeof(*res->busy));

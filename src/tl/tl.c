@@ -338,6 +338,8 @@ int kb__cmd_write(kb_cmd *c, const kb_hslot *h)
 int kb__tl_emit(kb_tl *tl, kb_cmd *c)
 {
 	c->lbytes = kb__cmd_lbytes(c);
+	if (c->kind < KB_CMD_WAIT)
+		tl->dispatch_ps += kb__dispatch_ps(&tl->cfg.cost, c);
 	tl->next_cmd++;
 	if (tl->cfg.emit(tl->cfg.emit_ctx, c)) {
 		tl->cancelled = 1;
@@ -401,6 +403,11 @@ const kb_error *kb__tl_error(const kb_tl *tl)
 void kb__tl_cancel(kb_tl *tl)
 {
 	tl->cancelled = 1;
+}
+
+uint64_t kb__tl_dispatch_ps(const kb_tl *tl)
+{
+	return tl->dispatch_ps;
 }
 
 uint64_t kb__tl_commands(const kb_tl *tl)

@@ -30,5 +30,9 @@ const kb_error *kb__tl_error(const kb_tl *tl);
 void kb__tl_cancel(kb_tl *tl);
 /* Number of commands emitted so far. */
 uint64_t kb__tl_commands(const kb_tl *tl);
+/* PE_CPU dispatch time (ps) of the commands emitted so far: what PE_CPU
+ * will pay for them (FIXED + R * lbytes, or the explicit CPU cost). A
+ * kernel reads it around a loop to know that loop's dispatch. */
+uint64_t kb__tl_dispatch_ps(const kb_tl *tl);
 
 #endif

@@ -33,6 +33,7 @@ struct kb_tl {
 	const char *op_name, *op_file;
 	int op_line;
 	uint64_t next_cmd;
+	uint64_t dispatch_ps;     /* of the commands emitted so far */
 	uint64_t next_id;
 	kb_hslot **chunks;       /* slots in fixed chunks: pointers stay valid */
 	size_t n_slots, cap_slots;
