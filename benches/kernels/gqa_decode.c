@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/fp16.h"
 #include "bench/bench_util.h"
 #include "bench/reference.h"
 #include "tl/tl_impl.h"
@@ -230,26 +231,83 @@ static void decode_kernel(kb_tl *tl, void *p)
 	}
 }
 
-static int check(kb_simulation *sim, const decode_args *a, double *const host[3], kb_result *res,
-		 kb_error *err)
+/* K and V rows of one head read back from the memory store, a chunk at a
+ * time: the bench keeps no host copy of the inputs. */
+typedef struct kv_reader {
+	kb_simulation *sim;
+	kb_dtype dt;
+	uint64_t base[2];        /* k, v of the head */
+	int64_t d;
+	void *raw;
+	float *f;
+	double *rows[2];
+	int64_t cap;             /* rows each buffer holds */
+	kb_error *err;
+	int rc;
+} kv_reader;
+
+static int fetch_f64(kb_simulation *sim, kb_dtype dt, uint64_t addr, size_t n, void *raw, float *f,
+		     double *dst, kb_error *err)
 {
-	size_t n = (size_t)a->H * (size_t)(a->G * a->d);
-	double *want = malloc(n * sizeof(*want));
+	int rc = kb_simulation_download(sim, addr, raw, n * kb_dtype_size(dt), err);
+
+	if (rc)
+		return rc;
+	kb__load_f32(f, raw, dt, n);
+	for (size_t i = 0; i < n; i++)
+		dst[i] = f[i];
+	return KB_OK;
+}
+
+static const double *kv_rows(void *payload, int which, int64_t row0, int64_t rows)
+{
+	kv_reader *r = payload;
+	size_t es = kb_dtype_size(r->dt), n = (size_t)(rows * r->d);
+
+	if (rows > r->cap) {
+		r->rc = kb__err(r->err, KB_EINTERNAL, "reference asked for %lld rows at once",
+				(long long)rows);
+		return NULL;
+	}
+	r->rc = fetch_f64(r->sim, r->dt, r->base[which] + (uint64_t)(row0 * r->d) * es, n, r->raw,
+			  r->f, r->rows[which], r->err);
+	return r->rc ? NULL : r->rows[which];
+}
+
+static int check(kb_simulation *sim, const decode_args *a, kb_result *res, kb_error *err)
+{
+	enum { CAP = 256 };
+	size_t n = (size_t)a->H * (size_t)(a->G * a->d), es = kb_dtype_size(a->dt);
+	size_t chunk = (size_t)(CAP * a->d) > (size_t)(a->G * a->d) ? (size_t)(CAP * a->d)
+								  : (size_t)(a->G * a->d);
+	double *want = malloc(n * sizeof(*want)), *q = malloc((size_t)(a->G * a->d) * sizeof(*q));
 	float *got = malloc(n * sizeof(*got));
-	int rc = want && got ? KB_OK : kb__err(err, KB_ENOMEM, "out of memory checking the result");
+	kv_reader r = { sim, a->dt, { 0, 0 }, a->d, malloc(chunk * es), malloc(chunk * sizeof(float)),
+			{ malloc(chunk * sizeof(double)), malloc(chunk * sizeof(double)) }, CAP, err, 0 };
+	int rc = want && q && got && r.raw && r.f && r.rows[0] && r.rows[1]
+		? KB_OK : kb__err(err, KB_ENOMEM, "out of memory checking the result");
 
 	if (!rc)
 		rc = kb__bench_output(sim, a->dt, a->o, n, got, err);
 	for (uint32_t h = 0; !rc && h < a->H; h++) {
 		size_t qo = (size_t)h * (size_t)(a->G * a->d), ko = (size_t)h * (size_t)(a->S * a->d);
 
-		kb__ref_attention(host[0] + qo, host[1] + ko, host[2] + ko, want + qo, a->G, a->S, a->d,
-				  1.0 / sqrt((double)a->d));
+		r.base[0] = a->k + ko * es;
+		r.base[1] = a->v + ko * es;
+		rc = fetch_f64(sim, a->dt, a->q + qo * es, (size_t)(a->G * a->d), r.raw, r.f, q, err);
+		if (!rc && kb__ref_attention_rows(q, kv_rows, &r, want + qo, a->G, a->S, a->d,
+						  1.0 / sqrt((double)a->d)))
+			rc = r.rc ? r.rc : kb__err(err, KB_ENOMEM, "out of memory checking the result");
 	}
 	if (!rc)
 		kb__bench_errors(got, want, n, res);
 	free(want);
+	free(q);
 	free(got);
+	free(r.raw);
+	free(r.f);
+	free(r.rows[0]);
+	free(r.rows[1]);
 	return rc;
 }
 
@@ -292,7 +350,7 @@ static int dump(kb_simulation *sim, const decode_args *a, const char *dir, kb_er
 }
 
 static int setup_inputs(kb_simulation *sim, decode_args *a, const kb_bench_ctx *ctx,
-			double *host[3], kb_error *err)
+			kb_error *err)
 {
 	int64_t sq[3] = { a->H, a->G, a->d }, skv[3] = { a->H, a->S, a->d };
 	double std = kb__bench_real(ctx, "input_std");
@@ -307,11 +365,11 @@ static int setup_inputs(kb_simulation *sim, decode_args *a, const kb_bench_ctx *
 		if (!rc)
 			rc = kb_simulation_alloc(sim, a->dt, 3, skv, 0, &a->v, err);
 	} else {
-		rc = kb__bench_input(sim, &rng, a->dt, 3, sq, std, &a->q, &host[0], err);
+		rc = kb__bench_input(sim, &rng, a->dt, 3, sq, std, &a->q, NULL, err);
 		if (!rc)
-			rc = kb__bench_input(sim, &rng, a->dt, 3, skv, std, &a->k, &host[1], err);
+			rc = kb__bench_input(sim, &rng, a->dt, 3, skv, std, &a->k, NULL, err);
 		if (!rc)
-			rc = kb__bench_input(sim, &rng, a->dt, 3, skv, std, &a->v, &host[2], err);
+			rc = kb__bench_input(sim, &rng, a->dt, 3, skv, std, &a->v, NULL, err);
 	}
 	if (!rc)
 		rc = kb_simulation_alloc(sim, a->dt, 3, sq, 0, &a->o, err);
@@ -325,7 +383,6 @@ static int run_decode(kb_bench_ctx *ctx, kb_result *res, kb_error *err, int opt2
 			  (uint32_t)kb__bench_int(ctx, "P"), KB_FP16, 0, 0, 0, 0, opt2, NULL };
 	uint32_t clusters = (uint32_t)kb__bench_int(ctx, "C"), pes = a.H * a.P;
 	int64_t tiles = (a.S + a.T - 1) / a.T;
-	double *host[3] = { NULL, NULL, NULL };
 	kb_simulation *sim = NULL;
 	kb_sim_options so;
 	int rc;
@@ -346,7 +403,7 @@ static int run_decode(kb_bench_ctx *ctx, kb_result *res, kb_error *err, int opt2
 	if (!rc)
 		rc = kb_simulation_create(&sim, ctx->topo, &so, err);
 	if (!rc)
-		rc = setup_inputs(sim, &a, ctx, host, err);
+		rc = setup_inputs(sim, &a, ctx, err);
 	if (!rc)
 		rc = kb_simulation_launch(sim, decode_kernel, &a, 0, pes, err);
 	if (!rc)
@@ -361,14 +418,12 @@ static int run_decode(kb_bench_ctx *ctx, kb_result *res, kb_error *err, int opt2
 		res->dispatch_kernel_per_tile_ns = (double)res->dispatch_ps / (double)res->tiles / 1000.0;
 	}
 	if (!rc && so.data)
-		rc = check(sim, &a, host, res, err);
+		rc = check(sim, &a, res, err);
 	if (!rc && so.data && ctx->opt->dump_dir)
 		rc = dump(sim, &a, ctx->opt->dump_dir, err);
 	if (rc)
 		kb_result_clear(res);
 	kb_simulation_destroy(sim);
-	for (int i = 0; i < 3; i++)
-		free(host[i]);
 	free(a.loop_ps);
 	return rc;
 }

@@ -11,37 +11,53 @@
 #include "bench/reference.h"
 #include "num/npy.h"
 
+enum { INPUT_CHUNK = 1 << 16 }; /* elements generated and uploaded at a time */
+
+/*
+ * The values are drawn, rounded and uploaded a chunk at a time, so that an
+ * input costs no host memory beyond its bytes in the memory store (and the
+ * host copy when one is asked for); the generator is drawn in the same
+ * order as in one piece.
+ */
 int kb__bench_input(kb_simulation *sim, kb_rng *rng, kb_dtype dt, int rank, const int64_t *shape,
 		    double std, uint64_t *addr, double **host, kb_error *err)
 {
-	size_t n = 1, es = kb_dtype_size(dt);
+	size_t n = 1, es = kb_dtype_size(dt), c;
 	float *f = NULL;
 	void *raw = NULL;
 	int rc;
 
 	for (int i = 0; i < rank; i++)
 		n *= (size_t)shape[i];
-	*host = NULL;
+	if (host)
+		*host = NULL;
 	rc = kb_simulation_alloc(sim, dt, rank, shape, 0, addr, err);
 	if (rc)
 		return rc;
-	f = malloc(n * sizeof(*f));
-	raw = malloc(n * es);
-	*host = malloc(n * sizeof(**host));
-	if (!f || !raw || !*host) {
+	c = n < INPUT_CHUNK ? n : INPUT_CHUNK;
+	f = malloc((c ? c : 1) * sizeof(*f));
+	raw = malloc((c ? c : 1) * es);
+	if (host)
+		*host = malloc((n ? n : 1) * sizeof(**host));
+	if (!f || !raw || (host && !*host)) {
 		rc = kb__err(err, KB_ENOMEM, "out of memory for a %zu-element input", n);
 		goto done;
 	}
-	for (size_t i = 0; i < n; i++)
-		f[i] = (float)(kb__rng_normal(rng) * std);
-	kb__store_f32(raw, dt, f, n);
-	/* The reference sees exactly the stored (rounded) values. */
-	kb__load_f32(f, raw, dt, n);
-	for (size_t i = 0; i < n; i++)
-		(*host)[i] = f[i];
-	rc = kb_simulation_upload(sim, *addr, raw, n * es, err);
+	for (size_t off = 0; !rc && off < n; off += c) {
+		c = n - off < INPUT_CHUNK ? n - off : INPUT_CHUNK;
+		for (size_t i = 0; i < c; i++)
+			f[i] = (float)(kb__rng_normal(rng) * std);
+		kb__store_f32(raw, dt, f, c);
+		if (host) {
+			/* The reference sees exactly the stored (rounded) values. */
+			kb__load_f32(f, raw, dt, c);
+			for (size_t i = 0; i < c; i++)
+				(*host)[off + i] = f[i];
+		}
+		rc = kb_simulation_upload(sim, *addr + off * es, raw, c * es, err);
+	}
 done:
-	if (rc) {
+	if (rc && host) {
 		free(*host);
 		*host = NULL;
 	}

@@ -6,7 +6,8 @@
 #include "runtime/simulation_impl.h"
 
 /* Allocates an HBM tensor filled with N(0, std) values rounded to dt;
- * *host receives the stored values in double (caller frees). */
+ * unless host is NULL, *host receives the stored values in double (caller
+ * frees). */
 int kb__bench_input(kb_simulation *sim, kb_rng *rng, kb_dtype dt, int rank, const int64_t *shape,
 		    double std, uint64_t *addr, double **host, kb_error *err);
 /* Downloads n elements of dt at addr as fp32. */

@@ -4,6 +4,7 @@
 #include "bench/reference.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 /* ---- host references (double, plain loops) ------------------------------ */
 
@@ -17,37 +18,81 @@ static double dot(const double *x, const double *y, int64_t n)
 	return s;
 }
 
-/*
- * One query row. Two passes over k (max, then exp-weighted sum) recompute
- * the scores instead of storing them, so the reference needs no allocation.
- */
-static void ref_attention_row(const double *q, const double *k, const double *v, double *o,
-			      int64_t s_kv, int64_t d, double scale)
-{
-	double mx = -INFINITY, sum = 0.0, w;
-	int64_t j, c;
+enum { REF_CHUNK = 256 }; /* K/V rows per fetch: 256 x d doubles, in cache */
 
-	for (j = 0; j < s_kv; j++)
-		mx = fmax(mx, dot(q, k + j * d, d) * scale);
-	for (c = 0; c < d; c++)
-		o[c] = 0.0;
-	for (j = 0; j < s_kv; j++) {
-		w = exp(dot(q, k + j * d, d) * scale - mx);
-		sum += w;
+/*
+ * Two passes over K (max, then exp-weighted sum) recompute the scores
+ * instead of storing them. Every query row goes over the same chunk of
+ * rows before the next chunk is fetched, and each row's max, sum and o
+ * element still take their terms in increasing j, so the chunking changes
+ * no bit of the result.
+ */
+int kb__ref_attention_rows(const double *q, kb_ref_rows_fn rows, void *payload, double *o,
+			   int64_t g, int64_t s_kv, int64_t d, double scale)
+{
+	double *mx = malloc((size_t)(2 * g) * sizeof(double)), *sum = mx + g, w;
+	const double *k, *v;
+	int64_t i, j, j0, n, c;
+
+	if (!mx)
+		return -1;
+	for (i = 0; i < g; i++) {
+		mx[i] = -INFINITY;
+		sum[i] = 0.0;
 		for (c = 0; c < d; c++)
-			o[c] += w * v[j * d + c];
+			o[i * d + c] = 0.0;
 	}
-	for (c = 0; c < d; c++)
-		o[c] /= sum;
+	for (j0 = 0; j0 < s_kv; j0 += n) {
+		n = s_kv - j0 < REF_CHUNK ? s_kv - j0 : REF_CHUNK;
+		if (!(k = rows(payload, 0, j0, n)))
+			goto fail;
+		for (i = 0; i < g; i++)
+			for (j = 0; j < n; j++)
+				mx[i] = fmax(mx[i], dot(q + i * d, k + j * d, d) * scale);
+	}
+	for (j0 = 0; j0 < s_kv; j0 += n) {
+		n = s_kv - j0 < REF_CHUNK ? s_kv - j0 : REF_CHUNK;
+		if (!(k = rows(payload, 0, j0, n)) || !(v = rows(payload, 1, j0, n)))
+			goto fail;
+		for (i = 0; i < g; i++) {
+			for (j = 0; j < n; j++) {
+				w = exp(dot(q + i * d, k + j * d, d) * scale - mx[i]);
+				sum[i] += w;
+				for (c = 0; c < d; c++)
+					o[i * d + c] += w * v[j * d + c];
+			}
+		}
+	}
+	for (i = 0; i < g; i++)
+		for (c = 0; c < d; c++)
+			o[i * d + c] /= sum[i];
+	free(mx);
+	return 0;
+fail:
+	free(mx);
+	return -1;
 }
 
-void kb__ref_attention(const double *q, const double *k, const double *v, double *o,
-		       int64_t g, int64_t s_kv, int64_t d, double scale)
-{
-	int64_t i;
+/* Rows of K and V held in host arrays: no copy. */
+typedef struct host_kv {
+	const double *kv[2];
+	int64_t d;
+} host_kv;
 
-	for (i = 0; i < g; i++)
-		ref_attention_row(q + i * d, k, v, o + i * d, s_kv, d, scale);
+static const double *host_rows(void *payload, int which, int64_t row0, int64_t rows)
+{
+	const host_kv *h = payload;
+
+	(void)rows;
+	return h->kv[which] + row0 * h->d;
+}
+
+int kb__ref_attention(const double *q, const double *k, const double *v, double *o,
+		      int64_t g, int64_t s_kv, int64_t d, double scale)
+{
+	host_kv h = { { k, v }, d };
+
+	return kb__ref_attention_rows(q, host_rows, &h, o, g, s_kv, d, scale);
 }
 
 void kb__ref_gemm(const double *a, const double *b, double *c, int64_t m, int64_t k,
