@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "base/err.h"
+#include "base/outpath.h"
 #include "base/suggest.h"
 #include "bench/bench_impl.h"
 #include "bench/params.h"
@@ -300,6 +301,14 @@ KB_API int kb_bench_run(const char *bench, const kb_params *params, const kb_top
 		opt = &dflt;
 	if (opt->dump_dir && !opt->data)
 		return kb__err(err, KB_EINVAL, "dumping tensors needs data mode");
+	{
+		const char *const paths[] = { opt->oplog_path, opt->trace_path };
+		static const char *const names[] = { "op_log", "trace" };
+
+		rc = kb__outputs_check(paths, names, 2, opt->dump_dir, err);
+		if (rc)
+			return rc;
+	}
 	ctx.info = &def->info;
 	ctx.params = params;
 	ctx.opt = opt;

@@ -436,13 +436,15 @@ static void point_label(const sweep_cmd *c, size_t i, size_t from, char *buf, si
 }
 
 /* The opt3/opt2 per-tile dispatch ratio at each combination of the keys. */
-static void headline(const sweep_cmd *c, FILE *out)
+/* The summary lines; CLI_FAIL with a message when they cannot be
+ * written (a closed pipe, a full disk): a lost summary is a failure. */
+static int headline(const sweep_cmd *c, FILE *out)
 {
 	int b2 = bench_index(c, "gqa_decode_opt2"), b3 = bench_index(c, "gqa_decode_opt3");
 	size_t per, r;
 
 	if (b2 < 0 || b3 < 0 || !c->rows)
-		return;
+		return 0;
 	per = c->total / c->n_benches;
 	for (r = 0; r < per; r++) {
 		const kept_row *k2 = &c->rows[(size_t)b2 * per + r];
@@ -456,7 +458,12 @@ static void headline(const sweep_cmd *c, FILE *out)
 		fprintf(out, "%s%sopt3/opt2 per-tile dispatch ratio = %.2f\n", label,
 			*label ? ": " : "", k3->fig[FIG_DPT_NS] / k2->fig[FIG_DPT_NS]);
 	}
-	fflush(out);
+	errno = 0;
+	if (fflush(out) != 0 || ferror(out))
+		return cli_error("could not write the sweep's summary to %s: %s",
+				 out == stdout ? "standard output" : "standard error",
+				 strerror(errno ? errno : EIO));
+	return 0;
 }
 
 /* ---- the command ------------------------------------------------------- */
@@ -634,8 +641,8 @@ int cli_cmd_sweep(int argc, char **argv)
 #endif
 	if (rc || stop || (rc = run_rows(&c, resumed)))
 		goto done;
-	headline(&c, c.path ? stdout : stderr);
-	if (c.a.vals[O_PLOT].seen)
+	rc = headline(&c, c.path ? stdout : stderr);
+	if (rc == 0 && c.a.vals[O_PLOT].seen)
 		rc = plot_sweep(c.a.vals[O_PLOT].value, c.s, c.n_benches,
 				(const char *const *)c.benches, c.n_keys,
 				(const char *const *)c.keys, c.n_values, c.rows);

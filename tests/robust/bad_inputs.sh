@@ -156,9 +156,15 @@ table=$(cat <<ROWS
 1|-|links.intra_cluster_bytes_per_cycle = 1e-10|$G --set links.intra_cluster_bytes_per_cycle=1e-10
 1|-|clock_freq_ghz = 1e-300: must be >= 0.001|$R --set clock_freq_ghz=1e-300 --threads 0
 # ... and a run that still gets there stops with KB_ERANGE naming the keys.
-1|w|simulated time would pass 2^63 ps: dma_read takes|$G --param M=8192 --param K=8192 --param N=8192 --set clock_freq_ghz=0.001 --set pe.dma.bytes_per_cycle=0.001 --set pe.dma.setup_cycles=1000000000
-1|w|set by pe.dma.setup_cycles, pe.dma.bytes_per_cycle and clock_freq_ghz|$G --param M=8192 --param K=8192 --param N=8192 --set clock_freq_ghz=0.001 --set pe.dma.bytes_per_cycle=0.001 --threads 0
+1|-|simulated time would pass 2^63 ps: dma_read takes|$G --param M=8192 --param K=8192 --param N=8192 --set clock_freq_ghz=0.001 --set pe.dma.bytes_per_cycle=0.001 --set pe.dma.setup_cycles=1000000000
+1|-|set by pe.dma.setup_cycles, pe.dma.bytes_per_cycle and clock_freq_ghz|$G --param M=8192 --param K=8192 --param N=8192 --set clock_freq_ghz=0.001 --set pe.dma.bytes_per_cycle=0.001 --threads 0
 1|o|simulated time would pass 2^63 ps|sweep gemm --param M=64,8192 --param K=8192 --param N=8192 --set clock_freq_ghz=0.001 --set pe.dma.bytes_per_cycle=0.001 --quiet
+# Rule (issue 18 §3): two outputs never resolve to the same file (the
+# op_log of a '-' row is @TMP@/never.jsonl), nor a file output to the dump
+# directory; and a run that fails leaves no op_log (the rows above).
+1|-|are the same file: give each output a path of its own|$G --trace @TMP@/never.jsonl
+1|-|are the same file|$G --trace @TMP@/./never.jsonl
+1|-|is inside the dump directory|$G --data --dump @TMP@
 ROWS
 )
 
@@ -223,6 +229,20 @@ while IFS='|' read -r want check frag args; do
 		bad=$((bad + 1))
 	fi
 done <<<"$table"
+
+# Rule (issue 18 §3): a closed pipe on standard output is exit 1 with a
+# message, not death by SIGPIPE (the reader is gone before the first write).
+for cmd in "run gemm --json" "sweep synthetic --param events=10 --param lps=1,2"; do
+	read -r -a argv <<<"$cmd"
+	{ sleep 0.3; "$KB" "${argv[@]}" 2>"$TMP/err"; echo $? >"$TMP/rc"; } | true
+	n=$((n + 1))
+	got=$(cat "$TMP/rc")
+	if [ "$got" -ne 1 ] || ! grep -q "^kernbench: error: .*Broken pipe\|could not write" "$TMP/err"; then
+		echo "FAIL: kernbench $cmd into a closed pipe: exit $got, stderr:" >&2
+		cat "$TMP/err" >&2
+		bad=$((bad + 1))
+	fi
+done
 
 [ "$n" -ge 40 ] || fail "only $n rows in the table"
 [ "$bad" -eq 0 ] || fail "$bad of $n rows failed"
