@@ -93,8 +93,7 @@ static int same4(const int64_t a[KB_NSHAPE_MAX_RANK], const int64_t b[KB_NSHAPE_
 
 /* ---- element-wise ops -------------------------------------------------- */
 
-/* One element of an element-wise op: x[0..2] the operands, x[3] the scale. */
-typedef float (*elem_fn)(const float x[4]);
+/* Element functions of the element-wise ops: x[0..2] the operands, x[3] the scale. */
 
 /* max that lets a NaN through, as NumPy's maximum does (fmaxf would hide it). */
 static float max_nan(float a, float b)
@@ -136,27 +135,6 @@ static float e_gelu(const float x[4])
 	return (float)(0.5 * v * (1.0 + tanh(k * (v + 0.044715 * v * v * v))));
 }
 
-static elem_fn elem_of(kb_math_kind kind)
-{
-	switch (kind) {
-	case KB_MATH_MAX_ELEM: return e_max;
-	case KB_MATH_EXP_DIFF: return e_exp_diff;
-	case KB_MATH_FMA: return e_fma;
-	case KB_MATH_MUL_BCAST: return e_mul;
-	case KB_MATH_COPY: return e_copy;
-	case KB_MATH_ADD: return e_add;
-	case KB_MATH_SUB: return e_sub;
-	case KB_MATH_MUL: return e_mul;
-	case KB_MATH_BIAS: return e_add;
-	case KB_MATH_SCALE: return e_scale;
-	case KB_MATH_RELU: return e_relu;
-	case KB_MATH_GELU: return e_gelu;
-	case KB_MATH_EXP: return e_exp;
-	case KB_MATH_DIV: return e_div;
-	default: return NULL;
-	}
-}
-
 /* Broadcast iteration plan: out dims and per-input strides (0 = stretched). */
 typedef struct bplan {
 	int64_t dim[KB_NSHAPE_MAX_RANK];
@@ -177,32 +155,64 @@ static void plan_strides(int64_t st[KB_NSHAPE_MAX_RANK], const kb_nshape *s)
 	}
 }
 
+/* One row of n elements: operand k at x[k] + j * st[k]. */
+#define ROW_LOOP(fn)                                                                       \
+	for (j = 0; j < n; j++) {                                                          \
+		const float v[4] = { x[0][j * st[0]], x[1][j * st[1]], x[2][j * st[2]], s }; \
+		o[j] = fn(v);                                                              \
+	}
+
 /*
- * Walks the out tensor row by row (last axis innermost and contiguous),
- * so the per-element work is one indirect call and three strided loads.
+ * The kind is switched on once per row, so each row is a direct loop over
+ * the element function (inlined), not an indirect call per element; each
+ * element is the same expression as before, in the same order.
  */
-static void run_elementwise(const bplan *p, elem_fn fn, float s, float *out)
+static void run_row(kb_math_kind kind, float *o, const float *const x[3], const int64_t st[3],
+		    float s, int64_t n)
+{
+	int64_t j;
+
+	switch (kind) {
+	case KB_MATH_MAX_ELEM: ROW_LOOP(e_max) break;
+	case KB_MATH_EXP_DIFF: ROW_LOOP(e_exp_diff) break;
+	case KB_MATH_FMA: ROW_LOOP(e_fma) break;
+	case KB_MATH_MUL_BCAST: ROW_LOOP(e_mul) break;
+	case KB_MATH_COPY: ROW_LOOP(e_copy) break;
+	case KB_MATH_ADD: ROW_LOOP(e_add) break;
+	case KB_MATH_SUB: ROW_LOOP(e_sub) break;
+	case KB_MATH_MUL: ROW_LOOP(e_mul) break;
+	case KB_MATH_BIAS: ROW_LOOP(e_add) break;
+	case KB_MATH_SCALE: ROW_LOOP(e_scale) break;
+	case KB_MATH_RELU: ROW_LOOP(e_relu) break;
+	case KB_MATH_GELU: ROW_LOOP(e_gelu) break;
+	case KB_MATH_EXP: ROW_LOOP(e_exp) break;
+	case KB_MATH_DIV: ROW_LOOP(e_div) break;
+	default: break;
+	}
+}
+
+/* Walks the out tensor row by row (last axis innermost and contiguous). */
+static void run_elementwise(const bplan *p, kb_math_kind kind, float s, float *out)
 {
 	int64_t rows = p->dim[0] * p->dim[1] * p->dim[2];
 	int64_t n = p->dim[3];
-	int64_t r, j, idx[3], off[3];
-	float x[4] = { 0.0f, 0.0f, 0.0f, s };
+	int64_t r, idx[3], off, st[3];
+	const float *x[3];
 	int k, a;
 
+	for (k = 0; k < 3; k++)
+		st[k] = p->stride[k][3];
 	for (r = 0; r < rows; r++) {
 		idx[2] = r % p->dim[2];
 		idx[1] = (r / p->dim[2]) % p->dim[1];
 		idx[0] = r / (p->dim[2] * p->dim[1]);
 		for (k = 0; k < 3; k++) {
-			off[k] = 0;
+			off = 0;
 			for (a = 0; a < 3; a++)
-				off[k] += idx[a] * p->stride[k][a];
+				off += idx[a] * p->stride[k][a];
+			x[k] = p->in[k] + off;
 		}
-		for (j = 0; j < n; j++) {
-			for (k = 0; k < 3; k++)
-				x[k] = p->in[k][off[k] + j * p->stride[k][3]];
-			out[r * n + j] = fn(x);
-		}
+		run_row(kind, out + r * n, x, st, s, n);
 	}
 }
 
@@ -250,7 +260,7 @@ static int apply_elementwise(kb_math_kind kind, const float *const *in, const kb
 		return kb__err(err, KB_EINVAL, "%s: inputs %s broadcast to a shape other than out %s",
 			       kb__math_kind_name(kind), fmt_inputs(si, sizeof(si), sh, n_in),
 			       fmt_shape(so, sizeof(so), osh));
-	run_elementwise(&p, elem_of(kind), s, out);
+	run_elementwise(&p, kind, s, out);
 	return KB_OK;
 }
 
