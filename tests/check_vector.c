@@ -82,6 +82,10 @@ START_TEST(test_gemm_vector_vs_scalar)
 			gemm_case(&r, m, 130, 7, trans, 1);
 			gemm_case(&r, m, 64, 24, trans, 0);
 		}
+	/* Tiles larger than the saved-acc buffer check their inputs instead. */
+	gemm_case(&r, 65, 10, 70, 0, 2);
+	gemm_case(&r, 65, 10, 70, 1, 2);
+	gemm_case(&r, 65, 10, 70, 1, 0);
 	for (int i = 0; i < 60; i++)
 		gemm_case(&r, 1 + (int64_t)kb__rng_below(&r, 13), 1 + (int64_t)kb__rng_below(&r, 200),
 			  1 + (int64_t)kb__rng_below(&r, 40), (int)kb__rng_below(&r, 2), i % 3);

@@ -203,19 +203,41 @@ static int any_nan(const float *x, int64_t rows, int64_t cols, int64_t ld)
  * put different operands first (nn: b in the product, the product in the
  * sum; nt: a, then acc) than the vector code does. A NaN made inside the
  * tile (inf * 0, inf - inf) is always the default NaN, so without a NaN
- * among the inputs the order cannot show; with one, the tile takes the
- * scalar loops and keeps the payloads the outputs have always had.
+ * among the inputs the order cannot show, and a NaN input leaves a NaN in
+ * every acc element it reaches (NaN + x is NaN). So the vector result
+ * stands when it holds no NaN; otherwise the tile is redone by the scalar
+ * loops from a saved acc, which keeps the payloads the outputs have always
+ * had. Tiles too large to save on the stack check their inputs first.
  */
+enum { SAVE_MAX = 4096 }; /* acc elements saved on the stack (16 KiB) */
+
 void kb__gemm_tile(float *acc, const float *a, const float *b, int64_t m, int64_t k,
 		   int64_t n, int64_t lda, int64_t ldb, int64_t ldacc, int trans_b)
 {
-	if (any_nan(a, m, k, lda) || any_nan(acc, m, n, ldacc) ||
-	    (trans_b ? any_nan(b, n, k, ldb) : any_nan(b, k, n, ldb)))
-		kb__gemm_tile_scalar(acc, a, b, m, k, n, lda, ldb, ldacc, trans_b);
-	else if (trans_b)
+	float saved[SAVE_MAX];
+	int64_t i;
+
+	if (m * n > SAVE_MAX) {
+		if (any_nan(a, m, k, lda) || any_nan(acc, m, n, ldacc) ||
+		    (trans_b ? any_nan(b, n, k, ldb) : any_nan(b, k, n, ldb)))
+			kb__gemm_tile_scalar(acc, a, b, m, k, n, lda, ldb, ldacc, trans_b);
+		else if (trans_b)
+			gemm_nt(acc, a, b, m, k, n, lda, ldb, ldacc);
+		else
+			gemm_nn(acc, a, b, m, k, n, lda, ldb, ldacc);
+		return;
+	}
+	for (i = 0; i < m; i++)
+		memcpy(saved + i * n, acc + i * ldacc, (size_t)n * sizeof(float));
+	if (trans_b)
 		gemm_nt(acc, a, b, m, k, n, lda, ldb, ldacc);
 	else
 		gemm_nn(acc, a, b, m, k, n, lda, ldb, ldacc);
+	if (!any_nan(acc, m, n, ldacc))
+		return;
+	for (i = 0; i < m; i++)
+		memcpy(acc + i * ldacc, saved + i * n, (size_t)n * sizeof(float));
+	kb__gemm_tile_scalar(acc, a, b, m, k, n, lda, ldb, ldacc, trans_b);
 }
 
 void kb__gemm_tile_scalar(float *acc, const float *a, const float *b, int64_t m, int64_t k,
