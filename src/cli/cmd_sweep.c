@@ -140,13 +140,18 @@ static int check_param(const sweep_cmd *c, const char *name)
 	return 0;
 }
 
-/* Unknown or non-numeric topology keys stop the sweep before any point runs. */
+/* Unknown topology keys and keys that cannot be swept (an object, the
+ * schema) stop the sweep before any point runs. String-valued keys
+ * (pe.scheduler.policy) sweep like numbers. */
 static int check_set(const sweep_cmd *c, const char *key)
 {
 	kb_error err;
 	double v;
 	int rc = kb_topology_get_number(c->topo, key, &v, &err);
 
+	/* A string key other than the schema: settable. */
+	if (rc == KB_ETYPE && strcmp(key, "schema") != 0 && strstr(err.message, "is a string"))
+		rc = KB_OK;
 	return rc ? cli_kb_error(&err, rc) : 0;
 }
 

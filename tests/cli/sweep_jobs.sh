@@ -36,4 +36,10 @@ strip_wall "$TMP/stdout.csv" | cmp -s - "$TMP/j1.csv.s" || fail "stdout rows dif
 	--set pe_cost_model.r_cycles_per_byte=0.125 --json >"$TMP/one.json" || fail "run failed"
 sha=$(grep -o '"oplog_sha256":"[0-9a-f]*"' "$TMP/one.json" | cut -d'"' -f4)
 grep -q "^synthetic,4,600,2,0.125,.*,$sha,ok,\$" "$TMP/j1.csv" || fail "the sweep row differs from run"
+
+# A string-valued topology key sweeps like a number (each value a point).
+"$KB" sweep gqa_decode_opt2 --param S_kv=256 --set pe.scheduler.policy=strict_fifo,rw_aware \
+	--quiet >"$TMP/pol.csv" || fail "sweeping pe.scheduler.policy exited $?"
+grep -c ',ok,$' "$TMP/pol.csv" | grep -qx 2 || fail "the policy sweep has not two ok rows"
+grep -q '^gqa_decode_opt2,256,rw_aware,' "$TMP/pol.csv" || fail "no rw_aware row"
 echo PASS
