@@ -104,7 +104,7 @@ static int run_synthetic(kb_bench_ctx *ctx, kb_result *res, kb_error *err)
 	kb_time la = kb__cycles_to_ps(kb__bench_real(ctx, "lookahead_ns"), 1.0);
 	kb_oplog_options oo = { ctx->opt->oplog_path, ctx->opt->trace_path, ctx->opt->on_record,
 				ctx->opt->payload, kb__eng_names, KB_ENG_COUNT,
-				kb__eng_channel };
+				kb__eng_channel, ctx->meta_json };
 	kb_sim_config cfg = { ctx->opt->threads, la, la, la, 0, NULL, NULL, NULL };
 	kb_oplog_pump pump;
 	phold_lp *lps = calloc(n, sizeof(*lps));

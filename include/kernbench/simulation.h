@@ -35,8 +35,10 @@ typedef struct kb_sim_options {
 	kb_oplog_cb on_record;   /* NULL: none */
 	void *payload;
 	uint32_t pes;            /* PEs to build; 0: all PEs of the topology */
+	const char *trace_metadata; /* JSON object written as the trace's "metadata"
+				     * (provenance, e.g. kb_provenance_json); NULL: none */
 } kb_sim_options;
-#define KB_SIM_OPTIONS_INIT { 0, 0, NULL, NULL, NULL, NULL, 0 }
+#define KB_SIM_OPTIONS_INIT { 0, 0, NULL, NULL, NULL, NULL, 0, NULL }
 
 /* Builds a machine from topo (NULL: the embedded default). */
 KB_API int kb_simulation_create(kb_simulation **out, const kb_topology *topo,

@@ -10,6 +10,7 @@ typedef struct kb_bench_ctx {
 	const kb_params *params;      /* validated against info */
 	kb_topology *topo;            /* the run's own copy; a bench may grow it */
 	const kb_run_options *opt;
+	const char *meta_json;        /* provenance, for the trace's metadata */
 } kb_bench_ctx;
 
 typedef struct kb_bench_def {

@@ -140,6 +140,7 @@ kb_sim_options kb__bench_sim_options(const kb_bench_ctx *ctx, uint32_t pes)
 	o.on_record = ctx->opt->on_record;
 	o.payload = ctx->opt->payload;
 	o.pes = pes;
+	o.trace_metadata = ctx->meta_json;
 	return o;
 }
 
@@ -321,12 +322,21 @@ KB_API int kb_bench_run(const char *bench, const kb_params *params, const kb_top
 	 * hash is of the topology as given (as `kernbench topology` prints it). */
 	ptext = params_json(&def->info, params);
 	meta = ptext ? make_meta(ctx.topo, ptext, opt, err) : NULL;
-	rc = meta ? def->run(&ctx, res, err) : (err && err->code ? err->code : KB_ENOMEM);
+	rc = meta ? KB_OK : (err && err->code ? err->code : KB_ENOMEM);
+	if (!rc && !(res->meta_json = json_dumps(meta, JSON_COMPACT | JSON_PRESERVE_ORDER)))
+		rc = kb__err(err, KB_ENOMEM, "out of memory");
+	ctx.meta_json = res->meta_json;
+	if (!rc) {
+		/* A bench's run fills res afresh: keep the provenance aside. */
+		char *keep = res->meta_json;
+
+		res->meta_json = NULL;
+		rc = def->run(&ctx, res, err);
+		res->meta_json = keep;
+	}
 	kb_topology_destroy(ctx.topo);
 	if (!rc && opt->dump_dir)
 		rc = write_meta(opt->dump_dir, meta, err);
-	if (!rc && !(res->meta_json = json_dumps(meta, JSON_COMPACT | JSON_PRESERVE_ORDER)))
-		rc = kb__err(err, KB_ENOMEM, "out of memory");
 	json_decref(meta);
 	res->params_json = ptext;
 	if (rc) {

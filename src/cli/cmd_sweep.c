@@ -33,14 +33,15 @@
 #ifdef KB_WITH_MPI
 #include "cli/mpi_sweep.h"
 #endif
+#include "cli/sweep_meta.h"
 #include "cli/sweep_out.h"
 #include "kernbench/bench.h"
 #include "kernbench/sweep.h"
 #include "kernbench/topology.h"
 
 enum {
-	O_PARAM, O_SET, O_JOBS, O_THREADS, O_DATA, O_TOPOLOGY, O_OUT, O_RESUME, O_PLOT, O_QUIET,
-	O_HELP, N_OPTS
+	O_PARAM, O_SET, O_JOBS, O_THREADS, O_DATA, O_TOPOLOGY, O_OUT, O_RESUME, O_FORCE, O_PLOT,
+	O_QUIET, O_HELP, N_OPTS
 };
 
 static const cli_opt opts[N_OPTS] = {
@@ -52,6 +53,7 @@ static const cli_opt opts[N_OPTS] = {
 	[O_TOPOLOGY] = { "topology", 0, CLI_VALUE },
 	[O_OUT] = { "out", 0, CLI_VALUE },
 	[O_RESUME] = { "resume", 0, CLI_FLAG },
+	[O_FORCE] = { "force", 0, CLI_FLAG },
 	[O_PLOT] = { "plot", 0, CLI_VALUE },
 	[O_QUIET] = { "quiet", 0, CLI_FLAG },
 	[O_HELP] = { "help", 'h', CLI_FLAG },
@@ -220,6 +222,8 @@ static int output_options(sweep_cmd *c)
 		return cli_usage("sweep", "--out '%s': the name must end in .csv or .jsonl", c->path);
 	if (v[O_RESUME].seen && !c->path)
 		return cli_usage("sweep", "--resume needs --out FILE");
+	if (v[O_FORCE].seen && !v[O_RESUME].seen)
+		return cli_usage("sweep", "--force goes with --resume");
 	if (v[O_PLOT].seen && !cli_ends_with(v[O_PLOT].value, ".svg"))
 		return cli_usage("sweep", "--plot '%s': the name must end in .svg", v[O_PLOT].value);
 	return 0;
@@ -359,16 +363,34 @@ static int open_resume(sweep_cmd *c, int *exists)
 	return keep_len == 0 ? write_header(c) : 0;
 }
 
+/* OUT.meta.json, the sweep's provenance (sweep_meta.h). */
+static int write_meta(const sweep_cmd *c)
+{
+	const cli_optval *v = c->a.vals;
+	sweep_def d = { (const char *const *)c->benches, c->n_benches, v[O_PARAM].list,
+			v[O_PARAM].n_list, v[O_SET].list, v[O_SET].n_list, c->sopt.jobs,
+			c->sopt.threads, c->sopt.data };
+
+	return sweep_meta_write(c->path, c->topo, &d);
+}
+
 static int open_output(sweep_cmd *c, int *resumed)
 {
 	int rc;
 
 	*resumed = 0;
 	if (c->a.vals[O_RESUME].seen) {
-		rc = open_resume(c, resumed);
-		if (rc || *resumed)
+		/* Before the old output is touched: refuse another sweep's file. */
+		if ((rc = sweep_meta_check(c->path, c->topo, c->a.vals[O_FORCE].seen > 0)))
 			return rc;
+		rc = open_resume(c, resumed);
+		if (rc || (*resumed && (rc = write_meta(c))))
+			return rc;
+		if (*resumed)
+			return 0;
 	}
+	if (c->path && (rc = write_meta(c)))
+		return rc;
 	c->f = c->path ? fopen(c->path, "w") : stdout;
 	if (!c->f)
 		return cli_error("%s: %s", c->path, strerror(errno));

@@ -66,6 +66,8 @@ static const char help_sweep[] =
 	"      --out FILE             write rows to FILE.csv or FILE.jsonl (default: CSV\n"
 	"                             on standard output)\n"
 	"      --resume               run only the points missing from --out FILE\n"
+	"      --force                with --resume: continue even when FILE.meta.json\n"
+	"                             records another topology hash or version\n"
 	"      --plot FILE.svg        plot each figure against the first swept key\n"
 	"      --quiet                no progress line on standard error\n"
 	"  -h, --help                 print this help\n"

@@ -72,6 +72,8 @@ int kb__oplog_create(kb_oplog **out, const kb_oplog_options *opt, kb_error *err)
 	if (opt && opt->trace_path) {
 		rc = kb__trace_open(&log->trace, opt->trace_path, opt->tracks, opt->n_tracks,
 				    opt->channel, err);
+		if (!rc && opt->trace_metadata && kb__trace_set_metadata(log->trace, opt->trace_metadata))
+			rc = kb__err(err, KB_ENOMEM, "out of memory");
 		if (rc)
 			goto fail;
 	}

@@ -34,6 +34,9 @@ typedef struct kb_oplog_options {
 	const char *const *tracks;
 	int n_tracks;
 	const char *(*channel)(int eng, const kb_oplog_record *rec);
+	/* A JSON object recorded as the trace's "metadata" (provenance: never
+	 * in the op_log, which must not depend on host or date); NULL: none. */
+	const char *trace_metadata;
 } kb_oplog_options;
 
 int kb__oplog_create(kb_oplog **out, const kb_oplog_options *opt, kb_error *err);

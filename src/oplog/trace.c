@@ -39,6 +39,7 @@ struct kb_trace {
 	const char *const *tracks;
 	int n_tracks;
 	kb_trace_channel_fn channel;
+	char *metadata;          /* a JSON object written as "metadata" at close; NULL: none */
 };
 
 int kb__trace_open(kb_trace **out, const char *path, const char *const *tracks, int n_tracks,
@@ -197,6 +198,13 @@ int kb__trace_record(kb_trace *t, const kb_oplog_record *r)
 	return ferror(t->f) ? -1 : 0;
 }
 
+int kb__trace_set_metadata(kb_trace *t, const char *json_object)
+{
+	free(t->metadata);
+	t->metadata = json_object ? strdup(json_object) : NULL;
+	return json_object && !t->metadata ? -1 : 0;
+}
+
 int kb__trace_close(kb_trace *t)
 {
 	int rc = 0;
@@ -204,7 +212,11 @@ int kb__trace_close(kb_trace *t)
 	if (t->closed)
 		return 0;
 	t->closed = 1;
-	fputs("\n]}\n", t->f);
+	/* The trace format's own place for facts about the whole trace. */
+	if (t->metadata)
+		fprintf(t->f, "\n],\"metadata\":%s}\n", t->metadata);
+	else
+		fputs("\n]}\n", t->f);
 	if (ferror(t->f))
 		rc = -1;
 	if (fclose(t->f) == EOF)
@@ -225,5 +237,6 @@ void kb__trace_free(kb_trace *t)
 		free(t->pes[i].t);
 	free(t->pes);
 	free(t->path);
+	free(t->metadata);
 	free(t);
 }

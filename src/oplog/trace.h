@@ -16,6 +16,9 @@ typedef struct kb_trace kb_trace;
 typedef const char *(*kb_trace_channel_fn)(int eng, const kb_oplog_record *rec);
 int kb__trace_open(kb_trace **out, const char *path, const char *const *tracks, int n_tracks,
 		   kb_trace_channel_fn channel, kb_error *err);
+/* A JSON object written as the trace's "metadata" (provenance) at close;
+ * copied. Nonzero when memory runs out. */
+int kb__trace_set_metadata(kb_trace *t, const char *json_object);
 /* Returns nonzero on a write error (errno set). */
 int kb__trace_record(kb_trace *t, const kb_oplog_record *rec);
 int kb__trace_close(kb_trace *t);

@@ -31,7 +31,7 @@ struct kb_simulation {
 	kb_topology *topo;
 	const kb_topo_params *tp;
 	kb_sim_options opt;
-	char *oplog_path, *trace_path;
+	char *oplog_path, *trace_path, *trace_metadata;
 	uint32_t n_pes;
 	kb_memstore *mem;
 	launch *launches;
@@ -85,6 +85,7 @@ KB_API int kb_simulation_create(kb_simulation **out, const kb_topology *topo,
 		s->nonce = (uint32_t)(((uintptr_t)s >> 4) ^ (uintptr_t)time(NULL) * 2654435761u);
 	s->oplog_path = dup_or_null(opt->oplog_path);
 	s->trace_path = dup_or_null(opt->trace_path);
+	s->trace_metadata = dup_or_null(opt->trace_metadata);
 	total = (uint64_t)s->tp->clusters * s->tp->pes_per_cluster;
 	s->n_pes = opt->pes ? opt->pes : (uint32_t)total;
 	if (s->n_pes > total) {
@@ -113,6 +114,7 @@ KB_API void kb_simulation_destroy(kb_simulation *s)
 	free(s->figs);
 	free(s->oplog_path);
 	free(s->trace_path);
+	free(s->trace_metadata);
 	free(s);
 }
 
@@ -291,6 +293,7 @@ KB_API int kb_simulation_run(kb_simulation *s, kb_result *res, kb_error *err)
 	s->ran = 1;
 	oo.path = s->oplog_path;
 	oo.trace_path = s->trace_path;
+	oo.trace_metadata = s->trace_metadata;
 	oo.callback = s->opt.on_record;
 	oo.payload = s->opt.payload;
 	oo.tracks = kb__eng_names;
