@@ -108,8 +108,8 @@ static int snd_event(kb_lp *lp, const kb_event *ev)
 	return rc;
 }
 
-static const kb_lp_type recv_type = { "recv", NULL, recv_event, NULL, NULL };
-static const kb_lp_type snd_type = { "snd", snd_start, snd_event, NULL, NULL };
+static const kb_lp_type recv_type = { "recv", NULL, recv_event, NULL, NULL, 0, NULL, NULL };
+static const kb_lp_type snd_type = { "snd", snd_start, snd_event, NULL, NULL, 0, NULL, NULL };
 
 typedef struct model {
 	kb_sim *sim;
@@ -262,7 +262,7 @@ static int mix_event(kb_lp *lp, const kb_event *ev)
 	return KB_OK;
 }
 
-static const kb_lp_type mix_type = { "mix", mix_start, mix_event, NULL, NULL };
+static const kb_lp_type mix_type = { "mix", mix_start, mix_event, NULL, NULL, 0, NULL, NULL };
 
 START_TEST(self_events_same_time)
 {
@@ -326,7 +326,7 @@ static int ring_event(kb_lp *lp, const kb_event *ev)
 	return send_tag(lp, s->dst, s->delay, ev->w[0] + 1);
 }
 
-static const kb_lp_type ring_type = { "ring", ring_start, ring_event, NULL, NULL };
+static const kb_lp_type ring_type = { "ring", ring_start, ring_event, NULL, NULL, 0, NULL, NULL };
 
 /* Adds n ring LPs (ids first..first+n-1) whose tokens travel `hops` hops. */
 static void add_ring(model *m, uint32_t n, uint64_t hops)
@@ -361,7 +361,7 @@ static int bad_event(kb_lp *lp, const kb_event *ev)
 	return send_tag(lp, s->dst, s->delay, 7);
 }
 
-static const kb_lp_type bad_type = { "bad", bad_start, bad_event, NULL, NULL };
+static const kb_lp_type bad_type = { "bad", bad_start, bad_event, NULL, NULL, 0, NULL, NULL };
 
 static void lookahead_once(int threads)
 {
@@ -418,7 +418,8 @@ static int bad_now_start(kb_lp *lp)
 	return send_tag(lp, s->dst, s->delay, 1);
 }
 
-static const kb_lp_type bad_now_type = { "early", bad_now_start, recv_event, NULL, NULL };
+static const kb_lp_type bad_now_type = { "early", bad_now_start, recv_event, NULL, NULL,
+	0, NULL, NULL };
 
 START_TEST(lookahead_violation_at_start)
 {
@@ -467,8 +468,9 @@ static int idle_pending(kb_lp *lp, char *buf, size_t len)
 	return 0;
 }
 
-static const kb_lp_type stuck_type = { "stuck", stuck_start, recv_event, stuck_pending, NULL };
-static const kb_lp_type idle_type = { "idle", NULL, recv_event, idle_pending, NULL };
+static const kb_lp_type stuck_type = { "stuck", stuck_start, recv_event, stuck_pending, NULL,
+	0, NULL, NULL };
+static const kb_lp_type idle_type = { "idle", NULL, recv_event, idle_pending, NULL, 0, NULL, NULL };
 
 START_TEST(deadlock_detected)
 {
@@ -564,7 +566,8 @@ static int stopper_event(kb_lp *lp, const kb_event *ev)
 	return KB_OK;
 }
 
-static const kb_lp_type stopper_type = { "stopper", bad_start, stopper_event, NULL, NULL };
+static const kb_lp_type stopper_type = { "stopper", bad_start, stopper_event, NULL, NULL,
+	0, NULL, NULL };
 
 START_TEST(request_stop)
 {
@@ -613,7 +616,8 @@ static int failer_event(kb_lp *lp, const kb_event *ev)
 	return kb__lp_fail(lp, s->fail_code, "boom from LP %u", s->id);
 }
 
-static const kb_lp_type failer_type = { "failer", failer_start, failer_event, NULL, NULL };
+static const kb_lp_type failer_type = { "failer", failer_start, failer_event, NULL, NULL,
+	0, NULL, NULL };
 
 /* n_lps failers (ids 0..n-1) spread over the workers, with a ring of 3 LPs
  * after them; lat 1000 so that every failure falls in the same window. */
@@ -709,7 +713,8 @@ static int start_fails(kb_lp *lp)
 	return KB_EIO;
 }
 
-static const kb_lp_type start_fail_type = { "sfail", start_fails, recv_event, NULL, NULL };
+static const kb_lp_type start_fail_type = { "sfail", start_fails, recv_event, NULL, NULL,
+	0, NULL, NULL };
 
 START_TEST(start_error_plain_return)
 {
@@ -850,8 +855,9 @@ static int sink_event(kb_lp *lp, const kb_event *ev)
 	return KB_OK;
 }
 
-static const kb_lp_type talker_type = { "talker", talker_start, talker_event, NULL, NULL };
-static const kb_lp_type sink_type = { "sink", NULL, sink_event, NULL, NULL };
+static const kb_lp_type talker_type = { "talker", talker_start, talker_event, NULL, NULL,
+	0, NULL, NULL };
+static const kb_lp_type sink_type = { "sink", NULL, sink_event, NULL, NULL, 0, NULL, NULL };
 
 /* One-way traffic between two workers: the nodes freed by the receiving
  * worker should come back to the sender's pool (or the pools be bounded),
@@ -967,6 +973,78 @@ START_TEST(synthetic_seed_matters)
 }
 END_TEST
 
+
+/* ---- LP types that own their state (state_size / init / final) ---------- */
+
+static int owned_inits, owned_finals;
+
+typedef struct owned {
+	int seen;
+	int *buf;
+} owned;
+
+static int owned_init(void *st, void *arg)
+{
+	owned *o = st;
+
+	ck_assert_int_eq(o->seen, 0); /* the core hands a zeroed state */
+	if (arg)
+		return KB_EINVAL;        /* an init that fails adds no LP */
+	o->buf = malloc(16);
+	owned_inits++;
+	return o->buf ? KB_OK : KB_ENOMEM;
+}
+
+static void owned_final(void *st)
+{
+	owned *o = st;
+
+	free(o->buf);
+	owned_finals++;
+}
+
+static int owned_event(kb_lp *lp, const kb_event *ev)
+{
+	owned *o = kb__lp_state(lp);
+
+	(void)ev;
+	o->seen++;
+	return KB_OK;
+}
+
+static int owned_start(kb_lp *lp)
+{
+	kb_event ev = { .type = 1 };
+
+	return kb__lp_self(lp, 5, &ev);
+}
+
+static const kb_lp_type owned_type = { "owned", owned_start, owned_event, NULL, NULL,
+				       sizeof(owned), owned_init, owned_final };
+
+START_TEST(lp_type_owns_state)
+{
+	kb_sim_config cfg = { 1, LAT, LAT, LAT, 0, NULL, NULL, NULL };
+	kb_error err;
+	kb_sim *sim = kb__sim_create(&cfg, &err);
+	int fail = 1;
+
+	owned_inits = owned_finals = 0;
+	ck_assert_ptr_nonnull(sim);
+	ck_assert_uint_eq(kb__sim_add_lp(sim, &owned_type, NULL, 0, 0), 0);
+	ck_assert_uint_eq(kb__sim_add_lp(sim, &owned_type, &fail, 0, 0), UINT32_MAX);
+	ck_assert_uint_eq(kb__sim_add_lp(sim, &owned_type, NULL, 0, 0), 1);
+	ck_assert_uint_eq(kb__sim_lp_count(sim), 2);
+	ck_assert_int_eq(owned_inits, 2);
+	ck_assert_int_eq(owned_finals, 1); /* the failed init's state was finalized */
+	ck_assert_int_eq(kb__sim_run(sim, &err), 0);
+	ck_assert_int_eq(((owned *)kb__sim_lp_state(sim, 1))->seen, 1);
+	ck_assert_ptr_null(kb__sim_lp_state(sim, 2));
+	kb__sim_destroy(sim);
+	ck_assert_int_eq(owned_finals, 3);
+}
+END_TEST
+
 Suite *sim_suite(void)
 {
 	Suite *s = suite_create("sim");
@@ -991,6 +1069,7 @@ Suite *sim_suite(void)
 	tcase_add_test(errors, handler_error_first_wins);
 	tcase_add_test(errors, handler_error_plain_return);
 	tcase_add_test(errors, start_error_plain_return);
+	tcase_add_test(errors, lp_type_owns_state);
 	suite_add_tcase(s, errors);
 
 	tcase_set_timeout(timec, 60);

@@ -87,7 +87,7 @@ static int phold_event(kb_lp *lp, const kb_event *ev)
 	return forward(lp, s);
 }
 
-static const kb_lp_type phold_type = { "lp", phold_start, phold_event, NULL, NULL };
+static const kb_lp_type phold_type = { "lp", phold_start, phold_event, NULL, NULL, 0, NULL, NULL };
 
 static double now_s(void)
 {

@@ -206,28 +206,22 @@ static int cpu_pending(kb_lp *lp, char *buf, size_t len)
 	return 1;
 }
 
-static const kb_lp_type cpu_type = { "cpu", cpu_start, cpu_event, cpu_pending, NULL };
-
-int kb__cpu_add(kb_machine *m, kb_pe_state *ps, kb_error *err)
-{
-	kb_cpu *c = calloc(1, sizeof(*c));
-
-	if (!c)
-		return kb__err(err, KB_ENOMEM, "out of memory building pe%u", ps->pe);
-	c->ps = ps;
-	ps->lp_state[KB_ENG_CPU] = c;
-	if (kb__sim_add_lp(m->sim, &cpu_type, c, ps->pe, ps->cluster) != kb__pe_lp(ps->pe, KB_ENG_CPU))
-		return kb__err(err, KB_ENOMEM, "out of memory building pe%u", ps->pe);
-	return KB_OK;
-}
-
-void kb__cpu_free(void *st)
+static int cpu_init(void *st, void *arg)
 {
 	kb_cpu *c = st;
 
-	if (!c)
-		return;
+	c->ps = ((const kb_pe_lp_arg *)arg)->ps;
+	return KB_OK;
+}
+
+static void cpu_final(void *st)
+{
+	kb_cpu *c = st;
+
 	kb__cmd_free(c->cur);
 	free(c->bits);
-	free(c);
 }
+
+const kb_lp_type kb__cpu_type = {
+	"cpu", cpu_start, cpu_event, cpu_pending, NULL, sizeof(kb_cpu), cpu_init, cpu_final,
+};

@@ -27,10 +27,6 @@ typedef struct kb_engine {
 	chan ch[2];
 } kb_engine;
 
-static const char *const eng_lp_names[KB_ENG_COUNT] = {
-	"cpu", "sched", "dma", "tcm", "gemm", "math", "ipcq", "lp",
-};
-
 static int chan_push(chan *c, const kb_event *ev)
 {
 	if (c->n == c->cap) {
@@ -164,34 +160,29 @@ static int engine_pending(kb_lp *lp, char *buf, size_t len)
 	return 0;
 }
 
-static const kb_lp_type engine_types[KB_ENG_COUNT] = {
-	[KB_ENG_DMA] = { "dma", NULL, engine_event, engine_pending, NULL },
-	[KB_ENG_TCM] = { "tcm", NULL, engine_event, engine_pending, NULL },
-	[KB_ENG_GEMM] = { "gemm", NULL, engine_event, engine_pending, NULL },
-	[KB_ENG_MATH] = { "math", NULL, engine_event, engine_pending, NULL },
-};
-
-int kb__engine_add(kb_machine *m, kb_pe_state *ps, int eng, kb_error *err)
+static int engine_init(void *st, void *arg)
 {
-	kb_engine *e = calloc(1, sizeof(*e));
+	kb_engine *e = st;
+	const kb_pe_lp_arg *a = arg;
 
-	if (!e)
-		return kb__err(err, KB_ENOMEM, "out of memory building pe%u.%s", ps->pe, eng_lp_names[eng]);
-	e->ps = ps;
-	e->eng = eng;
-	ps->lp_state[eng] = e;
-	if (kb__sim_add_lp(m->sim, &engine_types[eng], e, ps->pe, ps->cluster) != kb__pe_lp(ps->pe, eng))
-		return kb__err(err, KB_ENOMEM, "out of memory building pe%u", ps->pe);
+	e->ps = a->ps;
+	e->eng = a->eng;
 	return KB_OK;
 }
 
-void kb__engine_free(void *st)
+static void engine_final(void *st)
 {
 	kb_engine *e = st;
 
-	if (!e)
-		return;
 	free(e->ch[0].q);
 	free(e->ch[1].q);
-	free(e);
 }
+
+#define ENGINE_TYPE(name) \
+	{ name, NULL, engine_event, engine_pending, NULL, sizeof(kb_engine), engine_init, engine_final }
+const kb_lp_type kb__engine_types[KB_ENG_COUNT] = {
+	[KB_ENG_DMA] = ENGINE_TYPE("dma"),
+	[KB_ENG_TCM] = ENGINE_TYPE("tcm"),
+	[KB_ENG_GEMM] = ENGINE_TYPE("gemm"),
+	[KB_ENG_MATH] = ENGINE_TYPE("math"),
+};

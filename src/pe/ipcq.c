@@ -289,27 +289,18 @@ static void ipcq_discard(const kb_event *ev)
 		free((void *)(uintptr_t)ev->w[0]);
 }
 
-static const kb_lp_type ipcq_type = { "ipcq", NULL, ipcq_event, ipcq_pending, ipcq_discard };
-
-int kb__ipcq_add(kb_machine *m, kb_pe_state *ps, kb_error *err)
-{
-	kb_ipcq *q = calloc(1, sizeof(*q));
-
-	if (!q)
-		return kb__err(err, KB_ENOMEM, "out of memory building pe%u", ps->pe);
-	q->ps = ps;
-	ps->lp_state[KB_ENG_IPCQ] = q;
-	if (kb__sim_add_lp(m->sim, &ipcq_type, q, ps->pe, ps->cluster) != kb__pe_lp(ps->pe, KB_ENG_IPCQ))
-		return kb__err(err, KB_ENOMEM, "out of memory building pe%u", ps->pe);
-	return KB_OK;
-}
-
-void kb__ipcq_free(void *st)
+static int ipcq_init(void *st, void *arg)
 {
 	kb_ipcq *q = st;
 
-	if (!q)
-		return;
+	q->ps = ((const kb_pe_lp_arg *)arg)->ps;
+	return KB_OK;
+}
+
+static void ipcq_final(void *st)
+{
+	kb_ipcq *q = st;
+
 	for (size_t i = 0; i < q->n_arrived; i++)
 		free(q->arrived[i].data);
 	for (size_t i = 0; i < q->rx_n; i++)
@@ -320,5 +311,9 @@ void kb__ipcq_free(void *st)
 	free(q->arrived);
 	free(q->rx_ready);
 	free(q->rx_ready_data);
-	free(q);
 }
+
+const kb_lp_type kb__ipcq_type = {
+	"ipcq", NULL, ipcq_event, ipcq_pending, ipcq_discard, sizeof(kb_ipcq), ipcq_init,
+	ipcq_final,
+};

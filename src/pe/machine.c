@@ -59,6 +59,17 @@ uint64_t kb__machine_staging_bytes(const kb_topo_params *tp)
 		tp->gemm.tile_m * tp->gemm.tile_n) * 4;
 }
 
+/* A PE: one LP of each type, in kb_eng order. */
+static const kb_lp_type *const pe_lp_types[KB_PE_LPS] = {
+	[KB_ENG_CPU] = &kb__cpu_type,
+	[KB_ENG_SCHED] = &kb__sched_type,
+	[KB_ENG_DMA] = &kb__engine_types[KB_ENG_DMA],
+	[KB_ENG_TCM] = &kb__engine_types[KB_ENG_TCM],
+	[KB_ENG_GEMM] = &kb__engine_types[KB_ENG_GEMM],
+	[KB_ENG_MATH] = &kb__engine_types[KB_ENG_MATH],
+	[KB_ENG_IPCQ] = &kb__ipcq_type,
+};
+
 int kb__machine_create(kb_machine **out, const kb_topo_params *tp, uint32_t n_pes, kb_sim *sim,
 		       kb_memstore *mem, kb_oplog *log, kb_error *err)
 {
@@ -95,17 +106,20 @@ int kb__machine_create(kb_machine **out, const kb_topo_params *tp, uint32_t n_pe
 		ps->cluster = p / per_cluster;
 		ps->m = m;
 		m->pes[p] = ps;
-		rc = kb__cpu_add(m, ps, err);
-		if (!rc)
-			rc = kb__sched_add(m, ps, err);
-		for (int e = KB_ENG_DMA; !rc && e <= KB_ENG_MATH; e++)
-			rc = kb__engine_add(m, ps, e, err);
-		if (!rc)
-			rc = kb__ipcq_add(m, ps, err);
-		/* One lane per LP, merged in LP-id order (PE-major). */
-		for (int e = 0; !rc && log && e < KB_PE_LPS; e++)
-			if (!(ps->lane[e] = kb__oplog_lane(log, kb__pe_lp(p, e))))
+		for (int e = 0; !rc && e < KB_PE_LPS; e++) {
+			kb_pe_lp_arg arg = { ps, e };
+			uint32_t id = kb__pe_lp(p, e);
+
+			/* The sim owns the LP's state from here (its type's final). */
+			if (kb__sim_add_lp(sim, pe_lp_types[e], &arg, p, ps->cluster) != id)
+				rc = kb__err(err, KB_ENOMEM, "out of memory building pe%u.%s", p,
+					     kb__eng_name(e));
+			else
+				ps->lp_state[e] = kb__sim_lp_state(sim, id);
+			/* One lane per LP, merged in LP-id order (PE-major). */
+			if (!rc && log && !(ps->lane[e] = kb__oplog_lane(log, id)))
 				rc = kb__err(err, KB_ENOMEM, "out of memory building pe%u", p);
+		}
 	}
 	return rc;
 }
@@ -119,11 +133,6 @@ void kb__machine_destroy(kb_machine *m)
 
 		if (!ps)
 			continue;
-		kb__cpu_free(ps->lp_state[KB_ENG_CPU]);
-		kb__sched_free(ps->lp_state[KB_ENG_SCHED]);
-		for (int e = KB_ENG_DMA; e <= KB_ENG_MATH; e++)
-			kb__engine_free(ps->lp_state[e]);
-		kb__ipcq_free(ps->lp_state[KB_ENG_IPCQ]);
 		free(ps);
 	}
 	free(m->pes);

@@ -98,15 +98,16 @@ kb_time kb__pe_ps(const kb_machine *m, double cycles);
 int kb__pe_after(kb_lp *lp, const kb_machine *m, double cycles, const char *what,
 		 const char *keys, const kb_event *ev);
 
-/* Builders (one per LP type); each allocates its state, adds its LP. */
-int kb__cpu_add(kb_machine *m, kb_pe_state *ps, kb_error *err);
-int kb__sched_add(kb_machine *m, kb_pe_state *ps, kb_error *err);
-int kb__engine_add(kb_machine *m, kb_pe_state *ps, int eng, kb_error *err);
-int kb__ipcq_add(kb_machine *m, kb_pe_state *ps, kb_error *err);
-void kb__cpu_free(void *st);
-void kb__sched_free(void *st);
-void kb__engine_free(void *st);
-void kb__ipcq_free(void *st);
+/* The LP types of a PE (state_size/init/final, ROSS's tw_lptype); the
+ * machine builds each PE from its table of them. init gets a kb_pe_lp_arg. */
+typedef struct kb_pe_lp_arg {
+	kb_pe_state *ps;
+	int eng;
+} kb_pe_lp_arg;
+extern const kb_lp_type kb__cpu_type;
+extern const kb_lp_type kb__sched_type;
+extern const kb_lp_type kb__engine_types[KB_ENG_COUNT]; /* DMA, TCM, GEMM, MATH */
+extern const kb_lp_type kb__ipcq_type;
 
 /* A record in the op_log from inside the PE's LP of engine eng. */
 int kb__pe_log(const kb_pe_state *ps, int eng, const char *op, uint64_t cmd, kb_time t0,

@@ -308,28 +308,18 @@ static void sched_discard(const kb_event *ev)
 		kb__cmd_free((kb_cmd *)(uintptr_t)ev->w[0]);
 }
 
-static const kb_lp_type sched_type = { "sched", NULL, sched_event, sched_pending, sched_discard };
-
-int kb__sched_add(kb_machine *m, kb_pe_state *ps, kb_error *err)
-{
-	kb_sched *s = calloc(1, sizeof(*s));
-
-	if (!s)
-		return kb__err(err, KB_ENOMEM, "out of memory building pe%u", ps->pe);
-	s->ps = ps;
-	ps->lp_state[KB_ENG_SCHED] = s;
-	if (kb__sim_add_lp(m->sim, &sched_type, s, ps->pe, ps->cluster) !=
-	    kb__pe_lp(ps->pe, KB_ENG_SCHED))
-		return kb__err(err, KB_ENOMEM, "out of memory building pe%u", ps->pe);
-	return KB_OK;
-}
-
-void kb__sched_free(void *st)
+static int sched_init(void *st, void *arg)
 {
 	kb_sched *s = st;
 
-	if (!s)
-		return;
+	s->ps = ((const kb_pe_lp_arg *)arg)->ps;
+	return KB_OK;
+}
+
+static void sched_final(void *st)
+{
+	kb_sched *s = st;
+
 	while (s->inflight) {
 		kb_plan *p = s->inflight;
 
@@ -340,5 +330,9 @@ void kb__sched_free(void *st)
 	for (size_t i = 0; i < s->q_n; i++)
 		kb__cmd_free(s->q[(s->q_head + i) % s->q_cap].cmd);
 	free(s->q);
-	free(s);
 }
+
+const kb_lp_type kb__sched_type = {
+	"sched", NULL, sched_event, sched_pending, sched_discard, sizeof(kb_sched), sched_init,
+	sched_final,
+};

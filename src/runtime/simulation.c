@@ -347,8 +347,8 @@ KB_API int kb_simulation_run(kb_simulation *s, kb_result *res, kb_error *err)
 	for (uint32_t p = 0; m && p < s->n_pes; p++)
 		if (m->pes[p])
 			kb__kernel_destroy(m->pes[p]->source.ctx);
-	kb__machine_destroy(m);
 	kb__sim_destroy(sim);
+	kb__machine_destroy(m);
 	kb__oplog_destroy(log);
 	return rc;
 }

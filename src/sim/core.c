@@ -429,22 +429,42 @@ kb_sim *kb__sim_create(const kb_sim_config *cfg, kb_error *err)
 	return sim;
 }
 
-uint32_t kb__sim_add_lp(kb_sim *sim, const kb_lp_type *type, void *state, uint32_t pe,
+/* Runs the type's final and frees a state the core allocated. */
+static void free_state(const kb_lp_type *type, void *state)
+{
+	if (type->final)
+		type->final(state);
+	if (type->state_size)
+		free(state);
+}
+
+uint32_t kb__sim_add_lp(kb_sim *sim, const kb_lp_type *type, void *arg, uint32_t pe,
 			uint32_t cluster)
 {
+	void *state = type->state_size ? calloc(1, type->state_size) : arg;
 	kb_lp *lp;
 
+	if (!state)
+		return UINT32_MAX;
+	if (type->init && type->init(state, arg)) {
+		free_state(type, state);
+		return UINT32_MAX;
+	}
 	if (sim->n_lps == sim->cap_lps) {
 		size_t cap = sim->cap_lps ? 2 * sim->cap_lps : 16;
 		kb_lp **l = realloc(sim->lps, cap * sizeof(*l));
 
-		if (!l)
+		if (!l) {
+			free_state(type, state);
 			return UINT32_MAX;
+		}
 		sim->lps = l;
 		sim->cap_lps = cap;
 	}
-	if (posix_memalign((void **)&lp, 64, sizeof(*lp)))
+	if (posix_memalign((void **)&lp, 64, sizeof(*lp))) {
+		free_state(type, state);
 		return UINT32_MAX;
+	}
 	memset(lp, 0, sizeof(*lp));
 	__cds_wfcq_init(&lp->inbox_head, &lp->inbox_tail);
 	lp->id = (uint32_t)sim->n_lps;
@@ -455,6 +475,11 @@ uint32_t kb__sim_add_lp(kb_sim *sim, const kb_lp_type *type, void *state, uint32
 	lp->sim = sim;
 	sim->lps[sim->n_lps++] = lp;
 	return lp->id;
+}
+
+void *kb__sim_lp_state(kb_sim *sim, uint32_t id)
+{
+	return id < sim->n_lps ? sim->lps[id]->state : NULL;
 }
 
 uint32_t kb__sim_lp_count(const kb_sim *sim)
@@ -647,6 +672,7 @@ void kb__sim_destroy(kb_sim *sim)
 		return;
 	for (size_t i = 0; i < sim->n_lps; i++) {
 		discard_undelivered(sim->lps[i]);
+		free_state(sim->lps[i]->type, sim->lps[i]->state);
 		free(sim->lps[i]->heap.ev);
 		free(sim->lps[i]);
 	}

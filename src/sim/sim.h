@@ -51,6 +51,16 @@ typedef struct kb_lp_type {
 	/* Frees what an event never delivered owns (a run that stopped early);
 	 * must not touch the LP's state, which may be gone. May be NULL. */
 	void (*discard)(const kb_event *ev);
+	/* State the core allocates (zeroed) for each LP of this type and frees
+	 * with the simulation; 0: the state is the caller's (kb__sim_add_lp's
+	 * arg), and the core neither allocates nor frees it. */
+	size_t state_size;
+	/* Fills a new LP's state from kb__sim_add_lp's arg; returns 0 or a
+	 * kb_status (the LP is then not added). May be NULL. */
+	int (*init)(void *state, void *arg);
+	/* Frees what the state owns, when the simulation is destroyed; the
+	 * core frees a state it allocated itself. May be NULL. */
+	void (*final)(void *state);
 } kb_lp_type;
 
 /* Flags of a window hook call. */
@@ -96,11 +106,14 @@ typedef struct kb_sim_stats {
 
 kb_sim *kb__sim_create(const kb_sim_config *cfg, kb_error *err);
 void kb__sim_destroy(kb_sim *sim);
-/* Adds an LP; pe/cluster locate it for link latencies. Returns its id, or
- * UINT32_MAX on allocation failure. LP ids order op_log records at equal
- * times, so models add LPs PE-major. */
-uint32_t kb__sim_add_lp(kb_sim *sim, const kb_lp_type *type, void *state,
+/* Adds an LP; pe/cluster locate it for link latencies. Its state is made
+ * as its type says (state_size, init, with arg). Returns its id, or
+ * UINT32_MAX on allocation failure or when init fails. LP ids order op_log
+ * records at equal times, so models add LPs PE-major. */
+uint32_t kb__sim_add_lp(kb_sim *sim, const kb_lp_type *type, void *arg,
 			uint32_t pe, uint32_t cluster);
+/* The state of LP id (NULL for an unknown id). */
+void *kb__sim_lp_state(kb_sim *sim, uint32_t id);
 uint32_t kb__sim_lp_count(const kb_sim *sim);
 /* Runs to quiescence. On error, err says what failed, where and when. */
 int kb__sim_run(kb_sim *sim, kb_error *err);
