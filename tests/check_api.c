@@ -468,6 +468,13 @@ static void bad_shape_kernel(kb_tl *tl, void *p)
 	addr[3] = kb_tl_dot(tl, d.a, d.b, 0) == NULL;
 }
 
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+
+	return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
 START_TEST(failed_run_then_destroy)
 {
 	kb_simulation *sim = NULL;
@@ -484,15 +491,21 @@ START_TEST(failed_run_then_destroy)
 	rc = kb_simulation_run(sim, &res, &err);
 	ck_assert_int_eq(rc, KB_EVALIDATE);
 	ck_assert_int_eq(err.code, KB_EVALIDATE);
-	/* kb_error.detail should be KB_V_SHAPE (common.h); the run loses it on
-	 * the way from the kernel (reported), so the message is what is checked. */
-	if (err.detail != 0)
-		ck_assert_int_eq(err.detail, KB_V_SHAPE);
+	ck_assert_int_eq(err.detail, KB_V_SHAPE);
 	ck_assert_msg(strstr(err.message, kb_validation_name(KB_V_SHAPE)) != NULL, "message: %s", err.message);
 	ck_assert_uint_eq(addr[2], 1);
 	ck_assert_uint_eq(addr[3], 1);
 	/* The message names the call site (this file). */
 	ck_assert_msg(strstr(err.message, "check_api.c") != NULL, "message: %s", err.message);
+	/* kb_error.source is the call site "file.c:LINE", with LINE in .line too
+	 * (doc/api.md, "What kb_error.source holds"). */
+	{
+		char want[32];
+
+		snprintf(want, sizeof(want), "check_api.c:%d", err.line);
+		ck_assert_int_gt(err.line, 0);
+		ck_assert_msg(ends_with(err.source, want), "source '%s', line %d", err.source, err.line);
+	}
 	ck_assert_int_eq(kb_simulation_run(sim, &res, &err), KB_ESTATE);
 	kb_simulation_destroy(sim);
 }

@@ -378,6 +378,42 @@ START_TEST(test_opt2_qk_bytes)
 }
 END_TEST
 
+/* kb_tl_type gives what kb_tl_shape does not: the dtype and the space. */
+START_TEST(test_type_of_handles)
+{
+	capture cp = { .n = 0 };
+	kb_tl *tl = new_tl(&cp);
+	kb_tl_composite_desc d = { .op = "gemm" };
+	kb_tl_tensor *h, *t, *c;
+	kb_dtype dt = KB_FP32;
+	kb_tl_space sp = KB_TL_TCM;
+
+	h = hbm2(tl, 0x40000, KB_BF16, 16, 16);
+	t = tcm2(tl, KB_BF16, 16, 16);
+	ck_assert_int_eq(kb_tl_type(tl, h, &dt, &sp), KB_OK);
+	ck_assert_int_eq(dt, KB_BF16);
+	ck_assert_int_eq(sp, KB_TL_HBM);
+	ck_assert_int_eq(kb_tl_type(tl, t, &dt, NULL), KB_OK);
+	ck_assert_int_eq(dt, KB_BF16);
+	ck_assert_int_eq(kb_tl_type(tl, t, NULL, &sp), KB_OK);
+	ck_assert_int_eq(sp, KB_TL_TCM);
+	d.a = t;
+	d.b = h;
+	c = kb_tl_composite(tl, &d);   /* an automatic TCM output */
+	ck_assert_ptr_nonnull(c);
+	dt = KB_FP32;
+	sp = KB_TL_HBM;
+	ck_assert_int_eq(kb_tl_type(tl, c, &dt, &sp), KB_OK);
+	ck_assert_int_eq(dt, KB_BF16);
+	ck_assert_int_eq(sp, KB_TL_TCM);
+	ck_assert_int_eq(kb_tl_type(NULL, c, &dt, &sp), KB_EINVAL);
+	ck_assert_int_eq(kb_tl_type(tl, NULL, &dt, &sp), KB_EINVAL);   /* fails the kernel */
+	ck_assert_int_eq(kb_tl_type(tl, c, &dt, &sp), KB_EINVAL);      /* failed: no more */
+	cap_clear(&cp);
+	kb__tl_destroy(tl);
+}
+END_TEST
+
 /* ---- validation errors ---- */
 
 /* After a failure: the recorded error has this detail, message fragment and
@@ -847,6 +883,7 @@ Suite *tl_suite(void)
 	tcase_add_test(cost, test_cpu_overhead_bypass);
 	tcase_add_test(rec, test_softmax_merge_lowering);
 	tcase_add_test(rec, test_opt2_qk_bytes);
+	tcase_add_test(rec, test_type_of_handles);
 	tcase_add_test(val, test_err_autobind_conflict);
 	tcase_add_test(val, test_err_prologue_hbm);
 	tcase_add_test(val, test_err_two_gemms);

@@ -54,7 +54,8 @@ static double get(const kb_topology *t, const char *key)
 	return v;
 }
 
-/* Sets key=value, expects code, a message naming the key, t unchanged. */
+/* Sets key=value, expects code, a message naming the key, the key in
+ * err.source (doc/api.md), t unchanged. */
 static void set_err(kb_topology *t, const char *key, const char *value, int code)
 {
 	char *before = kb_topology_dump(t), *after;
@@ -64,6 +65,8 @@ static void set_err(kb_topology *t, const char *key, const char *value, int code
 	ck_assert_msg(rc == code, "set %s=%s: got %d (%s), want %d", key, value, rc, err.message,
 		      code);
 	ck_assert_msg(strstr(err.message, key), "message '%s' lacks '%s'", err.message, key);
+	ck_assert_str_eq(err.source, key);
+	ck_assert_int_eq(err.line, 0);
 	after = kb_topology_dump(t);
 	ck_assert_str_eq(before, after);
 	kb_free(before);

@@ -151,8 +151,12 @@ KB_API int kb_tl_recv_at(kb_tl *tl, kb_tl_tensor *dst, uint32_t src_pe, uint32_t
  * a validation error. Returns KB_EVALIDATE (also when already failed). */
 KB_API int kb_tl_fail_at(kb_tl *tl, const char *message, const char *file, int line);
 
-/* Shape, dtype and space of a handle (0 / KB_EINVAL for a bad handle). */
+/* Rank and shape of a handle (0 / KB_EINVAL for a bad handle); its dtype and
+ * space come from kb_tl_type. */
 KB_API int kb_tl_shape(const kb_tl *tl, const kb_tl_tensor *t, int *rank, int64_t *shape);
+/* Dtype and memory space of a handle (0 / KB_EINVAL for a bad handle);
+ * either out-parameter may be NULL. */
+KB_API int kb_tl_type(const kb_tl *tl, const kb_tl_tensor *t, kb_dtype *dtype, kb_tl_space *space);
 
 #define kb_tl_ref(tl, addr, dt, rank, shape) kb_tl_ref_at(tl, addr, dt, rank, shape, __FILE__, __LINE__)
 #define kb_tl_alloc(tl, dt, rank, shape) kb_tl_alloc_at(tl, dt, rank, shape, __FILE__, __LINE__)

@@ -449,6 +449,22 @@ KB_API int kb_tl_shape(const kb_tl *tl, const kb_tl_tensor *t, int *rank, int64_
 	return KB_OK;
 }
 
+KB_API int kb_tl_type(const kb_tl *tl, const kb_tl_tensor *t, kb_dtype *dtype, kb_tl_space *space)
+{
+	kb_hslot *h;
+
+	if (!tl || tl->failed)
+		return KB_EINVAL;
+	h = kb__tl_slot((kb_tl *)tl, t, "tensor");
+	if (!h)
+		return KB_EINVAL;
+	if (dtype)
+		*dtype = (kb_dtype)h->view.dtype;
+	if (space)
+		*space = h->view.space == KB_SPACE_TCM ? KB_TL_TCM : KB_TL_HBM;
+	return KB_OK;
+}
+
 KB_API kb_tl_tensor *kb_tl_ref_at(kb_tl *tl, uint64_t addr, kb_dtype dt, int rank,
 				  const int64_t *shape, const char *file, int line)
 {
