@@ -209,6 +209,42 @@ START_TEST(test_time_end)
 }
 END_TEST
 
+/* Rule (issue 18 §6): spaces and tabs around a name or a value are trimmed
+ * the same way by every setter; inside a value they are an error. */
+START_TEST(test_trim_everywhere)
+{
+	static const char *const forms[] = { "lps=2", "lps= 2", "lps=2 ", " lps =\t2\t" };
+	kb_topology *t = NULL;
+	kb_params *p = NULL;
+	kb_error err;
+	double v;
+
+	ck_assert_int_eq(kb_topology_default(&t, &err), KB_OK);
+	ck_assert_int_eq(kb_topology_set(t, " clusters ", " 2\t", &err), KB_OK);
+	ck_assert_int_eq(kb_topology_get_number(t, "clusters", &v, &err), KB_OK);
+	ck_assert(v == 2);
+	ck_assert_int_eq(kb_topology_set_assignment(t, "clusters = 3 ", &err), KB_OK);
+	ck_assert_int_eq(kb_topology_get_number(t, "clusters", &v, &err), KB_OK);
+	ck_assert(v == 3);
+	ck_assert_int_ne(kb_topology_set(t, "clusters", "2 2", &err), KB_OK);
+	kb_topology_destroy(t);
+	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+		const char *const params[] = { "events=10", forms[i], NULL };
+		kb_result r;
+		int rc;
+
+		memset(&r, 0, sizeof(r));
+		rc = kbt_run("synthetic", params, NULL, 1, 0, &r, &err);
+		ck_assert_msg(rc == KB_OK, "'%s': %s", forms[i], err.message);
+		ck_assert_msg(strstr(r.params_json, "\"lps\":2"), "'%s': %s", forms[i], r.params_json);
+		kb_result_clear(&r);
+	}
+	ck_assert_int_eq(kb_params_create(&p), KB_OK);
+	ck_assert_int_ne(kb_params_set(p, "lps", " ", &err), KB_OK);
+	kb_params_destroy(p);
+}
+END_TEST
+
 Suite *limits_suite(void)
 {
 	Suite *s = suite_create("limits");
@@ -218,6 +254,9 @@ Suite *limits_suite(void)
 	tcase_add_loop_test(tc, test_range_ends, 0, N_RANGES);
 	tcase_add_loop_test(tc, test_range_table_matches, 0, N_RANGES);
 	tcase_add_loop_test(tc, test_time_end, 0, N_SLOWS);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("consistency");
+	tcase_add_test(tc, test_trim_everywhere);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -431,7 +431,7 @@ START_TEST(test_set_rejections)
 	set_err(t, "pe_cost_model.r_cycles_per_byte", "abc", KB_EPARSE);
 	set_err(t, "pe_cost_model.r_cycles_per_byte", "1.5x", KB_EPARSE);
 	set_err(t, "pe_cost_model.r_cycles_per_byte", "", KB_EPARSE);
-	set_err(t, "pe_cost_model.r_cycles_per_byte", " 1", KB_EPARSE);
+	set_err(t, "pe_cost_model.r_cycles_per_byte", "1 2", KB_EPARSE);
 	set_err(t, "pe_cost_model.r_cycles_per_byte", "nan", KB_EPARSE);
 	set_err(t, "pe_cost_model.r_cycles_per_byte", "1e400", KB_ERANGE);
 	set_err(t, "pe_cost_model.r_cycles_per_byte", "-0.5", KB_ERANGE);

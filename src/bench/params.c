@@ -48,13 +48,24 @@ KB_API void kb_params_destroy(kb_params *p)
 	free(p);
 }
 
-static char *dup_str(const char *s)
+/* A copy of s without the spaces and tabs at its ends: names and values
+ * are trimmed the same way as topology keys and sweep list items
+ * (issue 18 §6: 'lps= 2' and 'lps=2 ' are both lps=2). */
+static char *dup_trim(const char *s)
 {
-	size_t n = strlen(s) + 1;
-	char *d = malloc(n);
+	size_t n;
+	char *d;
 
-	if (d)
+	while (*s == ' ' || *s == '\t')
+		s++;
+	n = strlen(s);
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+		n--;
+	d = malloc(n + 1);
+	if (d) {
 		memcpy(d, s, n);
+		d[n] = '\0';
+	}
 	return d;
 }
 
@@ -93,21 +104,30 @@ KB_API int kb_params_set(kb_params *p, const char *name, const char *value, kb_e
 	kb_error_clear(err);
 	if (!p || !name || !value)
 		return kb__err(err, KB_EINVAL, "kb_params_set: NULL argument");
-	if (!*name)
-		return kb__err(err, KB_EINVAL, "parameter with an empty name (value '%.100s')", value);
-	if (!*value)
-		return kb__err(err, KB_EINVAL, "parameter '%.100s' has an empty value", name);
-	v = dup_str(value);
-	if (!v)
+	v = dup_trim(value);
+	n = dup_trim(name);
+	if (!v || !n) {
+		free(n);
+		free(v);
 		return kb__err(err, KB_ENOMEM, "out of memory");
-	it = find(p, name);
+	}
+	if (!*n || !*v) {
+		int rc = !*n ? kb__err(err, KB_EINVAL, "parameter with an empty name (value '%.100s')",
+				       value)
+			     : kb__err(err, KB_EINVAL, "parameter '%.100s' has an empty value", name);
+
+		free(n);
+		free(v);
+		return rc;
+	}
+	it = find(p, n);
 	if (it) {
 		free(it->value);
 		it->value = v;
+		free(n);
 		return 0;
 	}
-	n = dup_str(name);
-	if (!n || grow(p)) {
+	if (grow(p)) {
 		free(n);
 		free(v);
 		return kb__err(err, KB_ENOMEM, "out of memory");

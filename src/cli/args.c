@@ -278,7 +278,15 @@ int cli_split_assignment(const char *s, char **key, const char **value)
 
 	if (!eq || eq == s || !eq[1])
 		return -1;
+	/* Spaces and tabs around the name go, as around the value (trimmed by
+	 * the library) and as in topology keys. */
+	while (s < eq && (*s == ' ' || *s == '\t'))
+		s++;
 	n = (size_t)(eq - s);
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+		n--;
+	if (!n)
+		return -1;
 	*key = malloc(n + 1);
 	if (!*key)
 		return -1;

@@ -22,10 +22,12 @@
  * same on_row as here, while mpi_sweep_run hands the points out to every
  * rank's pool instead of kb_sweep_run running them all in this process.
  */
+#include <fcntl.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -495,6 +497,23 @@ static int headline(const sweep_cmd *c, FILE *out)
 
 /* ---- the command ------------------------------------------------------- */
 
+/* --plot's path can be written: checked before any point runs (issue 18
+ * §6), so an hours-long sweep does not end on "No such file or directory".
+ * A file this creates to find out is removed again. */
+static int check_plot_path(const char *path)
+{
+	struct stat st;
+	int existed = stat(path, &st) == 0;
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+
+	if (fd < 0)
+		return cli_error("%s: %s", path, strerror(errno));
+	close(fd);
+	if (!existed)
+		unlink(path);
+	return 0;
+}
+
 static void cmd_free(sweep_cmd *c)
 {
 	size_t i;
@@ -656,6 +675,8 @@ int cli_cmd_sweep(int argc, char **argv)
 	}
 	if (rc == 0 && !stop && ((rc = build(&c)) || (rc = alloc_rows(&c))))
 		stop = 1;
+	if (rc == 0 && !stop && c.a.vals[O_PLOT].seen)
+		rc = check_plot_path(c.a.vals[O_PLOT].value);
 	if (rc == 0 && !stop)
 		rc = open_output(&c, &resumed);
 #ifdef KB_WITH_MPI

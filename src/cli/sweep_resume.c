@@ -10,10 +10,12 @@
  * rather than being silently dropped when the file is rewritten.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "cli/sweep_out.h"
@@ -163,15 +165,28 @@ fail:
 
 /* ---- the file ---------------------------------------------------------- */
 
+/* Like --topology's 64 MiB, a bound on what --resume reads, so a file that
+ * is not a sweep's (a link to /dev/zero, a huge log) fails with the figure
+ * instead of exhausting memory. 256 MiB is a million rows and more. */
+#define MAX_RESUME_BYTES ((size_t)256 << 20)
+
 static int read_all(const char *path, char **data, size_t *len, int *exists)
 {
 	FILE *f = fopen(path, "rb");
 	char *buf = NULL;
 	size_t cap = 0, n = 0, got;
 
+	struct stat st;
+
 	*exists = f != NULL;
 	if (!f)
 		return errno == ENOENT ? 0 : cli_error("%s: %s", path, strerror(errno));
+	if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) &&
+	    (uintmax_t)st.st_size > MAX_RESUME_BYTES) {
+		fclose(f);
+		return cli_error("%s: %jd bytes, more than %zu, the most --resume reads; not a "
+				 "sweep's output?", path, (intmax_t)st.st_size, MAX_RESUME_BYTES);
+	}
 	do {
 		if (n + 65536 > cap) {
 			char *nb = realloc(buf, cap = cap * 2 + 65536);
@@ -185,6 +200,12 @@ static int read_all(const char *path, char **data, size_t *len, int *exists)
 		}
 		got = fread(buf + n, 1, cap - n - 1, f);
 		n += got;
+		if (n > MAX_RESUME_BYTES) {
+			free(buf);
+			fclose(f);
+			return cli_error("%s: more than %zu bytes, the most --resume reads; not a "
+					 "sweep's output?", path, MAX_RESUME_BYTES);
+		}
 	} while (got > 0);
 	if (ferror(f)) {
 		free(buf);

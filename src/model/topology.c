@@ -728,16 +728,36 @@ static int parse_value(kb_topo_params *p, const key_def *d, const char *text, kb
 	return check_int(p, d, iv, err);
 }
 
+static char *trim(char *s);
+static int set_trimmed(kb_topology *t, const char *dotted_key, const char *value,
+		       kb_error *err);
+
+/* Spaces and tabs around the key and the value are trimmed, as by
+ * kb_topology_set_assignment and kb_params_set (issue 18 §6). */
 KB_API int kb_topology_set(kb_topology *t, const char *dotted_key, const char *value,
 			   kb_error *err)
 {
-	kb_topo_params np;
-	const key_def *d;
+	char *k, *v;
 	int rc;
 
 	kb_error_clear(err);
 	if (!t || !dotted_key || !value)
 		return kb__err(err, KB_EINVAL, "kb_topology_set: NULL argument");
+	k = strdup(dotted_key);
+	v = strdup(value);
+	rc = k && v ? set_trimmed(t, trim(k), trim(v), err) : kb__err(err, KB_ENOMEM, "out of memory");
+	free(k);
+	free(v);
+	return rc;
+}
+
+static int set_trimmed(kb_topology *t, const char *dotted_key, const char *value,
+		       kb_error *err)
+{
+	kb_topo_params np;
+	const key_def *d;
+	int rc;
+
 	set_source(err, dotted_key);
 	d = find_key(dotted_key);
 	if (!d && is_group(dotted_key, strlen(dotted_key)))

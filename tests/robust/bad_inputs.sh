@@ -57,6 +57,8 @@ mk clock_denorm "{$S, \"clock_freq_ghz\": 5e-324}"
 "$KB" sweep synthetic --param events=10 --param lps=1,2 --quiet --out "$TMP/done.csv" \
 	>/dev/null 2>&1 || fail "cannot make the sweep file to resume"
 printf 'garbage\n' > "$TMP/garbage.csv"
+# Sparse: 300 MB of size, no disk.
+truncate -s 300M "$TMP/huge.csv" 2>/dev/null || dd if=/dev/zero of="$TMP/huge.csv" bs=1 count=0 seek=300M 2>/dev/null
 
 R='run synthetic --param events=10'
 G='run gemm --param M=64 --param K=64 --param N=64'
@@ -118,7 +120,7 @@ table=$(cat <<ROWS
 1|-|'nan' is not a finite number|$R --param mean_ns=nan
 1|-|remote = 1.5 is out of range|$R --param remote=1.5
 1|-|lookahead_ns = 0 is out of range|$R --param lookahead_ns=0
-1|-|'1 ' is not an integer|$R --param lps=1\x20
+1|-|'1 2' is not an integer|$R --param lps=1\x202
 2|-|--threads '99999'|$R --threads 99999
 2|-|expected NAME=V1,V2|sweep synthetic --param lps=
 2|-|empty value|sweep synthetic --param lps=,
@@ -165,6 +167,10 @@ table=$(cat <<ROWS
 1|-|are the same file: give each output a path of its own|$G --trace @TMP@/never.jsonl
 1|-|are the same file|$G --trace @TMP@/./never.jsonl
 1|-|is inside the dump directory|$G --data --dump @TMP@
+# Rule (issue 18 §6): --plot is checked before any point runs (this sweep
+# would run for hours first), and --resume reads --out with a size cap.
+1|-|No such file or directory|sweep synthetic --param events=10000000000 --param lps=1,2 --plot @TMP@/nodir/p.svg
+1|-|the most --resume reads|sweep synthetic --param events=10 --quiet --out @TMP@/huge.csv --resume
 ROWS
 )
 
