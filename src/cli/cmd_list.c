@@ -1,6 +1,8 @@
 /* kernbench list: the built-in benches and their parameters, as text or JSON. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cli/cli.h"
 #include "kernbench/bench.h"
@@ -48,13 +50,52 @@ static void list_text(void)
 	}
 }
 
-/* A JSON number, or null when it is not finite (JSON has no inf/NaN). */
-static void json_number(double v)
+/* A bound as a JSON number: integers in full (9000000000000000000, not
+ * 9e+18), null when not finite (JSON has no inf/NaN). */
+static void json_bound(const kb_param_info *p, double v)
 {
-	if (isfinite(v))
-		printf("%.17g", v);
-	else
+	if (!isfinite(v))
 		fputs("null", stdout);
+	else if (p->type == KB_PARAM_INT)
+		printf("%.0f", v);
+	else
+		printf("%.17g", v);
+}
+
+/* The default as a value of the parameter's type: a number for int and real
+ * (its text is a number literal of the bench's table), a string otherwise. */
+static void json_default(const kb_param_info *p)
+{
+	const char *v = p->default_value;
+	char *end;
+
+	if (!v) {
+		fputs("null", stdout);
+		return;
+	}
+	if (p->type != KB_PARAM_STRING && *v && (strtod(v, &end), *end == '\0'))
+		fputs(v, stdout);
+	else
+		cli_json_string(stdout, v);
+}
+
+/* "a|b|c" as ["a","b","c"]. */
+static void json_choices(const char *choices)
+{
+	fputc('[', stdout);
+	for (const char *c = choices; *c;) {
+		size_t n = strcspn(c, "|");
+		char *one = strndup(c, n);
+
+		if (c != choices)
+			fputc(',', stdout);
+		cli_json_string(stdout, one ? one : "");
+		free(one);
+		c += n;
+		if (*c == '|')
+			c++;
+	}
+	fputc(']', stdout);
 }
 
 static void param_json(const kb_param_info *p)
@@ -62,20 +103,20 @@ static void param_json(const kb_param_info *p)
 	fputs("{\"name\":", stdout);
 	cli_json_string(stdout, p->name);
 	printf(",\"type\":\"%s\",\"default\":", type_name(p->type));
-	cli_json_string(stdout, p->default_value ? p->default_value : "");
+	json_default(p);
 	fputs(",\"help\":", stdout);
 	cli_json_string(stdout, p->help ? p->help : "");
 	if (p->type == KB_PARAM_STRING) {
 		fputs(",\"choices\":", stdout);
 		if (p->choices)
-			cli_json_string(stdout, p->choices);
+			json_choices(p->choices);
 		else
 			fputs("null", stdout);
 	} else {
 		fputs(",\"min\":", stdout);
-		json_number(p->min);
+		json_bound(p, p->min);
 		fputs(",\"max\":", stdout);
-		json_number(p->max);
+		json_bound(p, p->max);
 	}
 	fputc('}', stdout);
 }

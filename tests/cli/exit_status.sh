@@ -117,6 +117,28 @@ if grep -E 'range \[[^]]*e[+-]' "$TMP/list" >&2; then
 	fail "kernbench list prints a range in exponent notation"
 fi
 grep -qF 'range [0, 9000000000000000000]' "$TMP/list" || fail "list lacks the seed range in full"
+# 'list --json' is typed: numeric defaults and bounds are numbers (integers
+# in full), choices an array.
+"$KB" list --json > "$TMP/list.json" || fail "kernbench list --json failed"
+if have_python; then
+	python3 - "$TMP/list.json" <<'PY' || fail "list --json is not typed"
+import json, sys
+benches = json.load(open(sys.argv[1]))
+for b in benches:
+    for p in b["params"]:
+        where = b["name"] + "." + p["name"]
+        if p["type"] == "string":
+            assert isinstance(p["default"], str), where
+            assert p["choices"] is None or (isinstance(p["choices"], list) and p["default"] in p["choices"]), where
+        else:
+            num = int if p["type"] == "int" else (int, float)
+            assert isinstance(p["default"], num) and not isinstance(p["default"], bool), where
+            assert isinstance(p["min"], num) and isinstance(p["max"], num), where
+seed = [p for b in benches if b["name"] == "gemm" for p in b["params"] if p["name"] == "seed"][0]
+assert seed["max"] == 9000000000000000000 and isinstance(seed["max"], int), seed
+PY
+fi
+grep -q '9e+18' "$TMP/list.json" && fail "list --json prints 9e+18"
 
 [ "$n" -ge 25 ] || fail "only $n rows in the table"
 [ "$bad" -eq 0 ] || fail "$bad of $n rows failed"
