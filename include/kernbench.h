@@ -1,7 +1,8 @@
 /*
  * kernbench: a deterministic, multithreaded simulator of an AI accelerator
  * whose processing elements sit next to HBM. This umbrella header includes
- * the whole public API; see doc/api.md and doc/threadsafety.md.
+ * the whole public API; see api.md and threadsafety.md
+ * in the installed documentation (share/doc/kernbench).
  */
 #ifndef KERNBENCH_H
 #define KERNBENCH_H

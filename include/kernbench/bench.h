@@ -65,7 +65,7 @@ typedef struct kb_result {
 	uint64_t commands;       /* dispatched commands (all PEs) */
 	uint64_t dispatch_ps;    /* PE_CPU time spent dispatching (all PEs) */
 	uint64_t tiles;          /* KV tiles (decode) or output tiles (gemm); 0 if none */
-	/* The seeds' per-tile metric (DDD §11): PE_CPU dispatch of the commands
+	/* The per-tile metric: PE_CPU dispatch of the commands
 	 * of the tile loop (decode: the KV-tile loop) / tiles, in ns; NaN
 	 * without tiles. */
 	double dispatch_per_tile_ns;

@@ -44,7 +44,7 @@ typedef enum kb_status {
 	KB_EINTERNAL = -14   /* a bug in kernbench: please report it */
 } kb_status;
 
-/* Kernel validation errors (ADR-0065 and the tl model), in kb_error.detail. */
+/* Kernel validation errors of the tl model, in kb_error.detail. */
 typedef enum kb_validation {
 	KB_V_NONE = 0,
 	KB_V_AUTOBIND_CONFLICT,   /* recipe primary_out and an explicit GEMM `a` */

@@ -36,8 +36,8 @@ typedef struct kb_tl kb_tl;
 typedef struct kb_tl_tensor kb_tl_tensor;
 
 typedef enum kb_tl_space { KB_TL_HBM = 0, KB_TL_TCM = 1 } kb_tl_space;
-/* Repetition of an epilogue op (ADR-0065 D3); the default (0) of an
- * epilogue op is OUTPUT_TILE, as in the seed's tl.composite. */
+/* Repetition of an epilogue op; the default (0) of an epilogue op is
+ * OUTPUT_TILE. */
 typedef enum kb_tl_scope {
 	KB_TL_SCOPE_DEFAULT = 0, KB_TL_KERNEL = 1, KB_TL_K_TILE = 2, KB_TL_OUTPUT_TILE = 3
 } kb_tl_scope;

@@ -1,7 +1,7 @@
 /*
  * Device topology: the JSON document that describes clusters, PEs, engine
- * latency models, links and memory sizes (ARCHITECTURE.md section 4; every
- * key is listed in doc/topology.md).
+ * latency models, links and memory sizes (`kernbench topology` prints every
+ * key with its value).
  *
  * A kb_topology holds one effective, validated document. Loading starts from
  * the embedded default and overlays every key present in the input, so a

@@ -1,7 +1,9 @@
 #!/bin/bash
-# `make install` into a temporary DESTDIR, then build both examples of
-# doc/examples/ against the installed headers and library with
-# `pkg-config --cflags --libs kernbench` and run them.
+# `make install` into a temporary DESTDIR, then build both examples, as
+# installed under $(docdir)/examples, against the installed headers and
+# library with `pkg-config --cflags --libs kernbench` and run them. The
+# installed headers, docs and man page must not point at files a user of the
+# installed library lacks (the source tree's tests, specs and design notes).
 set -u
 : "${abs_top_builddir:?}" "${abs_top_srcdir:?}"
 CC=${CC:-cc}
@@ -42,6 +44,21 @@ for f in kernbench.h kernbench/version.h kernbench/common.h kernbench/tl.h kernb
 	[ -f "$includedir/$f" ] || { echo "FAIL: $includedir/$f not installed"; status=1; }
 done
 ls "$libdir"/libkernbench.so* >/dev/null 2>&1 || { echo "FAIL: no libkernbench.so in $libdir"; status=1; }
+doc=$(find "$tmp" -type d -path '*/share/doc/kernbench' | head -n 1)
+[ -n "$doc" ] || { echo "FAIL: no share/doc/kernbench installed"; exit 1; }
+for f in api.md threadsafety.md examples/embed_gemm.c examples/embed_rsweep.c; do
+	[ -f "$doc/$f" ] || { echo "FAIL: $doc/$f not installed"; status=1; }
+done
+man=$(find "$tmp" -name kernbench.1 | head -n 1)
+[ -n "$man" ] || { echo "FAIL: no man page installed"; status=1; }
+grep -q 'api\.md' "$man" || { echo "FAIL: the man page's SEE ALSO does not name api.md"; status=1; }
+# roff comments (.\") are not shown to the reader.
+if grep -v '^\.\\"' "$man" | cat - "$includedir"/kernbench.h "$includedir"/kernbench/*.h \
+	"$doc"/*.md "$doc"/examples/*.c |
+	grep -nE 'ARCHITECTURE|DDD|ADR-|tests/|seeds|src/|doc/(examples|topology|design)'; then
+	echo "FAIL: installed headers or docs refer to files a user of the installed library lacks"
+	status=1
+fi
 [ $status -eq 0 ] || exit 1
 
 flags=$(pkg-config --cflags --libs kernbench) || { echo "FAIL: pkg-config --cflags --libs kernbench"; exit 1; }
@@ -56,7 +73,7 @@ for ex in embed_gemm embed_rsweep; do
 	# A sanitizer build installs an instrumented library: link the
 	# runtime the same way (KB_SAN_FLAGS is empty otherwise).
 	if ! $CC -std=c11 -pedantic -Wall -Wextra -Werror ${KB_SAN_FLAGS:-} -o "$tmp/$ex" \
-		"$abs_top_srcdir/doc/examples/$ex.c" $flags -lm; then
+		"$doc/examples/$ex.c" $flags -lm; then
 		echo "FAIL: $ex does not build against the installed library"
 		status=1
 	fi
