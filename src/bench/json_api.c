@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "base/err.h"
+#include "bench/params.h"
 #include "bench/provenance.h"
 #include "bench/sweep_impl.h"
 #include "kernbench/json.h"
@@ -331,13 +332,8 @@ static json_t *typed_value(const kb_sweep *s, size_t key, const char *bench, con
 	const sweep_key *k = &s->keys[key];
 
 	for (size_t i = 0; !k->is_set && b && i < b->n_params; i++) {
-		if (strcmp(b->params[i].name, k->name) != 0)
-			continue;
-		if (b->params[i].type == KB_PARAM_INT)
-			return json_integer(strtoll(v, NULL, 10));
-		if (b->params[i].type == KB_PARAM_REAL)
-			return json_real(strtod(v, NULL));
-		return json_string(v);
+		if (strcmp(b->params[i].name, k->name) == 0)
+			return kb__param_json(b->params[i].type, v);
 	}
 	if (all_values(k, 1))
 		return json_integer(strtoll(v, NULL, 10));
@@ -546,17 +542,6 @@ KB_API int kb_sweep_run_json(const char *sweep_json, kb_json_cb on_row, void *pa
 
 /* ---- the catalogue ---------------------------------------------------- */
 
-static json_t *param_default(const kb_param_info *p)
-{
-	const char *d = p->default_value ? p->default_value : "";
-
-	if (p->type == KB_PARAM_INT)
-		return json_integer(strtoll(d, NULL, 10));
-	if (p->type == KB_PARAM_REAL)
-		return json_real(strtod(d, NULL));
-	return json_string(d);
-}
-
 static json_t *choices_json(const char *choices)
 {
 	json_t *a;
@@ -594,7 +579,8 @@ static json_t *benches_json(void)
 
 			json_object_set_new(po, "name", json_string(p->name));
 			json_object_set_new(po, "type", json_string(types[p->type]));
-			json_object_set_new(po, "default", param_default(p));
+			json_object_set_new(po, "default",
+					    kb__param_json(p->type, p->default_value ? p->default_value : ""));
 			json_object_set_new(po, "help", json_string(p->help ? p->help : ""));
 			json_object_set_new(po, "choices", choices_json(p->choices));
 			json_object_set_new(po, "min", p->type == KB_PARAM_STRING ? json_null()

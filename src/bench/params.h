@@ -20,4 +20,9 @@ const char *kb__params_value(const kb_params *p, size_t i);
 /* Value assigned to name, or NULL when it has none (or p is NULL). */
 const char *kb__params_get(const kb_params *p, const char *name);
 
+/* A parameter's value text as a typed JSON value (integer, real, string):
+ * what results, rows and the catalogue record. */
+struct json_t;
+struct json_t *kb__param_json(kb_param_type type, const char *text);
+
 #endif

@@ -227,6 +227,15 @@ static int check_params(const kb_bench_info *b, const kb_params *p, kb_error *er
 	return KB_OK;
 }
 
+json_t *kb__param_json(kb_param_type type, const char *text)
+{
+	if (type == KB_PARAM_INT)
+		return json_integer(strtoll(text, NULL, 10));
+	if (type == KB_PARAM_REAL)
+		return json_real(strtod(text, NULL));
+	return json_string(text);
+}
+
 static char *params_json(const kb_bench_info *b, const kb_params *p)
 {
 	json_t *o = json_object();
@@ -236,14 +245,7 @@ static char *params_json(const kb_bench_info *b, const kb_params *p)
 		const kb_param_info *pi = &b->params[i];
 		const char *v = kb__params_get(p, pi->name);
 
-		if (!v)
-			v = pi->default_value;
-		if (pi->type == KB_PARAM_INT)
-			json_object_set_new(o, pi->name, json_integer(strtoll(v, NULL, 10)));
-		else if (pi->type == KB_PARAM_REAL)
-			json_object_set_new(o, pi->name, json_real(strtod(v, NULL)));
-		else
-			json_object_set_new(o, pi->name, json_string(v));
+		json_object_set_new(o, pi->name, kb__param_json(pi->type, v ? v : pi->default_value));
 	}
 	s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
 	json_decref(o);
