@@ -18,17 +18,6 @@
 
 /* ---- building -------------------------------------------------------- */
 
-static char *dup_range(const char *s, size_t n)
-{
-	char *d = malloc(n + 1);
-
-	if (d) {
-		memcpy(d, s, n);
-		d[n] = '\0';
-	}
-	return d;
-}
-
 static void free_strv(char **v, size_t n)
 {
 	size_t i;
@@ -129,7 +118,7 @@ KB_API int kb_sweep_add_bench(kb_sweep *s, const char *bench, kb_error *err)
 	if (!v)
 		return kb__err(err, KB_ENOMEM, "out of memory");
 	s->benches = v;
-	v[s->n_benches] = dup_range(bench, strlen(bench));
+	v[s->n_benches] = strdup(bench);
 	if (!v[s->n_benches])
 		return kb__err(err, KB_ENOMEM, "out of memory");
 	s->n_benches++;
@@ -163,7 +152,7 @@ static int split_list(const char *key, const char *list, char ***out, size_t *n_
 				       key, list);
 		}
 		nv = realloc(v, (n + 1) * sizeof(*v));
-		if (!nv || !(nv[n] = dup_range(b, (size_t)(e - b)))) {
+		if (!nv || !(nv[n] = strndup(b, (size_t)(e - b)))) {
 			free_strv(nv ? nv : v, n);
 			return kb__err(err, KB_ENOMEM, "out of memory");
 		}
@@ -222,7 +211,7 @@ static int add_key(kb_sweep *s, const char *name, const char *values, int is_set
 		rc = kb__err(err, KB_ERANGE, "too many points (more than %zu)", MAX_POINTS);
 		goto fail;
 	}
-	k.name = dup_range(name, strlen(name));
+	k.name = strdup(name);
 	if (!k.name || grow_keys(s)) {
 		rc = kb__err(err, KB_ENOMEM, "out of memory");
 		goto fail;

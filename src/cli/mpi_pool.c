@@ -41,16 +41,6 @@ size_t mpi_wire_size(const mpi_wire_row *w)
 	return offsetof(mpi_wire_row, error) + (size_t)w->err_len + 1;
 }
 
-static char *dup_str(const char *s)
-{
-	size_t n = strlen(s) + 1;
-	char *d = malloc(n);
-
-	if (d)
-		memcpy(d, s, n);
-	return d;
-}
-
 /* ---- one point --------------------------------------------------------- */
 
 static mpi_wire_row *wire_from_row(const kb_sweep_row *row)
@@ -120,9 +110,9 @@ int mpi_pool_decode(mpi_pool *p, size_t index, char **bench, char **values)
 	rc = kb_sweep_point(sp->s, index, &b, &v, NULL);
 	if (rc == 0) {
 		memset(values, 0, sp->n_keys * sizeof(*values));
-		*bench = dup_str(b);
+		*bench = strdup(b);
 		for (k = 0; k < sp->n_keys; k++)
-			values[k] = dup_str(v[k]);
+			values[k] = strdup(v[k]);
 		for (k = 0; k < sp->n_keys && *bench; k++)
 			if (!values[k])
 				break;
