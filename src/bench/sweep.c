@@ -167,6 +167,31 @@ static int split_list(const char *key, const char *list, char ***out, size_t *n_
 	return 0;
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* A value listed twice would make two points claim one row of the output
+ * and break "resuming a complete file changes nothing" (issue 18 §4):
+ * refused, naming the value. Sorted copy, so a long list stays cheap. */
+static int check_unique(const char *key, char **v, size_t n, kb_error *err)
+{
+	const char **sorted = malloc(n * sizeof(*sorted));
+	int rc = 0;
+
+	if (!sorted)
+		return kb__err(err, KB_ENOMEM, "out of memory");
+	memcpy((void *)sorted, v, n * sizeof(*sorted));
+	qsort((void *)sorted, n, sizeof(*sorted), cmp_str);
+	for (size_t i = 1; i < n && !rc; i++)
+		if (strcmp(sorted[i - 1], sorted[i]) == 0)
+			rc = kb__err(err, KB_EINVAL, "'%.100s': value '%.100s' is listed twice", key,
+				     sorted[i]);
+	free((void *)sorted);
+	return rc;
+}
+
 /* Grows the key arrays by one; the sweep stays valid on failure. */
 static int grow_keys(kb_sweep *s)
 {
@@ -207,6 +232,8 @@ static int add_key(kb_sweep *s, const char *name, const char *values, int is_set
 			return kb__err(err, KB_EINVAL, "'%.100s' is swept twice", name);
 	if ((rc = split_list(name, values, &k.values, &k.n_values, err)))
 		return rc;
+	if ((rc = check_unique(name, k.values, k.n_values, err)))
+		goto fail;
 	if (count_points(s->n_benches ? s->n_benches : 1, s->keys, s->n_keys, k.n_values) == 0) {
 		rc = kb__err(err, KB_ERANGE, "too many points (more than %zu)", MAX_POINTS);
 		goto fail;

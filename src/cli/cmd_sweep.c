@@ -27,6 +27,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -376,11 +377,33 @@ static int write_meta(const sweep_cmd *c)
 	return sweep_meta_write(c->path, c->topo, &d);
 }
 
+/* Two sweeps writing one --out at once would mix their rows (issue 18
+ * §4): the file is locked (flock, held until exit) before it is read or
+ * truncated, and a second sweep on it stops at once. The descriptor is
+ * left open on purpose; the lock goes with the process. */
+static int lock_output(const char *path)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+
+	if (fd < 0)
+		return cli_error("%s: %s", path, strerror(errno));
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		int e = errno;
+
+		close(fd);
+		return e == EWOULDBLOCK ? cli_error("%s: another sweep is writing this file", path)
+					: cli_error("%s: cannot lock: %s", path, strerror(e));
+	}
+	return 0;
+}
+
 static int open_output(sweep_cmd *c, int *resumed)
 {
 	int rc;
 
 	*resumed = 0;
+	if (c->path && (rc = lock_output(c->path)))
+		return rc;
 	if (c->a.vals[O_RESUME].seen) {
 		/* Before the old output is touched: refuse another sweep's file. */
 		if ((rc = sweep_meta_check(c->path, c->topo, c->a.vals[O_FORCE].seen > 0)))

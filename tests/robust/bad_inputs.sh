@@ -171,6 +171,11 @@ table=$(cat <<ROWS
 # would run for hours first), and --resume reads --out with a size cap.
 1|-|No such file or directory|sweep synthetic --param events=10000000000 --param lps=1,2 --plot @TMP@/nodir/p.svg
 1|-|the most --resume reads|sweep synthetic --param events=10 --quiet --out @TMP@/huge.csv --resume
+# Rule (issue 18 §4): a value listed twice in a sweep list is refused
+# (two points would claim one row), after trimming, for --param and --set.
+2|-|value '1' is listed twice|sweep synthetic --param events=10 --param lps=1,2,1
+2|-|value '1' is listed twice|sweep synthetic --param events=10 --param lps=1,\x201
+2|-|value '1' is listed twice|sweep synthetic --param events=10 --set clusters=1,1
 ROWS
 )
 
@@ -249,6 +254,25 @@ for cmd in "run gemm --json" "sweep synthetic --param events=10 --param lps=1,2"
 		bad=$((bad + 1))
 	fi
 done
+
+# Rule (issue 18 §4): --out is locked while a sweep writes it; a second
+# sweep on the same file stops at once and the first one's rows stay whole.
+"$KB" sweep synthetic --param events=3000000 --param lps=1,2,3 --quiet --out "$TMP/locked.csv" \
+	>/dev/null 2>&1 &
+first=$!
+sleep 0.3
+"$KB" sweep synthetic --param events=10 --param lps=1,2 --quiet --out "$TMP/locked.csv" \
+	>/dev/null 2>"$TMP/err"
+got=$?
+wait "$first"
+first_rc=$?
+n=$((n + 1))
+if [ "$got" -ne 1 ] || ! grep -q "another sweep is writing this file" "$TMP/err" ||
+	[ "$first_rc" -ne 0 ] || [ "$(grep -c ',ok,' "$TMP/locked.csv")" -ne 3 ]; then
+	echo "FAIL: two sweeps on one --out: second exit $got, first exit $first_rc" >&2
+	cat "$TMP/err" "$TMP/locked.csv" >&2
+	bad=$((bad + 1))
+fi
 
 [ "$n" -ge 40 ] || fail "only $n rows in the table"
 [ "$bad" -eq 0 ] || fail "$bad of $n rows failed"
