@@ -80,6 +80,7 @@ typedef struct sweep_cmd {
 	size_t pending, done, failures;
 	double t0;
 	int progress;
+	int progress_shown;      /* a progress line is on the terminal, not ended */
 	int write_failed;
 	kb_sweep_options sopt;    /* -j, --threads, --data */
 	size_t n_params;          /* keys[0..n_params) are --param keys */
@@ -288,16 +289,29 @@ static int put_text(sweep_cmd *c, FILE *f, const char *text, const char *name)
 	return 0;
 }
 
-static void progress(const sweep_cmd *c)
+static void progress(sweep_cmd *c)
 {
 	double el = cli_now() - c->t0;
 	double eta = c->done ? el / (double)c->done * (double)(c->pending - c->done) : 0;
 
 	fprintf(stderr, "\r[%zu/%zu] failures %zu, elapsed %.1fs, eta %.1fs", c->done,
 		c->pending, c->failures, el, eta);
-	if (c->done == c->pending)
+	c->progress_shown = c->done < c->pending;
+	if (!c->progress_shown)
 		fputc('\n', stderr);
 	fflush(stderr);
+}
+
+/* A row going to the terminal that shows the progress line would land
+ * after it ("... eta 0.4sgqa_decode_opt2,4,..."): erase the line first
+ * (carriage return, erase to end of line); the next row redraws it. */
+static void clear_progress(sweep_cmd *c)
+{
+	if (!c->progress_shown || !c->f || !isatty(fileno(c->f)))
+		return;
+	fputs("\r\033[K", stderr);
+	fflush(stderr);
+	c->progress_shown = 0;
 }
 
 static int on_row(const kb_sweep_row *row, void *payload)
@@ -310,6 +324,7 @@ static int on_row(const kb_sweep_row *row, void *payload)
 		c->write_failed = 1;
 		return 1;
 	}
+	clear_progress(c);
 	if (put_text(c, c->f, text, out_name(c))) {
 		free(text);
 		return 1;
