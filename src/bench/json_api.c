@@ -559,9 +559,15 @@ static json_t *choices_json(const char *choices)
 	return a;
 }
 
-static json_t *number_or_null(double v)
+/* A bound as `list --json` prints it: an integer parameter's bounds are
+ * integers (9000000000000000000, not 9e+18), a real's reals. */
+static json_t *bound(const kb_param_info *p, double v)
 {
-	return isfinite(v) ? json_real(v) : json_null();
+	if (p->type == KB_PARAM_STRING || !isfinite(v))
+		return json_null();
+	if (p->type == KB_PARAM_INT && v >= -9.2e18 && v <= 9.2e18)
+		return json_integer((json_int_t)v);
+	return json_real(v);
 }
 
 static json_t *benches_json(void)
@@ -583,10 +589,8 @@ static json_t *benches_json(void)
 					    kb__param_json(p->type, p->default_value ? p->default_value : ""));
 			json_object_set_new(po, "help", json_string(p->help ? p->help : ""));
 			json_object_set_new(po, "choices", choices_json(p->choices));
-			json_object_set_new(po, "min", p->type == KB_PARAM_STRING ? json_null()
-										  : number_or_null(p->min));
-			json_object_set_new(po, "max", p->type == KB_PARAM_STRING ? json_null()
-										  : number_or_null(p->max));
+			json_object_set_new(po, "min", bound(p, p->min));
+			json_object_set_new(po, "max", bound(p, p->max));
 			json_array_append_new(ps, po);
 		}
 		json_object_set_new(o, "name", json_string(b->name));
