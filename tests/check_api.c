@@ -7,6 +7,7 @@
  */
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -905,6 +906,126 @@ START_TEST(sweep_in_order)
 }
 END_TEST
 
+
+/* ---- kernels as coroutines: stack size, overflow, stopping half-way ---- */
+
+typedef struct long_job {
+	int n, errors, reached_end;
+} long_job;
+
+/* On PE 0: more commands than the kernel stream holds, so the kernel is
+ * suspended half-way when the run stops early. On PE 1: a validation error
+ * at once, which stops the run. */
+static void long_kernel(kb_tl *tl, void *p)
+{
+	long_job *j = p;
+
+	if (kb_tl_program_id(tl) == 1) {
+		kb_tl_scope_end(tl);   /* no scope open: fails the run */
+		return;
+	}
+	for (int i = 0; i < j->n; i++)
+		if (kb_tl_cpu_overhead(tl, 10) != KB_OK)
+			j->errors++;
+	j->reached_end = 1;
+}
+
+START_TEST(kernel_stopped_half_way_finishes)
+{
+	kb_sim_options so = KB_SIM_OPTIONS_INIT;
+	kb_simulation *sim = NULL;
+	long_job j = { 5000, 0, 0 };
+	kb_result res;
+	kb_error err;
+
+	kb_topology *t = NULL;
+
+	so.threads = _i;   /* 0, 1, 2: one per engine, sequential, 2 workers */
+	ck_assert_int_eq(kb_topology_default(&t, &err), KB_OK);
+	ck_assert_int_eq(kb_topology_set(t, "pes_per_cluster", "2", &err), KB_OK);
+	ck_assert_int_eq(kb_simulation_create(&sim, t, &so, &err), KB_OK);
+	kb_topology_destroy(t);
+	ck_assert_int_eq(kb_simulation_launch(sim, long_kernel, &j, 0, 2, &err), KB_OK);
+	ck_assert_int_eq(kb_simulation_run(sim, &res, &err), KB_EVALIDATE);
+	/* the run stopped; the suspended kernel was run to its end, its later
+	 * tl calls failing instead of queueing commands */
+	ck_assert_int_eq(j.reached_end, 1);
+	ck_assert_int_gt(j.errors, 0);
+	ck_assert_int_lt(j.errors, j.n);
+	kb_simulation_destroy(sim);
+}
+END_TEST
+
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define KB_TEST_SANITIZED 1
+#else
+#define KB_TEST_SANITIZED 0
+#endif
+
+/* Uses about `kib` KiB of its stack. */
+static int deep(int kib)
+{
+	volatile char frame[1024];
+
+	frame[0] = (char)kib;
+	frame[sizeof(frame) - 1] = 1;
+	return kib <= 1 ? frame[0] : deep(kib - 1) + frame[sizeof(frame) - 1];
+}
+
+static void stack_kernel(kb_tl *tl, void *p)
+{
+	int *kib = p;
+
+	if (deep(*kib) > 0)
+		kb_tl_cpu_overhead(tl, 10);
+}
+
+static int run_stack_kernel(size_t stack_bytes, int kib, kb_error *err)
+{
+	kb_sim_options so = KB_SIM_OPTIONS_INIT;
+	kb_simulation *sim = NULL;
+	kb_result res;
+	int rc;
+
+	so.threads = 1;
+	so.kernel_stack_bytes = stack_bytes;
+	rc = kb_simulation_create(&sim, NULL, &so, err);
+	if (rc)
+		return rc;
+	rc = kb_simulation_launch(sim, stack_kernel, &kib, 0, 1, err);
+	if (!rc)
+		rc = kb_simulation_run(sim, &res, err);
+	if (!rc)
+		kb_result_clear(&res);
+	kb_simulation_destroy(sim);
+	return rc;
+}
+
+START_TEST(kernel_stack_size)
+{
+	kb_error err;
+
+	/* out of range: an error naming the option, no run */
+	ck_assert_int_eq(run_stack_kernel(1000, 1, &err), KB_ERANGE);
+	ck_assert_ptr_nonnull(strstr(err.message, "kernel_stack_bytes"));
+	/* the default (1 MiB) holds 600 KiB of frames; 16 KiB is enough for
+	 * a shallow kernel; 2 MiB holds 1500 KiB */
+	ck_assert_int_eq(run_stack_kernel(0, 600, &err), KB_OK);
+	ck_assert_int_eq(run_stack_kernel(16 << 10, 2, &err), KB_OK);
+	ck_assert_int_eq(run_stack_kernel(2 << 20, 1500, &err), KB_OK);
+}
+END_TEST
+
+/* Overflowing the stack faults on the guard region: the process gets
+ * SIGSEGV, nothing is overwritten. (Check runs this in a child process.) */
+START_TEST(kernel_stack_overflow_faults)
+{
+	kb_error err;
+
+	run_stack_kernel(64 << 10, 4096, &err);
+}
+END_TEST
+
 Suite *api_suite(void)
 {
 	Suite *s = suite_create("api");
@@ -924,6 +1045,12 @@ Suite *api_suite(void)
 	tcase_add_test(sim, own_kernel_threads_agree);
 	tcase_add_test(sim, callback_stops_run);
 	tcase_add_test(sim, threads_independent);
+	tcase_add_loop_test(sim, kernel_stopped_half_way_finishes, 0, 3);
+	tcase_add_test(sim, kernel_stack_size);
+	/* Sanitizers catch the fault themselves (and report it as an error);
+	 * without fork mode the fault would take the runner down. */
+	if (!KB_TEST_SANITIZED && !(getenv("CK_FORK") && strcmp(getenv("CK_FORK"), "no") == 0))
+		tcase_add_test_raise_signal(sim, kernel_stack_overflow_faults, SIGSEGV);
 	suite_add_tcase(s, sim);
 
 	tcase_set_timeout(errs, 60);

@@ -37,8 +37,12 @@ typedef struct kb_sim_options {
 	uint32_t pes;            /* PEs to build; 0: all PEs of the topology */
 	const char *trace_metadata; /* JSON object written as the trace's "metadata"
 				     * (provenance, e.g. kb_provenance_json); NULL: none */
+	/* Stack of each kernel instance, in bytes; 0: 1 MiB; else at least
+	 * 16 KiB. Kernels run as coroutines on that stack; one that overflows
+	 * it faults (SIGSEGV) on a guard region below it, never corrupts. */
+	size_t kernel_stack_bytes;
 } kb_sim_options;
-#define KB_SIM_OPTIONS_INIT { 0, 0, NULL, NULL, NULL, NULL, 0, NULL }
+#define KB_SIM_OPTIONS_INIT { 0, 0, NULL, NULL, NULL, NULL, 0, NULL, 0 }
 
 /* Builds a machine from topo (NULL: the embedded default). */
 KB_API int kb_simulation_create(kb_simulation **out, const kb_topology *topo,

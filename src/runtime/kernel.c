@@ -1,83 +1,185 @@
+/*
+ * A kernel instance as a coroutine (ucontext) on the thread that runs its
+ * PE_CPU. PE_CPU resumes it when it has no command left; the kernel runs
+ * until it has queued a full ring of commands (or ends) and switches back.
+ * One switch pair per STREAM_CAP commands, no lock, no second thread: a
+ * sequential run uses one core. Under the parallel executor the PE_CPU LP
+ * may run on a different worker from one window to the next, so the
+ * coroutine may be resumed on another thread than before; the executor's
+ * barrier orders those resumptions, and the sanitizers are told about every
+ * switch (below), so TSan and ASan follow the fiber wherever it runs.
+ *
+ * The stack is mmap'd with a PROT_NONE guard region below it (stacks grow
+ * down on every platform this builds on): a kernel that overflows its
+ * stack faults on the guard deterministically (SIGSEGV) instead of writing
+ * over other memory. The library does not install a signal handler (that
+ * belongs to the application), so the process dies with SIGSEGV at the
+ * first touch of the guard region: deterministic, nothing overwritten.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1   /* RTLD_NEXT, under ASan */
+#endif
 #include "runtime/kernel.h"
 
-#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
 
 #include "base/err.h"
+#include "base/tsan.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define KB_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KB_ASAN 1
+#endif
+#endif
+#ifdef KB_ASAN
+#include <dlfcn.h>
+#include <pthread.h>
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+
+/* ASan's swapcontext interceptor prints a warning on first use (it cannot
+ * know that every switch here is annotated for it) and clears the shadow of
+ * the target stack; the annotations below do that job, so the switch goes
+ * to libc's swapcontext directly and stderr stays clean. */
+static int (*swap_fn)(ucontext_t *, const ucontext_t *);
+static pthread_once_t swap_once = PTHREAD_ONCE_INIT;
+
+static void find_swap(void)
+{
+	/* POSIX's way to turn dlsym's result into a function pointer. */
+	*(void **)&swap_fn = dlsym(RTLD_NEXT, "swapcontext");
+	if (!swap_fn)
+		swap_fn = swapcontext;
+}
+
+static int kb_swapcontext(ucontext_t *from, const ucontext_t *to)
+{
+	pthread_once(&swap_once, find_swap);
+	return swap_fn(from, to);
+}
+#else
+#define kb_swapcontext swapcontext
+#endif
 
 #define STREAM_CAP 256
+/* Below the stack; larger than one page so that a big frame that skips a
+ * page still lands on it. */
+#define GUARD_BYTES ((size_t)64 << 10)
 
 struct kb_kernel_run {
 	kb_kernel_fn fn;
 	void *args;
 	kb_tl *tl;
-	pthread_t thread;
-	int started;
-	pthread_mutex_t mu;
-	pthread_cond_t can_push, can_pop;
 	kb_cmd *ring[STREAM_CAP];
 	size_t head, count;
-	int stopped;             /* consumer gone */
-	int producer_waiting, consumer_waiting;
+	int stopped;             /* consumer gone: pushes fail */
+	int entered, finished;
+	size_t stack_bytes;
+	char *map;               /* guard + stack */
+	size_t map_bytes;
+	ucontext_t self, caller;
+#ifdef KB_TSAN
+	void *fiber, *caller_fiber;
+#endif
+#ifdef KB_ASAN
+	void *fake_stack;        /* the kernel's ASan fake stack while suspended */
+	const void *caller_bottom;
+	size_t caller_size;
+#endif
 };
 
-/* Producer side (the kernel thread): blocks while the stream is full. */
+/* Consumer side: runs the kernel until it yields or ends. */
+static void resume(kb_kernel_run *k)
+{
+#ifdef KB_ASAN
+	void *fake = NULL;
+#endif
+
+	k->entered = 1;
+#ifdef KB_TSAN
+	k->caller_fiber = __tsan_get_current_fiber();
+	__tsan_switch_to_fiber(k->fiber, 0);
+#endif
+#ifdef KB_ASAN
+	__sanitizer_start_switch_fiber(&fake, k->map + GUARD_BYTES, k->stack_bytes);
+#endif
+	kb_swapcontext(&k->caller, &k->self);
+#ifdef KB_ASAN
+	__sanitizer_finish_switch_fiber(fake, NULL, NULL);
+#endif
+}
+
+/* Kernel side: back to whoever resumed it. `last`: never resumed again. */
+static void yield(kb_kernel_run *k, int last)
+{
+#ifdef KB_ASAN
+	__sanitizer_start_switch_fiber(last ? NULL : &k->fake_stack, k->caller_bottom,
+				       k->caller_size);
+#endif
+#ifdef KB_TSAN
+	__tsan_switch_to_fiber(k->caller_fiber, 0);
+#endif
+	kb_swapcontext(&k->self, &k->caller);
+#ifdef KB_ASAN
+	__sanitizer_finish_switch_fiber(k->fake_stack, &k->caller_bottom, &k->caller_size);
+#endif
+	(void)last;
+}
+
+/* Producer side (the kernel): yields while the stream is full. */
 static int stream_push(void *ctx, kb_cmd *c)
 {
 	kb_kernel_run *k = ctx;
 
-	pthread_mutex_lock(&k->mu);
-	while (k->count == STREAM_CAP && !k->stopped) {
-		k->producer_waiting = 1;
-		pthread_cond_wait(&k->can_push, &k->mu);
-		k->producer_waiting = 0;
-	}
+	if (k->count == STREAM_CAP && !k->stopped)
+		yield(k, 0);
 	if (k->stopped) {
-		pthread_mutex_unlock(&k->mu);
 		kb__cmd_free(c);
 		return -1;
 	}
 	k->ring[(k->head + k->count++) % STREAM_CAP] = c;
-	if (k->consumer_waiting)
-		pthread_cond_signal(&k->can_pop);
-	pthread_mutex_unlock(&k->mu);
 	return 0;
 }
 
+static void kernel_main(unsigned hi, unsigned lo)
+{
+	kb_kernel_run *k = (kb_kernel_run *)(((uintptr_t)hi << 16 << 16) | (uintptr_t)lo);
+
+#ifdef KB_ASAN
+	__sanitizer_finish_switch_fiber(NULL, &k->caller_bottom, &k->caller_size);
+#endif
+	k->fn(k->tl, k->args);
+	kb__tl_finish(k->tl);
+	k->finished = 1;
+	yield(k, 1);
+	/* never resumed */
+}
+
 /* Consumer side (PE_CPU): the kernel always ends with END or ERROR, so a
- * command always comes; the wait is wall-clock only. */
+ * command always comes. */
 kb_cmd *kb__kernel_next(void *run)
 {
 	kb_kernel_run *k = run;
 	kb_cmd *c;
 
-	pthread_mutex_lock(&k->mu);
-	while (k->count == 0) {
-		k->consumer_waiting = 1;
-		pthread_cond_wait(&k->can_pop, &k->mu);
-		k->consumer_waiting = 0;
-	}
+	if (k->count == 0 && !k->finished)
+		resume(k);
+	if (k->count == 0)
+		return NULL;   /* cannot happen: the kernel's last push is END */
 	c = k->ring[k->head];
 	k->head = (k->head + 1) % STREAM_CAP;
 	k->count--;
-	/* Wake the producer only once half the ring is free: fewer handoffs. */
-	if (k->producer_waiting && k->count <= STREAM_CAP / 2)
-		pthread_cond_signal(&k->can_push);
-	pthread_mutex_unlock(&k->mu);
 	return c;
 }
 
-static void *kernel_main(void *arg)
-{
-	kb_kernel_run *k = arg;
-
-	k->fn(k->tl, k->args);
-	kb__tl_finish(k->tl);
-	return NULL;
-}
-
 int kb__kernel_create(kb_kernel_run **out, kb_kernel_fn fn, void *args, const kb_tl_config *cfg,
-		      kb_error *err)
+		      size_t stack_bytes, kb_error *err)
 {
 	kb_kernel_run *k = calloc(1, sizeof(*k));
 	kb_tl_config c = *cfg;
@@ -87,9 +189,7 @@ int kb__kernel_create(kb_kernel_run **out, kb_kernel_fn fn, void *args, const kb
 		return kb__err(err, KB_ENOMEM, "out of memory launching a kernel");
 	k->fn = fn;
 	k->args = args;
-	pthread_mutex_init(&k->mu, NULL);
-	pthread_cond_init(&k->can_push, NULL);
-	pthread_cond_init(&k->can_pop, NULL);
+	k->stack_bytes = stack_bytes ? stack_bytes : KB_KERNEL_STACK_DEFAULT;
 	c.emit = stream_push;
 	c.emit_ctx = k;
 	k->tl = kb__tl_create(&c);
@@ -103,9 +203,26 @@ int kb__kernel_create(kb_kernel_run **out, kb_kernel_fn fn, void *args, const kb
 
 int kb__kernel_start(kb_kernel_run *k, kb_error *err)
 {
-	if (pthread_create(&k->thread, NULL, kernel_main, k))
-		return kb__err(err, KB_ENOMEM, "cannot start a kernel thread");
-	k->started = 1;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	uintptr_t p = (uintptr_t)k;
+
+	k->stack_bytes = (k->stack_bytes + page - 1) / page * page;
+	k->map_bytes = GUARD_BYTES + k->stack_bytes;
+	k->map = mmap(NULL, k->map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (k->map == MAP_FAILED) {
+		k->map = NULL;
+		return kb__err(err, KB_ENOMEM, "cannot map a %zu-byte kernel stack", k->stack_bytes);
+	}
+	if (mprotect(k->map, GUARD_BYTES, PROT_NONE) || getcontext(&k->self))
+		return kb__err(err, KB_ENOMEM, "cannot set up a kernel stack");
+	k->self.uc_stack.ss_sp = k->map + GUARD_BYTES;
+	k->self.uc_stack.ss_size = k->stack_bytes;
+	k->self.uc_link = NULL;
+	makecontext(&k->self, (void (*)(void))kernel_main, 2, (unsigned)(p >> 16 >> 16),
+		    (unsigned)(p & 0xffffffffu));
+#ifdef KB_TSAN
+	k->fiber = __tsan_create_fiber(0);
+#endif
 	return KB_OK;
 }
 
@@ -113,14 +230,12 @@ void kb__kernel_stop(kb_kernel_run *k)
 {
 	if (!k)
 		return;
-	pthread_mutex_lock(&k->mu);
 	k->stopped = 1;
-	pthread_cond_broadcast(&k->can_push);
-	pthread_mutex_unlock(&k->mu);
-	if (k->started) {
-		pthread_join(k->thread, NULL);
-		k->started = 0;
-	}
+	/* A kernel suspended half-way finishes now: its pushes fail, tl turns
+	 * every later call into an error, and it returns and frees what it
+	 * holds. One that never ran is not started at all. */
+	if (k->entered && !k->finished)
+		resume(k);
 }
 
 void kb__kernel_destroy(kb_kernel_run *k)
@@ -134,9 +249,18 @@ void kb__kernel_destroy(kb_kernel_run *k)
 		k->count--;
 	}
 	kb__tl_destroy(k->tl);
-	pthread_mutex_destroy(&k->mu);
-	pthread_cond_destroy(&k->can_push);
-	pthread_cond_destroy(&k->can_pop);
+#ifdef KB_TSAN
+	if (k->fiber)
+		__tsan_destroy_fiber(k->fiber);
+#endif
+	if (k->map) {
+#ifdef KB_ASAN
+		/* Frames left on a finished kernel's stack keep their redzones
+		 * poisoned; the next mapping at this address must not inherit them. */
+		__asan_unpoison_memory_region(k->map + GUARD_BYTES, k->stack_bytes);
+#endif
+		munmap(k->map, k->map_bytes);
+	}
 	free(k);
 }
 

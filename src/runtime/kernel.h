@@ -1,10 +1,10 @@
 /*
- * A kernel instance runs on its own thread and feeds PE_CPU a bounded
- * stream of commands (the suspension mechanism: the kernel runs ahead of
- * simulated time by at most the stream's capacity, so memory stays bounded
- * however long the kernel is). Kernels never observe data, so running
- * ahead changes nothing simulated: PE_CPU consumes commands in program
- * order and models every wait in simulated time.
+ * A kernel instance runs as a coroutine on the thread of its PE_CPU and
+ * feeds it a bounded stream of commands (the suspension mechanism: the
+ * kernel runs ahead of simulated time by at most the stream's capacity, so
+ * memory stays bounded however long the kernel is). Kernels never observe
+ * data, so running ahead changes nothing simulated: PE_CPU consumes
+ * commands in program order and models every wait in simulated time.
  */
 #ifndef KB_RUNTIME_KERNEL_H
 #define KB_RUNTIME_KERNEL_H
@@ -15,11 +15,19 @@
 
 typedef struct kb_kernel_run kb_kernel_run;
 
+/* Default and smallest kernel stack (kb_sim_options.kernel_stack_bytes). */
+#define KB_KERNEL_STACK_DEFAULT ((size_t)1 << 20)
+#define KB_KERNEL_STACK_MIN ((size_t)16 << 10)
+
+/* stack_bytes: 0 for the default. */
 int kb__kernel_create(kb_kernel_run **out, kb_kernel_fn fn, void *args, const kb_tl_config *cfg,
-		      kb_error *err);
-/* Starts the kernel thread. */
+		      size_t stack_bytes, kb_error *err);
+/* Maps the kernel's stack (with its guard) and prepares the coroutine; it
+ * first runs when PE_CPU asks for a command. */
 int kb__kernel_start(kb_kernel_run *k, kb_error *err);
-/* Stops feeding (the simulation is over or failed) and joins the thread. */
+/* Stops feeding (the simulation is over or failed): a kernel suspended
+ * half-way runs to its end with every tl call failing. Any thread, once
+ * the PE_CPU that ran the kernel is quiescent. */
 void kb__kernel_stop(kb_kernel_run *k);
 void kb__kernel_destroy(kb_kernel_run *k);
 uint64_t kb__kernel_commands(const kb_kernel_run *k);

@@ -65,6 +65,11 @@ KB_API int kb_simulation_create(kb_simulation **out, const kb_topology *topo,
 	if (opt->threads < 0 || opt->threads > 4096)
 		return kb__err(err, KB_ERANGE, "threads = %d: must be 0 (one per engine), 1, or up to 4096",
 			       opt->threads);
+	if (opt->kernel_stack_bytes && (opt->kernel_stack_bytes < KB_KERNEL_STACK_MIN ||
+					opt->kernel_stack_bytes > ((size_t)1 << 32)))
+		return kb__err(err, KB_ERANGE,
+			       "kernel_stack_bytes = %zu: must be 0 (the default, 1 MiB) or %zu..%zu",
+			       opt->kernel_stack_bytes, KB_KERNEL_STACK_MIN, (size_t)1 << 32);
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return kb__err(err, KB_ENOMEM, "out of memory creating a simulation");
@@ -211,7 +216,8 @@ static int attach_kernels(kb_simulation *s, kb_machine *m, kb_error *err)
 				.tag = s->nonce + pe * 2654435761u,
 			};
 			kb_kernel_run *run;
-			int rc = kb__kernel_create(&run, l->fn, l->args, &cfg, err);
+			int rc = kb__kernel_create(&run, l->fn, l->args, &cfg, s->opt.kernel_stack_bytes,
+						   err);
 
 			if (rc)
 				return rc;
