@@ -366,6 +366,49 @@ START_TEST(sha256_empty)
 }
 END_TEST
 
+
+/* Typed record fields: the op_log formats them after the fixed keys, in
+ * order, numbers in full range and strings escaped. */
+static int keep_json(const kb_oplog_record *rec, void *payload)
+{
+	char *out = payload;
+
+	ck_assert_uint_lt(rec->json_len, 512);
+	memcpy(out, rec->json, rec->json_len);
+	out[rec->json_len] = 0;
+	return 0;
+}
+
+START_TEST(typed_fields)
+{
+	kb_oplog_options oo = { 0 };
+	kb_oplog *log = NULL;
+	kb_oplog_lane *lane;
+	kb_error err;
+	char hex[65], json[512] = "";
+	uint64_t records = 0;
+	kb_oplog_record r = { 7, 1234567890123456789u, 3, "dma", "dma_read", 42, NULL, -1, 4096,
+			      NULL, 0 };
+	kb_oplog_field f[5] = { KB_FIELD_U("step", 0), KB_FIELD_U("u", UINT64_MAX),
+				KB_FIELD_I("n", INT64_MIN), KB_FIELD_S("operand", "q\"\\\n"),
+				KB_FIELD_I("k", 99) };
+
+	oo.callback = keep_json;
+	oo.payload = json;
+	ck_assert_int_eq(kb__oplog_create(&log, &oo, &err), 0);
+	lane = kb__oplog_lane(log, 0);
+	ck_assert_ptr_nonnull(lane);
+	ck_assert_int_eq(kb__oplog_emit(lane, &r, f, 5), 0);
+	ck_assert_int_eq(kb__oplog_finish(log, hex, &records, &err), 0);
+	ck_assert_uint_eq(records, 1);
+	ck_assert_str_eq(json, "{\"t0\":7,\"t1\":1234567890123456789,\"pe\":3,\"eng\":\"dma\","
+			       "\"op\":\"dma_read\",\"cmd\":42,\"bytes\":4096,\"step\":0,"
+			       "\"u\":18446744073709551615,\"n\":-9223372036854775808,"
+			       "\"operand\":\"q\\\"\\\\\\u000a\",\"k\":99}");
+	kb__oplog_destroy(log);
+}
+END_TEST
+
 /* ---- streaming -------------------------------------------------------- */
 
 #define STREAM_RECORDS 2000000u
@@ -397,7 +440,9 @@ START_TEST(streaming_unit)
 		kb_oplog_record r = { t1 - (i % 3), t1, (uint32_t)l, "lp", "ev", i, NULL, -1, -1, NULL, 0 };
 
 		/* plain ifs, not ck_assert: each Check assertion costs a write() */
-		if (kb__oplog_emit(lane[l], &r, i % 5 ? NULL : ",\"x\":1"))
+		kb_oplog_field x = KB_FIELD_U("x", 1);
+
+		if (kb__oplog_emit(lane[l], &r, &x, i % 5 ? 0 : 1))
 			ck_abort_msg("kb__oplog_emit failed at record %llu", (unsigned long long)i);
 		if (i % 1000 == 999) {
 			size_t b;
@@ -851,6 +896,7 @@ Suite *oplog_suite(void)
 	tcase_add_test(format, record_order);
 	tcase_add_test(format, sha256_of_file);
 	tcase_add_test(format, sha256_empty);
+	tcase_add_test(format, typed_fields);
 	suite_add_tcase(s, format);
 
 	tcase_set_timeout(stream, 120);

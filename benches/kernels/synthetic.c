@@ -70,7 +70,6 @@ static int phold_event(kb_lp *lp, const kb_event *ev)
 {
 	phold_lp *s = kb__lp_state(lp);
 	kb_oplog_lane *lane = s->lane;
-	char extra[48];
 
 	if (s->handled >= s->quota)
 		return KB_OK;
@@ -79,9 +78,9 @@ static int phold_event(kb_lp *lp, const kb_event *ev)
 	if (lane) {
 		kb_oplog_record r = { kb__lp_now(lp), kb__lp_now(lp), s->id, "lp", "event",
 				      s->handled - 1, NULL, -1, -1, NULL, 0 };
+		kb_oplog_field f = KB_FIELD_U("src", ev->src);
 
-		snprintf(extra, sizeof(extra), ",\"src\":%" PRIu32, ev->src);
-		if (kb__oplog_emit(lane, &r, extra))
+		if (kb__oplog_emit(lane, &r, &f, 1))
 			return kb__lp_fail(lp, KB_ENOMEM, "cannot buffer an op_log record");
 	}
 	return forward(lp, s);

@@ -159,21 +159,38 @@ static void put_str(tbuf *b, const char *s)
 		b->over = 1;
 }
 
+/* Two digits per division: times and ids have 6 to 14 digits. */
+static const char digits2[201] =
+	"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+	"8081828384858687888990919293949596979899";
+
 static void put_u64(tbuf *b, uint64_t v)
 {
 	char tmp[24];
-	int n = 0;
+	char *q = tmp + sizeof(tmp);
+	size_t n;
 
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	if (b->end - b->p < n) {
+	while (v >= 100) {
+		unsigned d = (unsigned)(v % 100) * 2;
+
+		v /= 100;
+		*--q = digits2[d + 1];
+		*--q = digits2[d];
+	}
+	if (v >= 10) {
+		*--q = digits2[v * 2 + 1];
+		*--q = digits2[v * 2];
+	} else {
+		*--q = (char)('0' + v);
+	}
+	n = (size_t)(tmp + sizeof(tmp) - q);
+	if ((size_t)(b->end - b->p) < n) {
 		b->over = 1;
 		return;
 	}
-	while (n)
-		*b->p++ = tmp[--n];
+	memcpy(b->p, q, n);
+	b->p += n;
 }
 
 static void put_i64(tbuf *b, int64_t v)
@@ -186,8 +203,52 @@ static void put_i64(tbuf *b, int64_t v)
 	}
 }
 
+/* A JSON string's contents: quote, backslash and control characters escaped. */
+static void put_json_str(tbuf *b, const char *s)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\') {
+			put_str(b, c == '"' ? "\\\"" : "\\\\");
+		} else if (c < 0x20) {
+			char u[7] = { '\\', 'u', '0', '0', "0123456789abcdef"[c >> 4],
+				      "0123456789abcdef"[c & 15], 0 };
+
+			put_str(b, u);
+		} else if (b->p < b->end) {
+			*b->p++ = (char)c;
+		} else {
+			b->over = 1;
+		}
+	}
+}
+
+static void put_fields(tbuf *b, const kb_oplog_field *f, int n)
+{
+	for (int i = 0; i < n; i++) {
+		put_str(b, ",\"");
+		put_str(b, f[i].key);
+		put_str(b, "\":");
+		switch (f[i].type) {
+		case KB_FIELD_U64:
+			put_u64(b, f[i].v.u);
+			break;
+		case KB_FIELD_I64:
+			put_i64(b, f[i].v.i);
+			break;
+		case KB_FIELD_STR:
+			put_str(b, "\"");
+			put_json_str(b, f[i].v.s ? f[i].v.s : "");
+			put_str(b, "\"");
+			break;
+		}
+	}
+}
+
 /* Formats the fixed keys in their contract order, then the optional ones. */
-static int format_record(char *buf, size_t len, const kb_oplog_record *r, const char *extra)
+static int format_record(char *buf, size_t len, const kb_oplog_record *r,
+			 const kb_oplog_field *fields, int n_fields)
 {
 	tbuf b = { buf, buf + len, 0 };
 
@@ -213,16 +274,16 @@ static int format_record(char *buf, size_t len, const kb_oplog_record *r, const 
 		put_str(&b, ",\"bytes\":");
 		put_i64(&b, r->bytes);
 	}
-	if (extra)
-		put_str(&b, extra);
+	put_fields(&b, fields, n_fields);
 	put_str(&b, "}");
 	return b.over ? -1 : (int)(b.p - buf);
 }
 
-int kb__oplog_emit(kb_oplog_lane *lane, const kb_oplog_record *rec, const char *extra)
+int kb__oplog_emit(kb_oplog_lane *lane, const kb_oplog_record *rec, const kb_oplog_field *fields,
+		   int n_fields)
 {
 	char buf[1024];
-	int n = format_record(buf, sizeof(buf), rec, extra);
+	int n = format_record(buf, sizeof(buf), rec, fields, n_fields);
 	lane_entry *e;
 
 	lane_buf *b = &lane->cur;

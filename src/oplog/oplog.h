@@ -42,9 +42,28 @@ typedef struct kb_oplog_options {
 int kb__oplog_create(kb_oplog **out, const kb_oplog_options *opt, kb_error *err);
 /* Lane for one LP; lanes are merged in the order of `order` (the LP id). */
 kb_oplog_lane *kb__oplog_lane(kb_oplog *log, uint32_t order);
-/* Appends a record to a lane. extra: more JSON members, e.g. ",\"tile\":3"
- * (may be NULL). t1 must not decrease within a lane. */
-int kb__oplog_emit(kb_oplog_lane *lane, const kb_oplog_record *rec, const char *extra);
+/* A record's members after the fixed ones (issue 20 section 2, "record
+ * fields"): typed values that the op_log formats, so that no model code
+ * writes JSON. key: a static string, a plain JSON key. */
+typedef enum kb_field_type { KB_FIELD_U64, KB_FIELD_I64, KB_FIELD_STR } kb_field_type;
+typedef struct kb_oplog_field {
+	const char *key;
+	kb_field_type type;
+	union {
+		uint64_t u;
+		int64_t i;
+		const char *s;
+	} v;
+} kb_oplog_field;
+#define KB_FIELD_U(k, x) ((kb_oplog_field){ (k), KB_FIELD_U64, { .u = (x) } })
+#define KB_FIELD_I(k, x) ((kb_oplog_field){ (k), KB_FIELD_I64, { .i = (x) } })
+#define KB_FIELD_S(k, x) ((kb_oplog_field){ (k), KB_FIELD_STR, { .s = (x) } })
+
+/* Appends a record to a lane, with n_fields more members after the fixed
+ * keys, in that order (fields may be NULL when n_fields is 0). t1 must not
+ * decrease within a lane. */
+int kb__oplog_emit(kb_oplog_lane *lane, const kb_oplog_record *rec, const kb_oplog_field *fields,
+		   int n_fields);
 /* Merges and writes every record with t1 < bound (KB_TIME_INF: all). */
 int kb__oplog_flush(kb_oplog *log, kb_time bound, kb_error *err);
 /* Parallel executor: when every buffered record is final (a window has

@@ -130,7 +130,7 @@ static int dispatched(kb_lp *lp, kb_cpu *c)
 			      cmd->id, kb__cmd_kind_name((int)cmd->kind), (int64_t)cmd->lbytes, -1,
 			      NULL, 0 };
 	kb_oplog_lane *lane = c->ps->lane[KB_ENG_CPU];
-	int rc = lane ? kb__oplog_emit(lane, &r, NULL) : KB_OK;
+	int rc = lane ? kb__oplog_emit(lane, &r, NULL, 0) : KB_OK;
 
 	if (rc)
 		return kb__lp_fail(lp, rc, "cannot buffer an op_log record");

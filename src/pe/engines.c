@@ -77,17 +77,17 @@ static int start_next(kb_lp *lp, kb_engine *e, int ch)
 static int log_stage(kb_lp *lp, kb_engine *e, const chan *c, kb_plan *p, const kb_stage_ref *st)
 {
 	kb_stage_cost cost;
-	char extra[96];
-	int n = snprintf(extra, sizeof(extra), ",\"step\":%" PRIu64, c->cur.w[1]);
+	kb_oplog_field f[3];
+	int n = 0;
 
 	kb__plan_cost(p, (kb_phase)c->cur.w[3], c->cur.w[1], st, &cost);
+	f[n++] = KB_FIELD_U("step", c->cur.w[1]);
 	if (cost.n >= 0)
-		n += snprintf(extra + n, sizeof(extra) - (size_t)n, ",\"n\":%" PRId64, cost.n);
+		f[n++] = KB_FIELD_I("n", cost.n);
 	if (st->kind == KB_ST_DMA_READ && st->op >= 0)
-		snprintf(extra + n, sizeof(extra) - (size_t)n, ",\"operand\":\"%s\"",
-			 p->cmd->ops[st->op].operands[st->operand].name);
+		f[n++] = KB_FIELD_S("operand", p->cmd->ops[st->op].operands[st->operand].name);
 	return kb__pe_log(e->ps, e->eng, cost.op, p->cmd->id, c->t0, kb__lp_now(lp),
-			  cost.bytes, extra);
+			  cost.bytes, f, n);
 }
 
 static int finish(kb_lp *lp, kb_engine *e, int ch)

@@ -76,14 +76,12 @@ static int step_done(kb_lp *lp, kb_ipcq *q, const kb_event *ev, kb_time t0)
 	uint32_t n;
 	const kb_stage_ref *st = kb__plan_stages(p, KB_PH_LOOP, 0, &n);
 	kb_stage_cost c;
-	char extra[64];
+	kb_oplog_field f[2] = { KB_FIELD_U("peer", p->cmd->peer_pe), KB_FIELD_U("tag", p->cmd->tag) };
 	int rc;
 
 	kb__plan_cost(p, KB_PH_LOOP, 0, st, &c);
-	snprintf(extra, sizeof(extra), ",\"peer\":%" PRIu32 ",\"tag\":%" PRIu32, p->cmd->peer_pe,
-		 p->cmd->tag);
 	q->ps->fig.busy_ps[KB_ENG_IPCQ] += kb__lp_now(lp) - t0;
-	rc = kb__pe_log(q->ps, KB_ENG_IPCQ, c.op, p->cmd->id, t0, kb__lp_now(lp), c.bytes, extra);
+	rc = kb__pe_log(q->ps, KB_ENG_IPCQ, c.op, p->cmd->id, t0, kb__lp_now(lp), c.bytes, f, 2);
 	if (rc)
 		return kb__lp_fail(lp, rc, "cannot buffer an op_log record");
 	done.type = KB_EV_STEP_DONE;

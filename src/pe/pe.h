@@ -111,6 +111,6 @@ extern const kb_lp_type kb__ipcq_type;
 
 /* A record in the op_log from inside the PE's LP of engine eng. */
 int kb__pe_log(const kb_pe_state *ps, int eng, const char *op, uint64_t cmd, kb_time t0,
-	       kb_time t1, int64_t bytes, const char *extra);
+	       kb_time t1, int64_t bytes, const kb_oplog_field *fields, int n_fields);
 
 #endif

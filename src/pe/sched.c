@@ -210,7 +210,7 @@ static int try_admit(kb_lp *lp, kb_sched *s)
 		}
 		if (kb__lp_now(lp) > q.arrived) {
 			rc = kb__pe_log(s->ps, KB_ENG_SCHED, "hazard_wait", q.cmd->id, q.arrived,
-					kb__lp_now(lp), -1, NULL);
+					kb__lp_now(lp), -1, NULL, 0);
 			if (rc)
 				return kb__lp_fail(lp, rc, "cannot buffer an op_log record");
 		}
