@@ -1,0 +1,108 @@
+#!/usr/bin/python3
+"""kernbench against the SimPy peer (issue 13), side by side and interleaved.
+
+For gqa_decode_opt2 and gqa_decode_opt3 at S_kv=262144 it runs
+`kernbench run BENCH --param S_kv=... --threads 1 --json` (op_log hashed, as
+a user runs it; timed as the whole process) and simpy_decode.py (timed by
+its own wall_s, the simulation alone), alternating them REPS times, and
+prints per bench the median times, the ratio, events/s and CPU/wall of both.
+Then kernbench alone: opt2 at 262144 and 1048576 tokens (linearity: wall
+ratio, goal <= 4.2) and peak RSS (goal: within 1.1x).
+
+Without python3-simpy the peer rows print a SKIP line and the kernbench
+figures still print. The machine's noise is why everything is a median of
+interleaved runs, and why nothing here is a pass/fail test.
+
+usage: bench_peer.py KERNBENCH [REPS]    (KB_PEER_SKV overrides 262144)
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PEER = os.path.join(HERE, "simpy_decode.py")
+
+
+def run(argv):
+    """Runs argv; returns (stdout, wall_s, cpu_s, maxrss_kb) of that child."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE)
+    out = p.stdout.read()
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode != 0:
+        sys.exit("bench-peer: %s failed (status %d)" % (" ".join(argv), p.returncode))
+    return out, wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss
+
+
+def kernbench(kb, bench, skv):
+    out, wall, cpu, rss = run([kb, "run", bench, "--param", "S_kv=%d" % skv,
+                               "--threads", "1", "--json"])
+    j = json.loads(out)
+    return {"wall": wall, "cpu": cpu, "rss": rss, "events": j["events"],
+            "records": j["records"], "sim": j["sim_time_ps"]}
+
+
+def peer(bench, skv):
+    out, wall, cpu, rss = run(["/usr/bin/python3", PEER, "--bench", bench, "--S_kv", str(skv)])
+    j = json.loads(out.decode().strip().splitlines()[-1])
+    # The peer's own wall_s times the simulation alone; CPU/wall is the process's.
+    return {"wall": j["wall_s"], "proc_wall": wall, "cpu": cpu, "events": j["events"],
+            "sim": j["sim_time_ps"]}
+
+
+def med(rows, key):
+    return statistics.median(r[key] for r in rows)
+
+
+def have_simpy():
+    return subprocess.call(["/usr/bin/python3", "-c", "import SimPy.Simulation"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    kb = sys.argv[1]
+    reps = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+    skv = int(os.environ.get("KB_PEER_SKV", "262144"))
+    simpy = have_simpy()
+    print("bench-peer: S_kv=%d, %d interleaved runs each, medians; kernbench: %s" % (skv, reps, kb))
+    if not simpy:
+        print("bench-peer: SKIP peer: python3-simpy is not installed "
+              "(apt-get install python3-simpy); kernbench figures only")
+    for b in ("opt2", "opt3"):
+        k_rows, p_rows = [], []
+        for _ in range(reps):
+            k_rows.append(kernbench(kb, "gqa_decode_" + b, skv))
+            if simpy:
+                p_rows.append(peer(b, skv))
+        kw, kc = med(k_rows, "wall"), med(k_rows, "cpu")
+        ev = k_rows[0]["events"]
+        print("  %s kernbench: %.4f s  %d events (%d records)  %.2f M events/s  "
+              "%.2f M records/s  CPU/wall %.2f"
+              % (b, kw, ev, k_rows[0]["records"], ev / kw / 1e6, k_rows[0]["records"] / kw / 1e6,
+                 statistics.median(r["cpu"] / r["wall"] for r in k_rows)))
+        if simpy:
+            pw = med(p_rows, "wall")
+            print("  %s simpy:     %.4f s  %d records  %.3f M records/s  CPU/wall %.2f"
+                  % (b, pw, p_rows[0]["events"], p_rows[0]["events"] / pw / 1e6,
+                     statistics.median(r["cpu"] / r["proc_wall"] for r in p_rows)))
+            print("  %s ratio simpy/kernbench: %.1fx (goal >= 100x); sim_time_ps %d vs %d"
+                  % (b, pw / kw, p_rows[0]["sim"], k_rows[0]["sim"]))
+    small, big = [], []
+    for _ in range(max(3, reps // 2)):
+        small.append(kernbench(kb, "gqa_decode_opt2", 262144))
+        big.append(kernbench(kb, "gqa_decode_opt2", 1048576))
+    print("  linearity opt2: %.4f s at 262144, %.4f s at 1048576: %.2fx (goal <= 4.2x)"
+          % (med(small, "wall"), med(big, "wall"), med(big, "wall") / med(small, "wall")))
+    print("  peak RSS opt2: %d kB at 262144, %d kB at 1048576: %.3fx (goal <= 1.1x)"
+          % (med(small, "rss"), med(big, "rss"), med(big, "rss") / med(small, "rss")))
+
+
+if __name__ == "__main__":
+    main()
