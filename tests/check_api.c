@@ -940,7 +940,8 @@ START_TEST(kernel_stopped_half_way_finishes)
 
 	kb_topology *t = NULL;
 
-	so.threads = _i;   /* 0, 1, 2: one per engine, sequential, 2 workers */
+	so.threads = _i % 3;   /* 0, 1, 2: one per engine, sequential, 2 workers */
+	so.kernel_threads = _i / 3;   /* coroutines, then a thread per kernel */
 	ck_assert_int_eq(kb_topology_default(&t, &err), KB_OK);
 	ck_assert_int_eq(kb_topology_set(t, "pes_per_cluster", "2", &err), KB_OK);
 	ck_assert_int_eq(kb_simulation_create(&sim, t, &so, &err), KB_OK);
@@ -1045,7 +1046,7 @@ Suite *api_suite(void)
 	tcase_add_test(sim, own_kernel_threads_agree);
 	tcase_add_test(sim, callback_stops_run);
 	tcase_add_test(sim, threads_independent);
-	tcase_add_loop_test(sim, kernel_stopped_half_way_finishes, 0, 3);
+	tcase_add_loop_test(sim, kernel_stopped_half_way_finishes, 0, 6);
 	tcase_add_test(sim, kernel_stack_size);
 	/* Sanitizers catch the fault themselves (and report it as an error);
 	 * without fork mode the fault would take the runner down. */

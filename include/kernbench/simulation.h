@@ -41,8 +41,14 @@ typedef struct kb_sim_options {
 	 * 16 KiB. Kernels run as coroutines on that stack; one that overflows
 	 * it faults (SIGSEGV) on a guard region below it, never corrupts. */
 	size_t kernel_stack_bytes;
+	/* Nonzero: each kernel instance on a thread of its own instead of a
+	 * coroutine on its PE's thread, for kernels that need one (a kernel
+	 * calling into an interpreter with per-thread state, such as Python
+	 * through ctypes). Only one of a PE's kernel and PE_CPU runs at a time
+	 * either way; the results are the same. */
+	int kernel_threads;
 } kb_sim_options;
-#define KB_SIM_OPTIONS_INIT { 0, 0, NULL, NULL, NULL, NULL, 0, NULL, 0 }
+#define KB_SIM_OPTIONS_INIT { 0, 0, NULL, NULL, NULL, NULL, 0, NULL, 0, 0 }
 
 /* Builds a machine from topo (NULL: the embedded default). */
 KB_API int kb_simulation_create(kb_simulation **out, const kb_topology *topo,

@@ -222,7 +222,9 @@ class Simulation:
     kernbench.run (threads, data, op_log, trace) and pes (0: all)."""
 
     def __init__(self, topology=None, *, threads=1, data=False, pes=0, op_log=None, trace=None):
-        opts = {"threads": threads, "data": bool(data), "pes": pes}
+        # Python kernels each need a thread of their own: the interpreter's
+        # call stack is per thread, and kernels run interleaved.
+        opts = {"threads": threads, "data": bool(data), "pes": pes, "kernel_threads": True}
         if op_log:
             opts["op_log"] = str(op_log)
         if trace:

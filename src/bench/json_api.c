@@ -138,7 +138,7 @@ KB_API int kb_topology_from_json(kb_topology **out, const char *topology_json, k
 
 /* Run options shared by runs, sweeps and simulations. */
 typedef struct json_opts {
-	int threads, data;
+	int threads, data, kernel_threads;
 	long long pes, jobs;
 	const char *op_log, *trace, *dump;
 	const char **argv;
@@ -187,10 +187,10 @@ static int read_opts(const json_t *o, const char *allowed, json_opts *jo, kb_err
 			return kb__err(err, KB_EKEY, "unknown option '%s' (known: %s)", k, allowed);
 		if (strcmp(k, "threads") == 0 && !(rc = get_int(v, k, 0, 4096, &x, err)))
 			jo->threads = (int)x;
-		else if (strcmp(k, "data") == 0) {
+		else if (strcmp(k, "data") == 0 || strcmp(k, "kernel_threads") == 0) {
 			if (!json_is_boolean(v))
-				return kb__err(err, KB_ETYPE, "option data: expected true or false");
-			jo->data = json_is_true(v);
+				return kb__err(err, KB_ETYPE, "option %s: expected true or false", k);
+			*(k[0] == 'd' ? &jo->data : &jo->kernel_threads) = json_is_true(v);
 		} else if (strcmp(k, "pes") == 0)
 			rc = get_int(v, k, 0, 1 << 20, &jo->pes, err);
 		else if (strcmp(k, "jobs") == 0)
@@ -687,7 +687,7 @@ KB_API int kb_simulation_create_json(kb_simulation **out, const char *topology_j
 	*out = NULL;
 	if (!(opts = parse_object(options_json, "options", err)))
 		return err ? err->code : KB_EPARSE;
-	rc = read_opts(opts, "threads data op_log trace pes", &jo, err);
+	rc = read_opts(opts, "threads data op_log trace pes kernel_threads", &jo, err);
 	if (!rc)
 		rc = kb_topology_from_json(&topo, topology_json, err);
 	if (!rc) {
@@ -696,6 +696,7 @@ KB_API int kb_simulation_create_json(kb_simulation **out, const char *topology_j
 		so.oplog_path = jo.op_log;
 		so.trace_path = jo.trace;
 		so.pes = (uint32_t)jo.pes;
+		so.kernel_threads = jo.kernel_threads;
 		rc = kb_simulation_create(out, topo, &so, err);
 	}
 	kb_topology_destroy(topo);

@@ -9,6 +9,13 @@
  * barrier orders those resumptions, and the sanitizers are told about every
  * switch (below), so TSan and ASan follow the fiber wherever it runs.
  *
+ * With kb_sim_options.kernel_threads the kernel runs on a thread of its own
+ * instead (for kernels that need one, such as Python kernels called through
+ * ctypes: an interpreter keeps its call stack per thread, so two kernels
+ * interleaved on one thread would corrupt it). The hand-off is the same
+ * strict alternation, through a mutex and condition variable: only one side
+ * runs at a time, so a --threads 1 run still uses one core.
+ *
  * The stack is mmap'd with a PROT_NONE guard region below it (stacks grow
  * down on every platform this builds on): a kernel that overflows its
  * stack faults on the guard deterministically (SIGSEGV) instead of writing
@@ -21,6 +28,7 @@
 #endif
 #include "runtime/kernel.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -84,6 +92,11 @@ struct kb_kernel_run {
 	char *map;               /* guard + stack */
 	size_t map_bytes;
 	ucontext_t self, caller;
+	/* kernel_threads: the kernel's thread, and whose turn it is to run */
+	int threaded, thread_started, kernel_turn, quit;
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
 #ifdef KB_TSAN
 	void *fiber, *caller_fiber;
 #endif
@@ -94,6 +107,18 @@ struct kb_kernel_run {
 #endif
 };
 
+/* Threaded mode: hands the turn to the other side; waits for it back
+ * unless `last`. */
+static void pass_turn(kb_kernel_run *k, int to_kernel, int last)
+{
+	pthread_mutex_lock(&k->mu);
+	k->kernel_turn = to_kernel;
+	pthread_cond_broadcast(&k->cv);
+	while (!last && k->kernel_turn == to_kernel)
+		pthread_cond_wait(&k->cv, &k->mu);
+	pthread_mutex_unlock(&k->mu);
+}
+
 /* Consumer side: runs the kernel until it yields or ends. */
 static void resume(kb_kernel_run *k)
 {
@@ -102,6 +127,10 @@ static void resume(kb_kernel_run *k)
 #endif
 
 	k->entered = 1;
+	if (k->threaded) {
+		pass_turn(k, 1, 0);
+		return;
+	}
 #ifdef KB_TSAN
 	k->caller_fiber = __tsan_get_current_fiber();
 	__tsan_switch_to_fiber(k->fiber, 0);
@@ -118,6 +147,10 @@ static void resume(kb_kernel_run *k)
 /* Kernel side: back to whoever resumed it. `last`: never resumed again. */
 static void yield(kb_kernel_run *k, int last)
 {
+	if (k->threaded) {
+		pass_turn(k, 0, last);
+		return;
+	}
 #ifdef KB_ASAN
 	__sanitizer_start_switch_fiber(last ? NULL : &k->fake_stack, k->caller_bottom,
 				       k->caller_size);
@@ -152,13 +185,29 @@ static void kernel_main(unsigned hi, unsigned lo)
 	kb_kernel_run *k = (kb_kernel_run *)(((uintptr_t)hi << 16 << 16) | (uintptr_t)lo);
 
 #ifdef KB_ASAN
-	__sanitizer_finish_switch_fiber(NULL, &k->caller_bottom, &k->caller_size);
+	if (!k->threaded)
+		__sanitizer_finish_switch_fiber(NULL, &k->caller_bottom, &k->caller_size);
 #endif
 	k->fn(k->tl, k->args);
 	kb__tl_finish(k->tl);
 	k->finished = 1;
 	yield(k, 1);
 	/* never resumed */
+}
+
+static void *kernel_thread(void *arg)
+{
+	kb_kernel_run *k = arg;
+	int quit;
+
+	pthread_mutex_lock(&k->mu);
+	while (!k->kernel_turn && !k->quit)
+		pthread_cond_wait(&k->cv, &k->mu);
+	quit = k->quit;
+	pthread_mutex_unlock(&k->mu);
+	if (!quit)
+		kernel_main((unsigned)((uintptr_t)k >> 16 >> 16), (unsigned)((uintptr_t)k & 0xffffffffu));
+	return NULL;
 }
 
 /* Consumer side (PE_CPU): the kernel always ends with END or ERROR, so a
@@ -179,7 +228,7 @@ kb_cmd *kb__kernel_next(void *run)
 }
 
 int kb__kernel_create(kb_kernel_run **out, kb_kernel_fn fn, void *args, const kb_tl_config *cfg,
-		      size_t stack_bytes, kb_error *err)
+		      size_t stack_bytes, int threaded, kb_error *err)
 {
 	kb_kernel_run *k = calloc(1, sizeof(*k));
 	kb_tl_config c = *cfg;
@@ -190,6 +239,9 @@ int kb__kernel_create(kb_kernel_run **out, kb_kernel_fn fn, void *args, const kb
 	k->fn = fn;
 	k->args = args;
 	k->stack_bytes = stack_bytes ? stack_bytes : KB_KERNEL_STACK_DEFAULT;
+	k->threaded = threaded;
+	pthread_mutex_init(&k->mu, NULL);
+	pthread_cond_init(&k->cv, NULL);
 	c.emit = stream_push;
 	c.emit_ctx = k;
 	k->tl = kb__tl_create(&c);
@@ -207,6 +259,21 @@ int kb__kernel_start(kb_kernel_run *k, kb_error *err)
 	uintptr_t p = (uintptr_t)k;
 
 	k->stack_bytes = (k->stack_bytes + page - 1) / page * page;
+	if (k->threaded) {
+		pthread_attr_t a;
+		int rc = pthread_attr_init(&a);
+
+		/* The thread's own stack, with the system's guard page. */
+		if (!rc)
+			rc = pthread_attr_setstacksize(&a, k->stack_bytes);
+		if (!rc)
+			rc = pthread_create(&k->thread, &a, kernel_thread, k);
+		pthread_attr_destroy(&a);
+		if (rc)
+			return kb__err(err, KB_ENOMEM, "cannot start a kernel thread");
+		k->thread_started = 1;
+		return KB_OK;
+	}
 	k->map_bytes = GUARD_BYTES + k->stack_bytes;
 	k->map = mmap(NULL, k->map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (k->map == MAP_FAILED) {
@@ -243,6 +310,13 @@ void kb__kernel_destroy(kb_kernel_run *k)
 	if (!k)
 		return;
 	kb__kernel_stop(k);
+	if (k->thread_started) {
+		pthread_mutex_lock(&k->mu);
+		k->quit = 1;   /* a thread whose kernel never ran leaves */
+		pthread_cond_broadcast(&k->cv);
+		pthread_mutex_unlock(&k->mu);
+		pthread_join(k->thread, NULL);
+	}
 	while (k->count) {
 		kb__cmd_free(k->ring[k->head]);
 		k->head = (k->head + 1) % STREAM_CAP;
@@ -253,6 +327,8 @@ void kb__kernel_destroy(kb_kernel_run *k)
 	if (k->fiber)
 		__tsan_destroy_fiber(k->fiber);
 #endif
+	pthread_mutex_destroy(&k->mu);
+	pthread_cond_destroy(&k->cv);
 	if (k->map) {
 #ifdef KB_ASAN
 		/* Frames left on a finished kernel's stack keep their redzones

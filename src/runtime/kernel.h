@@ -19,9 +19,10 @@ typedef struct kb_kernel_run kb_kernel_run;
 #define KB_KERNEL_STACK_DEFAULT ((size_t)1 << 20)
 #define KB_KERNEL_STACK_MIN ((size_t)16 << 10)
 
-/* stack_bytes: 0 for the default. */
+/* stack_bytes: 0 for the default. threaded: on a thread of its own rather
+ * than as a coroutine (kb_sim_options.kernel_threads). */
 int kb__kernel_create(kb_kernel_run **out, kb_kernel_fn fn, void *args, const kb_tl_config *cfg,
-		      size_t stack_bytes, kb_error *err);
+		      size_t stack_bytes, int threaded, kb_error *err);
 /* Maps the kernel's stack (with its guard) and prepares the coroutine; it
  * first runs when PE_CPU asks for a command. */
 int kb__kernel_start(kb_kernel_run *k, kb_error *err);

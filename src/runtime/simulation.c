@@ -217,7 +217,7 @@ static int attach_kernels(kb_simulation *s, kb_machine *m, kb_error *err)
 			};
 			kb_kernel_run *run;
 			int rc = kb__kernel_create(&run, l->fn, l->args, &cfg, s->opt.kernel_stack_bytes,
-						   err);
+						   s->opt.kernel_threads, err);
 
 			if (rc)
 				return rc;
