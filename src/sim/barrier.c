@@ -1,29 +1,8 @@
 #include "sim/barrier.h"
 
 #include <limits.h>
-#include <linux/futex.h>
 #include <sched.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-static void futex_wait(_Atomic unsigned *addr, unsigned val)
-{
-	syscall(SYS_futex, (unsigned *)addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
-}
-
-static void futex_wake_all(_Atomic unsigned *addr)
-{
-	syscall(SYS_futex, (unsigned *)addr, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
-}
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#else
-	atomic_signal_fence(memory_order_seq_cst);
-#endif
-}
+#include <urcu/arch.h>
 
 void kb__barrier_init(kb_barrier *b, unsigned parties, unsigned spin)
 {
@@ -44,16 +23,16 @@ void kb__barrier_wait(kb_barrier *b)
 		atomic_store_explicit(&b->arrived, 0, memory_order_relaxed);
 		atomic_fetch_add_explicit(&b->generation, 1, memory_order_seq_cst);
 		if (atomic_load_explicit(&b->sleepers, memory_order_seq_cst))
-			futex_wake_all(&b->generation);
+			kb__futex_wake(&b->generation, INT_MAX);
 		return;
 	}
 	for (unsigned i = 0; i < b->spin; i++) {
 		if (atomic_load_explicit(&b->generation, memory_order_acquire) != gen)
 			return;
-		cpu_relax();
+		caa_cpu_relax();
 	}
 	atomic_fetch_add_explicit(&b->sleepers, 1, memory_order_seq_cst);
 	while (atomic_load_explicit(&b->generation, memory_order_seq_cst) == gen)
-		futex_wait(&b->generation, gen);
+		kb__futex_wait(&b->generation, gen);
 	atomic_fetch_sub_explicit(&b->sleepers, 1, memory_order_relaxed);
 }

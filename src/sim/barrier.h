@@ -7,7 +7,24 @@
 #ifndef KB_SIM_BARRIER_H
 #define KB_SIM_BARRIER_H
 
+#include <linux/futex.h>
 #include <stdatomic.h>
+#include <stdint.h>
+#include <urcu/futex.h>
+
+/* Sleep while *addr == val / wake n sleepers, with liburcu's futex
+ * wrapper. The ops are the _PRIVATE ones of linux/futex.h: the word never
+ * leaves the process, which spares the kernel a lookup; on Linux
+ * futex_noasync hands the op to the system call as it is. */
+static inline void kb__futex_wait(_Atomic unsigned *addr, unsigned val)
+{
+	futex_noasync((int32_t *)addr, FUTEX_WAIT_PRIVATE, (int32_t)val, NULL, NULL, 0);
+}
+
+static inline void kb__futex_wake(_Atomic unsigned *addr, int n)
+{
+	futex_noasync((int32_t *)addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
 
 typedef struct kb_barrier {
 	_Atomic unsigned arrived;

@@ -13,9 +13,7 @@
  * threshold, as in SimGrid): that changes speed, never results.
  */
 #include <limits.h>
-#include <linux/futex.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "base/err.h"
@@ -103,16 +101,6 @@ int kb__exec_sequential(kb_sim *sim, kb_error *err)
  * engine on a small machine this keeps oversubscription from costing a
  * context switch per thread per window; it changes speed, never results. */
 
-static void futex_wait(_Atomic unsigned *addr, unsigned val)
-{
-	syscall(SYS_futex, (unsigned *)addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
-}
-
-static void futex_wake(_Atomic unsigned *addr, int n)
-{
-	syscall(SYS_futex, (unsigned *)addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
-}
-
 static void help(kb_sim *sim)
 {
 	unsigned i;
@@ -136,7 +124,7 @@ static unsigned wait_job(kb_sim *sim, unsigned seen)
 			return g;
 	atomic_fetch_add(&sim->job_sleepers, 1);
 	while ((g = atomic_load(&sim->job_gen)) == seen)
-		futex_wait(&sim->job_gen, seen);
+		kb__futex_wait(&sim->job_gen, seen);
 	atomic_fetch_sub(&sim->job_sleepers, 1);
 	return g;
 }
@@ -181,7 +169,7 @@ static void post_job(kb_sim *sim, unsigned helpers)
 	atomic_store(&sim->job, (uint64_t)g << 32);
 	atomic_store(&sim->job_gen, g);
 	if (atomic_load(&sim->job_sleepers))
-		futex_wake(&sim->job_gen, atomic_load(&sim->quit) ? INT_MAX : (int)helpers);
+		kb__futex_wake(&sim->job_gen, atomic_load(&sim->quit) ? INT_MAX : (int)helpers);
 }
 
 static kb_time global_min(const kb_sim *sim, unsigned *active_out, kb_time *bound_out)
