@@ -246,8 +246,24 @@ static int take_row(resume_ctx *c, const char *bench, const char *const *values,
 		return cli_error("%s:%zu: this row is not a point of this sweep (bench '%s'); "
 				 "use another --out file or the same lists", c->path, c->line, bench);
 	r = &c->rows[i];
+	/* Rows are verified, never silently kept, dropped or recomputed
+	 * (issue 18 §4): a second row for one point (an edited key value), a
+	 * status other than ok/error, or a figure of an ok row that is not a
+	 * finite number is a named error with the line. */
 	if (r->present)
-		return 0;  /* a duplicate: the first row wins */
+		return cli_error("%s:%zu: a second row for the point of bench '%s' (an edited "
+				 "key value?); remove one of them", c->path, c->line, bench);
+	if (strcmp(status, "ok") != 0 && strcmp(status, "error") != 0)
+		return cli_error("%s:%zu: status '%.40s' is neither 'ok' nor 'error'", c->path,
+				 c->line, status);
+	for (k = 0; k < N_FIG && strcmp(status, "ok") == 0; k++) {
+		char *e = NULL;
+		double v = figs[k] && *figs[k] ? strtod(figs[k], &e) : 0;
+
+		if (figs[k] && *figs[k] && (*e || !isfinite(v)))
+			return cli_error("%s:%zu: figure '%.40s' of an ok row is not a finite number",
+					 c->path, c->line, figs[k]);
+	}
 	r->text = strndup(start, (size_t)(end - start));
 	if (!r->text)
 		return cli_error("out of memory");

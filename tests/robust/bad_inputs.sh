@@ -57,6 +57,11 @@ mk clock_denorm "{$S, \"clock_freq_ghz\": 5e-324}"
 "$KB" sweep synthetic --param events=10 --param lps=1,2 --quiet --out "$TMP/done.csv" \
 	>/dev/null 2>&1 || fail "cannot make the sweep file to resume"
 printf 'garbage\n' > "$TMP/garbage.csv"
+# Resume files edited by hand: status 'okay', a key value changed so that
+# two rows claim one point, a NaN figure in an ok row.
+sed '2s/,ok,/,okay,/' "$TMP/done.csv" > "$TMP/okay.csv"
+sed '3s/^synthetic,10,2,/synthetic,10,1,/' "$TMP/done.csv" > "$TMP/twice.csv"
+sed '2s/^synthetic,10,1,[0-9.]*,/synthetic,10,1,NaN,/' "$TMP/done.csv" > "$TMP/nan.csv"
 # Sparse: 300 MB of size, no disk.
 truncate -s 300M "$TMP/huge.csv" 2>/dev/null || dd if=/dev/zero of="$TMP/huge.csv" bs=1 count=0 seek=300M 2>/dev/null
 
@@ -176,6 +181,11 @@ table=$(cat <<ROWS
 2|-|value '1' is listed twice|sweep synthetic --param events=10 --param lps=1,2,1
 2|-|value '1' is listed twice|sweep synthetic --param events=10 --param lps=1,\x201
 2|-|value '1' is listed twice|sweep synthetic --param events=10 --set clusters=1,1
+# Rule (issue 18 §4): resume verifies every row it keeps; a bad one is a
+# named error with its line, never kept, dropped or recomputed silently.
+1|-|okay.csv:2: status 'okay' is neither 'ok' nor 'error'|sweep synthetic --param events=10 --param lps=1,2 --quiet --out @TMP@/okay.csv --resume
+1|-|twice.csv:3: a second row for the point|sweep synthetic --param events=10 --param lps=1,2 --quiet --out @TMP@/twice.csv --resume
+1|-|nan.csv:2: figure 'NaN' of an ok row is not a finite number|sweep synthetic --param events=10 --param lps=1,2 --quiet --out @TMP@/nan.csv --resume
 ROWS
 )
 
