@@ -69,6 +69,8 @@ static const char help_sweep[] =
 	"      --force                with --resume: continue even when FILE.meta.json\n"
 	"                             records another topology hash or version\n"
 	"      --plot FILE.svg        plot each figure against the first swept key\n"
+	"      --plot-figures LIST    with --plot: the figures to draw, e.g. sim_time_ns,wall_s\n"
+	"                             (default: all but wall_s)\n"
 	"      --quiet                no progress line on standard error\n"
 	"  -h, --help                 print this help\n"
 	"\n"

@@ -29,12 +29,15 @@ int plot_write_svg(const char *path, const plot_data *d);
 /*
  * Plots the rows of a sweep (rows[i] for point i, see sweep_out.h): x is the
  * first key's value, one series per bench and combination of the other
- * keys. Returns 0, or prints an error and returns 1.
+ * keys. figures: comma-separated figure names to draw (NULL: every one but
+ * wall_s, which is host noise). Returns 0, or prints an error and returns 1.
  */
 struct kb_sweep;
 struct kept_row;
 int plot_sweep(const char *path, const struct kb_sweep *s, size_t n_benches,
 	       const char *const *benches, size_t n_keys, const char *const *keys,
-	       const size_t *n_values, const struct kept_row *rows);
+	       const size_t *n_values, const struct kept_row *rows, const char *figures);
+/* Checks a --plot-figures list: 0, or a usage error (2) naming the bad figure. */
+int plot_check_figures(const char *figures);
 
 #endif

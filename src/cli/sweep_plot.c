@@ -77,7 +77,51 @@ static int labels(plot_build *b, const kb_sweep *s, const char *const *benches,
 	return 0;
 }
 
-static void figures(plot_build *b, const kept_row *rows, size_t inner)
+/* Index of a figure name of len bytes in out_fig_names, or -1. */
+static int fig_index(const char *name, size_t len)
+{
+	for (int f = 0; f < N_FIG; f++)
+		if (strlen(out_fig_names[f]) == len && strncmp(out_fig_names[f], name, len) == 0)
+			return f;
+	return -1;
+}
+
+int plot_check_figures(const char *figures)
+{
+	for (const char *p = figures;; p++) {
+		size_t len = strcspn(p, ",");
+
+		if (fig_index(p, len) < 0) {
+			char *bad = strndup(p, len), hint[96] = "";
+
+			if (bad)
+				cli_hint(bad, out_fig_names, N_FIG, hint, sizeof(hint));
+			cli_usage("sweep", "--plot-figures: unknown figure '%s'%s", bad ? bad : "", hint);
+			free(bad);
+			return CLI_USAGE;
+		}
+		p += len;
+		if (!*p)
+			return 0;
+	}
+}
+
+/* Which figures to draw: the list, or every one but wall_s. */
+static void wanted(const char *figures, int want[N_FIG])
+{
+	for (int f = 0; f < N_FIG; f++)
+		want[f] = !figures && f != FIG_WALL_S;
+	for (const char *p = figures; p && *p;) {
+		size_t len = strcspn(p, ",");
+		int f = fig_index(p, len);
+
+		if (f >= 0)
+			want[f] = 1;
+		p += len + (p[len] == ',');
+	}
+}
+
+static void figures(plot_build *b, const kept_row *rows, size_t inner, const int want[N_FIG])
 {
 	size_t per = b->d.n_x * inner, s, x, f;
 
@@ -90,7 +134,7 @@ static void figures(plot_build *b, const kept_row *rows, size_t inner)
 
 				b->y[(s * b->d.n_x + x) * N_FIG + f] = v;
 				/* dispatch per tile only when some bench has tiles */
-				if (f != FIG_DPT_NS || isfinite(v))
+				if (want[f] && (f != FIG_DPT_NS || isfinite(v)))
 					b->shown[f] = 1;
 			}
 		}
@@ -98,8 +142,9 @@ static void figures(plot_build *b, const kept_row *rows, size_t inner)
 
 int plot_sweep(const char *path, const kb_sweep *s, size_t n_benches, const char *const *benches,
 	       size_t n_keys, const char *const *keys, const size_t *n_values,
-	       const kept_row *rows)
+	       const kept_row *rows, const char *fig_list)
 {
+	int want[N_FIG];
 	plot_build b;
 	size_t total = kb_sweep_points(s), inner, i;
 	int rc;
@@ -115,7 +160,8 @@ int plot_sweep(const char *path, const kb_sweep *s, size_t n_benches, const char
 		build_free(&b);
 		return cli_error("out of memory");
 	}
-	figures(&b, rows, inner);
+	wanted(fig_list, want);
+	figures(&b, rows, inner, want);
 	snprintf(b.title, sizeof(b.title), "kernbench sweep:");
 	for (i = 0; i < n_benches; i++)
 		snprintf(b.title + strlen(b.title), sizeof(b.title) - strlen(b.title), "%s%s",

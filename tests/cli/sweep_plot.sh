@@ -7,15 +7,26 @@ set -u
 	--quiet --out "$TMP/p.csv" --plot "$TMP/p.svg" || fail "sweep --plot exited $?"
 [ -s "$TMP/p.svg" ] || fail "no plot written"
 head -c 200 "$TMP/p.svg" | grep -q '<svg' || fail "not an SVG"
-# synthetic has no tiles: 4 panels (sim_time_ns, commands, events, wall_s),
-# 2 series (events=100, events=200).
+# synthetic has no tiles: 3 panels (sim_time_ns, commands, events; wall_s,
+# host noise, only when asked for), 2 series (events=100, events=200).
 n=$(grep -c '<polyline' "$TMP/p.svg")
-[ "$n" -eq 8 ] || fail "expected 8 polylines, found $n"
+[ "$n" -eq 6 ] || fail "expected 6 polylines, found $n"
+grep -q '>wall_s' "$TMP/p.svg" && fail "a wall_s panel without --plot-figures"
+# --plot-figures picks the panels.
+"$KB" sweep synthetic --param lps=1,2 --param events=100 --quiet \
+	--plot "$TMP/f.svg" --plot-figures events,wall_s >/dev/null || fail "--plot-figures exited $?"
+[ "$(grep -c '<polyline' "$TMP/f.svg")" -eq 2 ] || fail "--plot-figures events,wall_s: not 2 panels"
+grep -q '>wall_s' "$TMP/f.svg" || fail "no wall_s panel when asked for"
+grep -q '>sim_time_ns' "$TMP/f.svg" && fail "a sim_time_ns panel not asked for"
+"$KB" sweep synthetic --param lps=1,2 --quiet --plot "$TMP/g.svg" --plot-figures evnts \
+	>/dev/null 2>"$TMP/err"
+[ $? -eq 2 ] || fail "an unknown figure is not a usage error"
+grep -qF "did you mean 'events'" "$TMP/err" || fail "no suggestion for an unknown figure"
 grep -q 'events=200' "$TMP/p.svg" || fail "the legend lacks a series"
 grep -q '>lps<' "$TMP/p.svg" || fail "the x axis is not labelled"
 grep -q '>sim_time_ns' "$TMP/p.svg" || fail "no sim_time_ns panel"
 if have_python; then
-	python3 -c 'import xml.dom.minidom,sys; d = xml.dom.minidom.parse(sys.argv[1]); assert len(d.getElementsByTagName("polyline")) == 8' \
+	python3 -c 'import xml.dom.minidom,sys; d = xml.dom.minidom.parse(sys.argv[1]); assert len(d.getElementsByTagName("polyline")) == 6' \
 		"$TMP/p.svg" || fail "the SVG is not valid XML"
 fi
 # Non-numeric x values, a failing point, and text that needs escaping.
