@@ -18,12 +18,14 @@ grep -q '>wall_s' "$TMP/p.svg" && fail "a wall_s panel without --plot-figures"
 [ "$(grep -c '<polyline' "$TMP/f.svg")" -eq 2 ] || fail "--plot-figures events,wall_s: not 2 panels"
 grep -q '>wall_s' "$TMP/f.svg" || fail "no wall_s panel when asked for"
 grep -q '>sim_time_ns' "$TMP/f.svg" && fail "a sim_time_ns panel not asked for"
+grep -q '>lps<' "$TMP/f.svg" || fail "lps = 1, 2 (2x) is not a linear x axis"
 "$KB" sweep synthetic --param lps=1,2 --quiet --plot "$TMP/g.svg" --plot-figures evnts \
 	>/dev/null 2>"$TMP/err"
 [ $? -eq 2 ] || fail "an unknown figure is not a usage error"
 grep -qF "did you mean 'events'" "$TMP/err" || fail "no suggestion for an unknown figure"
 grep -q 'events=200' "$TMP/p.svg" || fail "the legend lacks a series"
-grep -q '>lps<' "$TMP/p.svg" || fail "the x axis is not labelled"
+# lps = 1..8 spans 8x: a log x axis.
+grep -q '>lps (log scale)<' "$TMP/p.svg" || fail "the x axis is not labelled as log scale"
 grep -q '>sim_time_ns' "$TMP/p.svg" || fail "no sim_time_ns panel"
 if have_python; then
 	python3 -c 'import xml.dom.minidom,sys; d = xml.dom.minidom.parse(sys.argv[1]); assert len(d.getElementsByTagName("polyline")) == 6' \
