@@ -23,6 +23,10 @@ if ! env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL $MAKE -C "$abs_top_builddir" instal
 	exit 1
 fi
 
+# The op reference is installed with the library (under $(docdir)).
+[ -n "$(find "$tmp" -name commands.md -path '*/doc/kernbench/*' | head -n 1)" ] ||
+	{ echo "FAIL: doc/commands.md was not installed under \$(docdir)"; exit 1; }
+
 pc=$(find "$tmp" -name kernbench.pc -path '*/pkgconfig/*' | head -n 1)
 [ -n "$pc" ] || { echo "FAIL: kernbench.pc was not installed"; exit 1; }
 export PKG_CONFIG_PATH="$(dirname "$pc")"
