@@ -166,34 +166,34 @@ static inline v4i f32_lanes(v4u x, v4u *out)
 	return (v4i)(a >= (UINT32_C(102) << 23)) & (v4i)(a < (UINT32_C(113) << 23));
 }
 
-static int f16_block(const v4u h[2], v4u out[2])
-{
-	return !any_lane(f16_lanes(h[0], &out[0]) | f16_lanes(h[1], &out[1]));
-}
-
-static int f32_block(const v4u x[2], v4u out[2])
-{
-	return !any_lane(f32_lanes(x[0], &out[0]) | f32_lanes(x[1], &out[1]));
-}
-
+/*
+ * Two passes: the vector pass converts every block and ORs the lanes it
+ * does not cover into one mask, tested once at the end (a horizontal test
+ * per block cost as much as the conversion); only when some lane was not
+ * covered does a second pass redo those blocks with the scalar function.
+ */
 static void load_f16(float *dst, const unsigned char *p, size_t n)
 {
-	size_t i = 0;
+	size_t i, blocks = n / VL * VL;
 	v4u x[2], r[2];
+	v4i miss = { 0 };
 	uint16_t h;
 
-	for (; i + VL <= n; i += VL) {
+	for (i = 0; i < blocks; i += VL) {
 		load_h8(x, p + 2 * i);
-		if (f16_block(x, r)) {
-			memcpy(dst + i, &r, sizeof(r));
+		miss |= f16_lanes(x[0], &r[0]) | f16_lanes(x[1], &r[1]);
+		memcpy(dst + i, r, sizeof(r));
+	}
+	for (i = 0; any_lane(miss) && i < blocks; i += VL) {
+		load_h8(x, p + 2 * i);
+		if (!any_lane(f16_lanes(x[0], &r[0]) | f16_lanes(x[1], &r[1])))
 			continue;
-		}
 		for (size_t j = i; j < i + VL; j++) {
 			memcpy(&h, p + 2 * j, sizeof(h));
 			dst[j] = kb__f16_to_f32(h);
 		}
 	}
-	for (; i < n; i++) {
+	for (i = blocks; i < n; i++) {
 		memcpy(&h, p + 2 * i, sizeof(h));
 		dst[i] = kb__f16_to_f32(h);
 	}
@@ -201,22 +201,26 @@ static void load_f16(float *dst, const unsigned char *p, size_t n)
 
 static void store_f16(unsigned char *p, const float *src, size_t n)
 {
-	size_t i = 0;
+	size_t i, blocks = n / VL * VL;
 	v4u x[2], r[2];
+	v4i miss = { 0 };
 	uint16_t h;
 
-	for (; i + VL <= n; i += VL) {
+	for (i = 0; i < blocks; i += VL) {
 		memcpy(x, src + i, sizeof(x));
-		if (f32_block(x, r)) {
-			store_h8(p + 2 * i, r);
+		miss |= f32_lanes(x[0], &r[0]) | f32_lanes(x[1], &r[1]);
+		store_h8(p + 2 * i, r);
+	}
+	for (i = 0; any_lane(miss) && i < blocks; i += VL) {
+		memcpy(x, src + i, sizeof(x));
+		if (!any_lane(f32_lanes(x[0], &r[0]) | f32_lanes(x[1], &r[1])))
 			continue;
-		}
 		for (size_t j = i; j < i + VL; j++) {
 			h = kb__f32_to_f16(src[j]);
 			memcpy(p + 2 * j, &h, sizeof(h));
 		}
 	}
-	for (; i < n; i++) {
+	for (i = blocks; i < n; i++) {
 		h = kb__f32_to_f16(src[i]);
 		memcpy(p + 2 * i, &h, sizeof(h));
 	}

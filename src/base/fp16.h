@@ -30,7 +30,8 @@ float kb__bf16_to_f32(uint16_t h);
  * need not be aligned) to fp32. An invalid dt is treated as fp32.
  */
 void kb__load_f32(float *dst, const void *src, kb_dtype dt, size_t n);
-/* Converts n fp32 values to storage type dt (dst need not be aligned). */
+/* Converts n fp32 values to storage type dt (dst need not be aligned).
+ * For fp16/bf16, src and dst of either function must not overlap. */
 void kb__store_f32(void *dst, kb_dtype dt, const float *src, size_t n);
 
 #endif
