@@ -9,7 +9,9 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sched.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kernbench.h"
 #include "suites.h"
@@ -32,10 +34,13 @@ static const model models[] = {
 	{ "opt3", "gqa_decode_opt3", { "S_kv=512", NULL } },
 	{ "opt2-4pe", "gqa_decode_opt2", { "H_kv=2", "P=2", "C=2", "S_kv=512", NULL } },
 	{ "opt3-4pe", "gqa_decode_opt3", { "H_kv=4", "P=1", "S_kv=256", NULL } },
+	/* IPCQ gathers within and across clusters: horizons shrink and grow */
+	{ "opt3-16pe", "gqa_decode_opt3", { "H_kv=4", "P=4", "C=2", "S_kv=2048", NULL } },
+	{ "opt2-8pe", "gqa_decode_opt2", { "H_kv=2", "P=4", "C=4", "S_kv=2048", NULL } },
 };
 #define N_MODELS ((int)(sizeof(models) / sizeof(models[0])))
 
-static const int executors[] = { 1, 2, 3, 0 };
+static const int executors[] = { 1, 2, 3, 0, KB_THREADS_AUTO };
 #define N_EXEC ((int)(sizeof(executors) / sizeof(executors[0])))
 
 /* The simulated figures that must not depend on the executor. */
@@ -183,6 +188,25 @@ START_TEST(workers_used)
 		ck_assert_uint_eq(r.workers, t == 0 ? 16u : (t > 16 ? 16u : (unsigned)t));
 		kb_result_clear(&r);
 	}
+	/* auto: a few workers per core, at most one per PE (here: per LP), and
+	 * never more busy threads than cores */
+	ck_assert_msg(kbt_run("synthetic", p, NULL, KB_THREADS_AUTO, 0, &r, &err) == 0, "%s",
+		      err.message);
+	{
+		cpu_set_t set;
+		long cores = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set)
+									: sysconf(_SC_NPROCESSORS_ONLN);
+
+		if (cores < 2)
+			ck_assert_uint_eq(r.workers, 1);
+		else
+			ck_assert_uint_eq(r.workers, cores * 4 < 16 ? (unsigned)cores * 4 : 16u);
+		ck_assert_uint_le(r.exec.threads, (unsigned)cores);
+		ck_assert_uint_le(r.exec.threads, r.workers);
+		if (r.workers > 1)
+			ck_assert_uint_gt(r.windows, 0);
+	}
+	kb_result_clear(&r);
 }
 END_TEST
 

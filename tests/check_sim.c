@@ -26,7 +26,7 @@
 #define MAX_LOG 64
 #define MAX_LPS 16
 
-static const int executors[] = { 1, 2, 0 };
+static const int executors[] = { 1, 2, 0, KB_SIM_THREADS_AUTO };
 #define N_EXEC (sizeof(executors) / sizeof(executors[0]))
 
 /* ---- a tiny model: one state struct per LP, shared type table --------- */
@@ -108,8 +108,8 @@ static int snd_event(kb_lp *lp, const kb_event *ev)
 	return rc;
 }
 
-static const kb_lp_type recv_type = { "recv", NULL, recv_event, NULL, NULL, 0, NULL, NULL };
-static const kb_lp_type snd_type = { "snd", snd_start, snd_event, NULL, NULL, 0, NULL, NULL };
+static const kb_lp_type recv_type = { "recv", NULL, recv_event, NULL, NULL, 0, NULL, NULL, NULL };
+static const kb_lp_type snd_type = { "snd", snd_start, snd_event, NULL, NULL, 0, NULL, NULL, NULL };
 
 typedef struct model {
 	kb_sim *sim;
@@ -262,7 +262,7 @@ static int mix_event(kb_lp *lp, const kb_event *ev)
 	return KB_OK;
 }
 
-static const kb_lp_type mix_type = { "mix", mix_start, mix_event, NULL, NULL, 0, NULL, NULL };
+static const kb_lp_type mix_type = { "mix", mix_start, mix_event, NULL, NULL, 0, NULL, NULL, NULL };
 
 START_TEST(self_events_same_time)
 {
@@ -326,7 +326,7 @@ static int ring_event(kb_lp *lp, const kb_event *ev)
 	return send_tag(lp, s->dst, s->delay, ev->w[0] + 1);
 }
 
-static const kb_lp_type ring_type = { "ring", ring_start, ring_event, NULL, NULL, 0, NULL, NULL };
+static const kb_lp_type ring_type = { "ring", ring_start, ring_event, NULL, NULL, 0, NULL, NULL, NULL };
 
 /* Adds n ring LPs (ids first..first+n-1) whose tokens travel `hops` hops. */
 static void add_ring(model *m, uint32_t n, uint64_t hops)
@@ -342,6 +342,118 @@ static void add_ring(model *m, uint32_t n, uint64_t hops)
 		s->at = (kb_time)hops;
 	}
 }
+
+/* ---- horizons: lookahead beyond the link latency ----------------------- */
+
+/* "tick" ticks every 1 ps for `at` ticks and, at every multiple of its
+ * period `delay`, sends its tick time to dst (its own PE each: LP id = PE).
+ * Its horizon hook says so (role 0), or promises 5 periods of quiet (role
+ * 1, a lie the core must catch rather than run on). */
+static int tick_start(kb_lp *lp)
+{
+	return self_tag(lp, 1, 1);
+}
+
+static int tick_event(kb_lp *lp, const kb_event *ev)
+{
+	tlp *s = kb__lp_state(lp);
+	int rc = KB_OK;
+
+	if (ev->type == 1)
+		return recv_event(lp, ev);
+	if (ev->w[0] % s->delay == 0)
+		rc = send_tag(lp, s->dst, LAT, ev->w[0]);
+	if (!rc && ev->w[0] + 1 < s->at)
+		rc = self_tag(lp, 1, ev->w[0] + 1);
+	return rc;
+}
+
+static kb_time tick_horizon(kb_lp *lp, kb_time t_min, kb_time enough)
+{
+	tlp *s = kb__lp_state(lp);
+
+	(void)enough;
+	if (s->role)
+		return t_min + 5 * s->delay;
+	return (t_min + s->delay - 1) / s->delay * s->delay;
+}
+
+static const kb_lp_type tick_type = { "tick", tick_start, tick_event, NULL, NULL, 0, NULL, NULL,
+						tick_horizon };
+
+static int run_ticks(int threads, int liar, seen *out, int *n_out, uint64_t *windows, kb_error *err)
+{
+	model m;
+	int rc;
+
+	model_init(&m, threads, LAT);
+	for (uint32_t i = 0; i < 2; i++) {
+		tlp *s = model_add(&m, &tick_type);
+
+		s->at = 20000;
+		s->delay = 1000;
+		s->dst = 1 - i;
+		s->role = liar;
+	}
+	rc = kb__sim_run(m.sim, err);
+	*windows = kb__sim_stats(m.sim)->windows;
+	*n_out = m.st[0].n_log;
+	memcpy(out, m.st[0].log, sizeof(seen) * (size_t)m.st[0].n_log);
+	kb__sim_destroy(m.sim);
+	return rc;
+}
+
+START_TEST(horizon_stretches_windows)
+{
+	seen ref[MAX_LOG];
+	int n_ref = 0;
+
+	for (size_t e = 0; e < N_EXEC; e++) {
+		seen got[MAX_LOG];
+		uint64_t windows;
+		kb_error err;
+		int n = 0, rc = run_ticks(executors[e], 0, got, &n, &windows, &err);
+
+		ck_assert_msg(rc == 0, "threads %d: %s", executors[e], err.message);
+		ck_assert_int_eq(n, 19);
+		ck_assert_uint_eq(got[0].time, 1000 + LAT);
+		/* 20000 ps in windows of LAT would be 2000 windows; the horizon
+		 * lets each run up to the next send. */
+		if (executors[e] != 1)
+			ck_assert_msg(windows <= 2 * 20 + 2, "threads %d: %llu windows", executors[e],
+				      (unsigned long long)windows);
+		if (e == 0) {
+			memcpy(ref, got, sizeof(ref));
+			n_ref = n;
+		} else {
+			ck_assert_int_eq(n, n_ref);
+			ck_assert_msg(memcmp(ref, got, sizeof(seen) * (size_t)n) == 0,
+				      "threads %d differs from threads 1", executors[e]);
+		}
+	}
+}
+END_TEST
+
+START_TEST(horizon_lie_caught)
+{
+	for (size_t e = 0; e < N_EXEC; e++) {
+		seen got[MAX_LOG];
+		uint64_t windows;
+		kb_error err;
+		int n = 0, rc = run_ticks(executors[e], 1, got, &n, &windows, &err);
+
+		if (executors[e] == 1) {
+			ck_assert_msg(rc == 0, "sequential: %s", err.message);  /* no windows to break */
+			continue;
+		}
+		ck_assert_msg(rc == KB_ELOOKAHEAD, "threads %d: rc %d (%s)", executors[e], rc,
+			      err.message);
+		ck_assert_msg(strstr(err.message, "horizon") && strstr(err.message, "pe0.tick") &&
+				      strstr(err.message, "t=1000 ps"),
+			      "threads %d: '%s'", executors[e], err.message);
+	}
+}
+END_TEST
 
 /* ---- lookahead violation ---------------------------------------------- */
 
@@ -361,7 +473,7 @@ static int bad_event(kb_lp *lp, const kb_event *ev)
 	return send_tag(lp, s->dst, s->delay, 7);
 }
 
-static const kb_lp_type bad_type = { "bad", bad_start, bad_event, NULL, NULL, 0, NULL, NULL };
+static const kb_lp_type bad_type = { "bad", bad_start, bad_event, NULL, NULL, 0, NULL, NULL, NULL };
 
 static void lookahead_once(int threads)
 {
@@ -419,7 +531,7 @@ static int bad_now_start(kb_lp *lp)
 }
 
 static const kb_lp_type bad_now_type = { "early", bad_now_start, recv_event, NULL, NULL,
-	0, NULL, NULL };
+	0, NULL, NULL, NULL };
 
 START_TEST(lookahead_violation_at_start)
 {
@@ -469,8 +581,8 @@ static int idle_pending(kb_lp *lp, char *buf, size_t len)
 }
 
 static const kb_lp_type stuck_type = { "stuck", stuck_start, recv_event, stuck_pending, NULL,
-	0, NULL, NULL };
-static const kb_lp_type idle_type = { "idle", NULL, recv_event, idle_pending, NULL, 0, NULL, NULL };
+	0, NULL, NULL, NULL };
+static const kb_lp_type idle_type = { "idle", NULL, recv_event, idle_pending, NULL, 0, NULL, NULL, NULL };
 
 START_TEST(deadlock_detected)
 {
@@ -567,7 +679,7 @@ static int stopper_event(kb_lp *lp, const kb_event *ev)
 }
 
 static const kb_lp_type stopper_type = { "stopper", bad_start, stopper_event, NULL, NULL,
-	0, NULL, NULL };
+	0, NULL, NULL, NULL };
 
 START_TEST(request_stop)
 {
@@ -617,7 +729,7 @@ static int failer_event(kb_lp *lp, const kb_event *ev)
 }
 
 static const kb_lp_type failer_type = { "failer", failer_start, failer_event, NULL, NULL,
-	0, NULL, NULL };
+	0, NULL, NULL, NULL };
 
 /* n_lps failers (ids 0..n-1) spread over the workers, with a ring of 3 LPs
  * after them; lat 1000 so that every failure falls in the same window. */
@@ -714,7 +826,7 @@ static int start_fails(kb_lp *lp)
 }
 
 static const kb_lp_type start_fail_type = { "sfail", start_fails, recv_event, NULL, NULL,
-	0, NULL, NULL };
+	0, NULL, NULL, NULL };
 
 START_TEST(start_error_plain_return)
 {
@@ -856,8 +968,8 @@ static int sink_event(kb_lp *lp, const kb_event *ev)
 }
 
 static const kb_lp_type talker_type = { "talker", talker_start, talker_event, NULL, NULL,
-	0, NULL, NULL };
-static const kb_lp_type sink_type = { "sink", NULL, sink_event, NULL, NULL, 0, NULL, NULL };
+	0, NULL, NULL, NULL };
+static const kb_lp_type sink_type = { "sink", NULL, sink_event, NULL, NULL, 0, NULL, NULL, NULL };
 
 /* One-way traffic between two workers: the nodes freed by the receiving
  * worker should come back to the sender's pool (or the pools be bounded),
@@ -1020,7 +1132,7 @@ static int owned_start(kb_lp *lp)
 }
 
 static const kb_lp_type owned_type = { "owned", owned_start, owned_event, NULL, NULL,
-				       sizeof(owned), owned_init, owned_final };
+				       sizeof(owned), owned_init, owned_final, NULL };
 
 START_TEST(lp_type_owns_state)
 {
@@ -1059,6 +1171,8 @@ Suite *sim_suite(void)
 
 	tcase_set_timeout(errors, 60);
 	tcase_add_test(errors, lookahead_violation);
+	tcase_add_test(order, horizon_stretches_windows);
+	tcase_add_test(errors, horizon_lie_caught);
 	tcase_add_test(errors, lookahead_violation_no_threads_left);
 	tcase_add_test(errors, lookahead_violation_at_start);
 	tcase_add_test(errors, deadlock_detected);

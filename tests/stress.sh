@@ -30,7 +30,8 @@ gemm M=256 K=256 N=256 epilogue=relu
 gqa_decode_opt2 S_kv=512
 gqa_decode_opt3 S_kv=512
 gqa_decode_opt2 H_kv=2 P=2 C=2 S_kv=512
-gqa_decode_opt3 H_kv=4 P=1 S_kv=256'
+gqa_decode_opt3 H_kv=4 P=1 S_kv=256
+gqa_decode_opt3 H_kv=4 P=4 C=2 S_kv=2048'
 n_models=$(printf '%s\n' "$models" | wc -l)
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/kbstress.XXXXXX") || exit 1
@@ -80,8 +81,9 @@ n=1
 while [ "$n" -le "$runs" ]; do
 	rnd "$n_models"
 	m=$((r + 1))
-	rnd $((maxt + 1))
+	rnd $((maxt + 2))
 	t=$r
+	[ "$t" -gt "$maxt" ] && t=auto
 	got=$(run_model "$m" "$t")
 	if [ "$got" != "$(cat "$tmp/ref.$m")" ]; then
 		bad=$((bad + 1))

@@ -20,6 +20,7 @@
 #include "oplog/oplog.h"
 #include "pe/pe.h"
 #include "runtime/oplog_pump.h"
+#include "runtime/simulation_impl.h"
 #include "sim/sim.h"
 
 typedef struct phold_lp {
@@ -86,7 +87,7 @@ static int phold_event(kb_lp *lp, const kb_event *ev)
 	return forward(lp, s);
 }
 
-static const kb_lp_type phold_type = { "lp", phold_start, phold_event, NULL, NULL, 0, NULL, NULL };
+static const kb_lp_type phold_type = { "lp", phold_start, phold_event, NULL, NULL, 0, NULL, NULL, NULL };
 
 static double now_s(void)
 {
@@ -156,9 +157,7 @@ static int run_synthetic(kb_bench_ctx *ctx, kb_result *res, kb_error *err)
 		res->wall_s = now_s() - t0;
 		res->sim_time_ps = st->end_time;
 		res->events = st->events;
-		res->windows = st->windows;
-		res->parallel_windows = st->parallel_windows;
-		res->workers = st->workers;
+		kb__result_exec(res, st);
 		res->events_per_s = res->wall_s > 0 ? (double)st->events / res->wall_s : 0;
 		res->dispatch_per_tile_ns = 0.0 / 0.0;
 		res->dispatch_kernel_per_tile_ns = 0.0 / 0.0;

@@ -3,7 +3,11 @@
  * one run (machines are shared and noisy; nothing here is a pass/fail test).
  *
  *   kbbench core       events/s of the sequential core on the synthetic model
- *   kbbench parallel   events/s of --threads 1, 2 and 0 side by side, ratios
+ *   kbbench parallel   events/s by --threads side by side (KB_BENCH_THREADS,
+ *                      default 1,2,0,auto), ratios, the executor's breakdown
+ *   kbbench scale      the same for 64-PE decode layers (H_kv up to 64, P up to 8)
+ *   kbbench project    speed-up on 2..64 cores modelled from per-window profiles
+ *                      (doc/performance.md)
  *   kbbench sweep      a 32-point sweep at -j 1 and -j 2, ratio, memory per point
  *   kbbench memory     peak RSS of decode opt2 as S_kv grows (bounded memory)
  *   kbbench all        everything
@@ -86,16 +90,118 @@ static void core(void)
 	}
 }
 
+/* ---- parallel: events/s by --threads, side by side ---- */
+
+#define MAX_COLS 8
+
+typedef struct col {
+	int threads;             /* KB_THREADS_AUTO for auto */
+	double best;             /* events/s, best of the rounds */
+	char sha[65];
+	kb_result res;           /* the best run's figures */
+} col;
+
+/* The thread counts of the table: KB_BENCH_THREADS="1,2,0,auto" (default). */
+static size_t thread_cols(col *c)
+{
+	const char *spec = getenv("KB_BENCH_THREADS");
+	char buf[128], *save = NULL, *tok;
+	size_t n = 0;
+
+	snprintf(buf, sizeof(buf), "%s", spec && *spec ? spec : "1,2,0,auto");
+	for (tok = strtok_r(buf, ",", &save); tok && n < MAX_COLS; tok = strtok_r(NULL, ",", &save)) {
+		memset(&c[n], 0, sizeof(c[n]));
+		c[n++].threads = strcmp(tok, "auto") ? atoi(tok) : KB_THREADS_AUTO;
+	}
+	return n;
+}
+
+static const char *col_name(const col *c, char *buf, size_t len)
+{
+	if (c->threads == KB_THREADS_AUTO)
+		snprintf(buf, len, "auto");
+	else
+		snprintf(buf, len, "%d", c->threads);
+	return buf;
+}
+
+/* The executor's breakdown of one run: shares of its threads' time. */
+static void breakdown(const char *label, const kb_result *r)
+{
+	const kb_exec_figures *x = &r->exec;
+	double all = (double)(x->ns_events + x->ns_barrier + x->ns_next + x->ns_drain + x->ns_oplog);
+
+	if (!r->windows || all <= 0)
+		return;
+	printf("    %-30s %u thr, %llu windows (%llu parallel, %.0f events each): events %.0f%%, "
+	       "barrier %.0f%%, next window %.1f%%, drain %.1f%%, op_log %.0f%%\n",
+	       label, x->threads, (unsigned long long)r->windows,
+	       (unsigned long long)r->parallel_windows, (double)r->events / (double)r->windows,
+	       100.0 * (double)x->ns_events / all, 100.0 * (double)x->ns_barrier / all,
+	       100.0 * (double)x->ns_next / all, 100.0 * (double)x->ns_drain / all,
+	       100.0 * (double)x->ns_oplog / all);
+}
+
+/* One row: every thread count once per round, rounds interleaved so that
+ * load from elsewhere hits all columns alike; the best of the rounds. */
 static void parallel_row(const char *label, const char *bench, const char *const *p)
 {
-	char s1[65], s2[65], s0[65];
-	int n = g_short ? 1 : 3;
-	double r1 = best_rate(bench, p, 1, n, s1), r2 = best_rate(bench, p, 2, n, s2),
-	       r0 = best_rate(bench, p, 0, n, s0);
+	col c[MAX_COLS];
+	size_t n = thread_cols(c);
+	int rounds = g_short ? 1 : 3, same = 1;
+	char name[16];
 
-	printf("  %-34s %11.0f %11.0f %11.0f   %5.2fx  %5.2fx  %s\n", label, r1, r2, r0,
-	       r1 > 0 ? r2 / r1 : 0, r1 > 0 ? r0 / r1 : 0,
-	       strcmp(s1, s2) || strcmp(s1, s0) ? "HASH MISMATCH" : "same op_log");
+	for (int r = 0; r < rounds; r++)
+		for (size_t i = 0; i < n; i++) {
+			kb_result res;
+
+			if (run(bench, p, c[i].threads, &res))
+				return;
+			if (res.events_per_s > c[i].best) {
+				if (c[i].best > 0)
+					kb_result_clear(&c[i].res);
+				c[i].best = res.events_per_s;
+				c[i].res = res;
+			} else {
+				kb_result_clear(&res);
+			}
+			memcpy(c[i].sha, c[i].res.oplog_sha256, 65);
+		}
+	printf("  %-40s", label);
+	for (size_t i = 0; i < n; i++)
+		printf(" %10.0f", c[i].best);
+	for (size_t i = 1; i < n; i++) {
+		printf("  %5.2fx", c[0].best > 0 ? c[i].best / c[0].best : 0);
+		same &= !strcmp(c[i].sha, c[0].sha);
+	}
+	printf("  %s\n", same ? "same op_log" : "HASH MISMATCH");
+	for (size_t i = 0; i < n; i++) {
+		char l[48];
+
+		snprintf(l, sizeof(l), "--threads %s (%u workers)", col_name(&c[i], name, sizeof(name)),
+			 c[i].res.workers);
+		breakdown(l, &c[i].res);
+		kb_result_clear(&c[i].res);
+	}
+}
+
+static void parallel_header(void)
+{
+	col c[MAX_COLS];
+	size_t n = thread_cols(c);
+	char name[16], h[24];
+
+	printf("  %-40s", "workload (events/s, best of rounds)");
+	for (size_t i = 0; i < n; i++) {
+		snprintf(h, sizeof(h), "t=%s", col_name(&c[i], name, sizeof(name)));
+		printf(" %10s", h);
+	}
+	for (size_t i = 1; i < n; i++) {
+		snprintf(h, sizeof(h), "%s/%s", col_name(&c[i], name, sizeof(name)),
+			 c[0].threads == KB_THREADS_AUTO ? "auto" : "1");
+		printf("  %6s", h);
+	}
+	printf("\n");
 }
 
 static void parallel(void)
@@ -103,20 +209,232 @@ static void parallel(void)
 	const char *syn_big[] = { "lps=64", "population=16", "lookahead_ns=50", "work=2000",
 				  g_short ? "events=50000" : "events=200000", NULL };
 	const char *syn_small[] = { "lps=16", "events=200000", NULL };
-	const char *dec1[] = { g_short ? "S_kv=16384" : "S_kv=65536", NULL };
-	const char *dec8[] = { "H_kv=8", "P=1", g_short ? "S_kv=4096" : "S_kv=16384", NULL };
-	const char *dec_split[] = { "H_kv=2", "P=4", "C=2", g_short ? "S_kv=8192" : "S_kv=32768", NULL };
+	const char *skv = g_short ? "S_kv=16384" : "S_kv=65536";
+	const char *dec8[] = { "H_kv=8", skv, NULL };
+	const char *dec32[] = { "H_kv=8", "P=4", "C=4", skv, NULL };
 
-	printf("== parallel: events/s by --threads (best of %d), speed-up vs sequential\n",
-	       g_short ? 1 : 3);
-	printf("  %-34s %11s %11s %11s   %6s  %6s\n", "workload", "threads=1", "threads=2",
-	       "threads=0", "2/1", "0/1");
+	printf("== parallel: events/s by --threads side by side, speed-up vs the first column\n");
+	parallel_header();
 	parallel_row("synthetic, ample work (window 50ns)", "synthetic", syn_big);
 	parallel_row("synthetic, default (window 1ns)", "synthetic", syn_small);
-	parallel_row("gqa_decode_opt2, 1 PE", "gqa_decode_opt2", dec1);
-	parallel_row("gqa_decode_opt3, 1 PE", "gqa_decode_opt3", dec1);
-	parallel_row("gqa_decode_opt2, 8 heads x 1 PE", "gqa_decode_opt2", dec8);
-	parallel_row("gqa_decode_opt3, 2 heads x 4 PEs, 2 cl.", "gqa_decode_opt3", dec_split);
+	parallel_row("gqa_decode_opt2 H_kv=8 (8 PEs)", "gqa_decode_opt2", dec8);
+	parallel_row("gqa_decode_opt3 H_kv=8 P=4 C=4 (32 PEs)", "gqa_decode_opt3", dec32);
+}
+
+/* The same table for decode layers of 64 PEs (H_kv up to 64, P up to 8). */
+static void scale(void)
+{
+	const char *skv = g_short ? "S_kv=4096" : "S_kv=16384";
+	const char *a[] = { "H_kv=64", skv, NULL };
+	const char *b[] = { "H_kv=16", "P=4", "C=4", skv, NULL };
+	const char *c[] = { "H_kv=8", "P=8", "C=8", skv, NULL };
+	const char *d[] = { "H_kv=64", "P=1", "C=4", skv, NULL };
+
+	printf("== scale: 64-PE decode layers, events/s by --threads\n");
+	parallel_header();
+	parallel_row("gqa_decode_opt2 H_kv=64 (64 PEs)", "gqa_decode_opt2", a);
+	parallel_row("gqa_decode_opt3 H_kv=64 C=4 (64 PEs)", "gqa_decode_opt3", d);
+	parallel_row("gqa_decode_opt3 H_kv=16 P=4 C=4 (64 PEs)", "gqa_decode_opt3", b);
+	parallel_row("gqa_decode_opt3 H_kv=8 P=8 C=8 (64 PEs)", "gqa_decode_opt3", c);
+}
+
+/* ---- project: speed-up on more cores, from measured windows ----
+ *
+ * One run with a worker per PE writes the executor's per-window profile
+ * (KB_EXEC_PROFILE): for every window, whether it ran in parallel, the
+ * coordinator's time finding it and merging the op_log, and each PE's
+ * events. The model replays the windows on N cores the way the executor
+ * runs them: the coordinator first merges the op_log, then every thread
+ * claims the next PE in turn (greedy list scheduling), a PE taking its
+ * events times the measured cost of an event; the window ends when the
+ * last thread does, plus two barriers. Sparse windows run on the
+ * coordinator alone. Speed-up(N) = modelled time on 1 core / on N cores. */
+
+#define PROJ_MAX_W 512
+static const unsigned proj_cores[] = { 1, 2, 4, 8, 16, 32, 64 };
+#define PROJ_N (sizeof(proj_cores) / sizeof(proj_cores[0]))
+
+/* Two barriers per window: spin-then-futex, log2(N) deep in effect. */
+static double barrier_ns(unsigned n)
+{
+	double l = 0;
+
+	while ((1u << (unsigned)l) < n)
+		l++;
+	return n < 2 ? 0 : 2 * (500.0 + 250.0 * l);
+}
+
+/* One parallel window on `cores` threads: the coordinator starts after
+ * merging the op_log (lg ns), then every thread claims the next PE as soon
+ * as it is free; the window ends with the last. */
+static double claim_ns(const unsigned long long *ev, int n, double ns_event, double lg,
+		       unsigned cores)
+{
+	double avail[64], end = 0;
+
+	if (cores > 64)
+		cores = 64;
+	for (unsigned k = 0; k < cores; k++)
+		avail[k] = k == 0 ? lg : 0;
+	for (int j = 0; j < n; j++) {
+		unsigned best = 0;
+
+		if (!ev[j])
+			continue;
+		for (unsigned k = 1; k < cores; k++)
+			if (avail[k] < avail[best])
+				best = k;
+		avail[best] += (double)ev[j] * ns_event;
+	}
+	for (unsigned k = 0; k < cores; k++)
+		if (avail[k] > end)
+			end = avail[k];
+	return end;
+}
+
+typedef struct proj {
+	double t[PROJ_N];        /* modelled ns on proj_cores[i] */
+	double tn[PROJ_N];       /* the same without the op_log merge (a bound for a parallel one) */
+	double ns_event, log_share, events_per_window, log_ns;
+	unsigned long windows, dense, workers;
+} proj;
+
+static int project_file(const char *path, proj *pr)
+{
+	FILE *f = fopen(path, "r");
+	char *line = NULL;
+	size_t cap = 0;
+	static unsigned long long ev[PROJ_MAX_W];
+	double ns_sum = 0, ev_sum = 0, next_sum = 0, log_sum = 0;
+	long start;
+
+	memset(pr, 0, sizeof(*pr));
+	if (!f)
+		return -1;
+	/* pass 1: the cost of an event; pass 2: the replay */
+	for (int pass = 0; pass < 2; pass++) {
+		rewind(f);
+		start = 0;
+		(void)start;
+		while (getline(&line, &cap, f) > 0) {
+			unsigned long long w, t, b, next, lg, e, ns;
+			int dense, off = 0, n = 0;
+			char *p = line;
+
+			if (line[0] == '#')
+				continue;
+			if (sscanf(p, "%llu %llu %llu %d %llu %llu%n", &w, &t, &b, &dense, &next, &lg,
+				   &off) < 6)
+				continue;
+			p += off;
+			while (n < PROJ_MAX_W && sscanf(p, " %llu %llu%n", &e, &ns, &off) == 2) {
+				ev[n++] = e;
+				p += off;
+				if (pass == 0) {
+					ns_sum += (double)ns;
+					ev_sum += (double)e;
+				}
+			}
+			if (pass == 0) {
+				next_sum += (double)next;
+				log_sum += (double)lg;
+				pr->windows++;
+				pr->dense += dense != 0;
+				pr->workers = (unsigned long)n;
+				continue;
+			}
+			for (size_t c = 0; c < PROJ_N; c++) {
+				unsigned cores = proj_cores[c];
+				double all = 0;
+
+				for (int j = 0; j < n; j++)
+					all += (double)ev[j] * pr->ns_event;
+				if (!dense || cores < 2) {
+					pr->t[c] += (double)next + (double)lg + all;
+					pr->tn[c] += (double)next + all;
+					continue;
+				}
+				pr->t[c] += (double)next + claim_ns(ev, n, pr->ns_event, (double)lg, cores) +
+					    barrier_ns(cores);
+				pr->tn[c] += (double)next + claim_ns(ev, n, pr->ns_event, 0, cores) +
+					     barrier_ns(cores);
+			}
+		}
+		if (pass == 0) {
+			pr->ns_event = ev_sum > 0 ? ns_sum / ev_sum : 0;
+			pr->events_per_window = pr->windows ? ev_sum / (double)pr->windows : 0;
+			pr->log_share = ns_sum + log_sum + next_sum > 0
+						? log_sum / (ns_sum + log_sum + next_sum) : 0;
+			pr->log_ns = log_sum;
+		}
+	}
+	free(line);
+	fclose(f);
+	return 0;
+}
+
+static void project_row(const char *label, const char *bench, const char *const *p, unsigned pes)
+{
+	char path[] = "/tmp/kbproj.XXXXXX";
+	int fd = mkstemp(path);
+	kb_result r1, rp;
+	proj pr;
+
+	if (fd < 0)
+		return;
+	close(fd);
+	if (run(bench, p, 1, &r1))
+		return;
+	setenv("KB_EXEC_PROFILE", path, 1);
+	if (run(bench, p, (int)pes, &rp)) {
+		unsetenv("KB_EXEC_PROFILE");
+		kb_result_clear(&r1);
+		return;
+	}
+	unsetenv("KB_EXEC_PROFILE");
+	if (!project_file(path, &pr) && pr.t[0] > 0) {
+		/* The op_log merged after the last window: serial on every N. */
+		double tail = (double)rp.exec.ns_oplog - pr.log_ns;
+
+		for (size_t c = 0; tail > 0 && c < PROJ_N; c++)
+			pr.t[c] += tail;
+		pr.log_share = (pr.log_ns + (tail > 0 ? tail : 0)) / pr.t[0];
+		printf("  %-40s %5lu %6.0f %5.2f %5.0f%%", label, pr.windows, pr.events_per_window,
+		       pr.ns_event / 1000.0, 100.0 * pr.log_share);
+		for (size_t c = 1; c < PROJ_N; c++)
+			printf(" %6.2f", pr.t[0] / pr.t[c]);
+		printf("   (model 1 core %.3f s, measured sequential %.3f s)\n", pr.t[0] * 1e-9,
+		       r1.wall_s);
+		printf("  %-40s %5s %6s %5s %6s", "  events only (no op_log merge)", "", "", "", "");
+		for (size_t c = 1; c < PROJ_N; c++)
+			printf(" %6.2f", pr.tn[c] > 0 ? pr.tn[0] / pr.tn[c] : 0);
+		printf("\n");
+	}
+	unlink(path);
+	kb_result_clear(&r1);
+	kb_result_clear(&rp);
+}
+
+static void project(void)
+{
+	const char *skv = g_short ? "S_kv=4096" : "S_kv=16384";
+	const char *skv2 = g_short ? "S_kv=16384" : "S_kv=65536";
+	const char *a[] = { "H_kv=8", skv2, NULL };
+	const char *b[] = { "H_kv=8", "P=4", "C=4", skv2, NULL };
+	const char *c[] = { "H_kv=64", skv, NULL };
+	const char *d[] = { "H_kv=16", "P=4", "C=4", skv, NULL };
+	const char *e[] = { "H_kv=8", "P=8", "C=8", skv, NULL };
+
+	printf("== project: speed-up on N cores modelled from a per-PE window profile\n");
+	printf("  %-40s %5s %6s %5s %6s", "workload", "wins", "ev/win", "us/ev", "oplog");
+	for (size_t i = 1; i < PROJ_N; i++)
+		printf(" %5uc", proj_cores[i]);
+	printf("\n");
+	project_row("gqa_decode_opt2 H_kv=8 (8 PEs)", "gqa_decode_opt2", a, 8);
+	project_row("gqa_decode_opt3 H_kv=8 P=4 C=4 (32 PEs)", "gqa_decode_opt3", b, 32);
+	project_row("gqa_decode_opt2 H_kv=64 (64 PEs)", "gqa_decode_opt2", c, 64);
+	project_row("gqa_decode_opt3 H_kv=16 P=4 C=4 (64 PEs)", "gqa_decode_opt3", d, 64);
+	project_row("gqa_decode_opt3 H_kv=8 P=8 C=8 (64 PEs)", "gqa_decode_opt3", e, 64);
 }
 
 typedef struct sweep_acc {
@@ -235,6 +553,10 @@ int main(int argc, char **argv)
 		core();
 	if (!strcmp(what, "parallel") || !strcmp(what, "all"))
 		parallel();
+	if (!strcmp(what, "scale") || !strcmp(what, "all"))
+		scale();
+	if (!strcmp(what, "project") || !strcmp(what, "all"))
+		project();
 	if (!strcmp(what, "sweep") || !strcmp(what, "all"))
 		sweep();
 	if (!strcmp(what, "memory") || !strcmp(what, "all"))

@@ -51,10 +51,23 @@ typedef struct kb_engine_busy {
 	uint64_t busy_ps;
 } kb_engine_busy;
 
+/* Where a threaded run's wall time went, in nanoseconds summed over its
+ * threads (all 0 for a sequential run). */
+typedef struct kb_exec_figures {
+	unsigned threads;        /* busy threads at most (never more than cores) */
+	uint64_t window_ps;      /* shortest window: the shortest link between workers */
+	uint64_t ns_events;      /* running events */
+	uint64_t ns_barrier;     /* waiting at barriers for the other threads */
+	uint64_t ns_next;        /* finding the next window (minima, horizons, density) */
+	uint64_t ns_drain;       /* moving delivered messages into heaps */
+	uint64_t ns_oplog;       /* merging and writing the op_log (coordinator) */
+	uint64_t ns_wall;        /* the executor's wall time */
+} kb_exec_figures;
+
 /* What a run reports (the figures of `kernbench run --json`). */
 typedef struct kb_result {
 	char bench[64];
-	int threads;             /* as requested: 0 one per engine, 1 sequential, N */
+	int threads;             /* as requested: KB_THREADS_AUTO, 0 one per engine, 1 sequential, N */
 	unsigned workers;        /* worker threads actually used */
 	int data;                /* data mode */
 	uint64_t sim_time_ps;
@@ -82,6 +95,7 @@ typedef struct kb_result {
 	size_t n_busy;
 	char *params_json;       /* the effective parameters as a JSON object */
 	char *meta_json;         /* provenance (kb_provenance_json) of kb_bench_run; NULL otherwise */
+	kb_exec_figures exec;    /* the executor's breakdown */
 } kb_result;
 
 /* Frees what a kb_result owns (not the struct). Accepts NULL. */
@@ -91,7 +105,7 @@ KB_API char *kb_result_to_json(const kb_result *res);
 
 /* Options of one run. Use KB_RUN_OPTIONS_INIT. */
 typedef struct kb_run_options {
-	int threads;             /* 0: one thread per engine (default), 1: sequential, N */
+	int threads;             /* KB_THREADS_AUTO (default), 0: one thread per engine, 1: sequential, N */
 	int data;                /* nonzero: data mode */
 	const char *oplog_path;  /* NULL: no file (the hash is computed anyway) */
 	const char *trace_path;  /* Chrome/Perfetto trace, NULL: none */
@@ -101,7 +115,7 @@ typedef struct kb_run_options {
 	int argc;                /* the command line, recorded in the provenance; 0: none */
 	const char *const *argv;
 } kb_run_options;
-#define KB_RUN_OPTIONS_INIT { 0, 0, NULL, NULL, NULL, NULL, NULL, 0, NULL }
+#define KB_RUN_OPTIONS_INIT { KB_THREADS_AUTO, 0, NULL, NULL, NULL, NULL, NULL, 0, NULL }
 
 /* A list of "name=value" parameter assignments. */
 typedef struct kb_params kb_params;

@@ -25,6 +25,11 @@ extern "C" {
 #define KB_PRINTF(f, a)
 #endif
 
+/* threads of a run: one worker per core, at most one per PE, PEs whole
+ * (sequential on one core or one PE); never more busy threads than cores.
+ * The default of runs and simulations. */
+#define KB_THREADS_AUTO (-1)
+
 /* Error codes: every fallible function returns 0 or one of these (negative). */
 typedef enum kb_status {
 	KB_OK = 0,

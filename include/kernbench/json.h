@@ -37,7 +37,7 @@ KB_API int kb_topology_from_json(kb_topology **out, const char *topology_json, k
  * strings; NULL: defaults). topology_json: as kb_topology_from_json.
  * options_json: {"threads": 1, "data": false, "op_log": PATH,
  * "trace": PATH, "dump": DIR, "argv": ["prog", ...]} (every key optional;
- * an unknown key is KB_EKEY). *result_json receives the object of
+ * "threads" is a number or "auto", the default; an unknown key is KB_EKEY). *result_json receives the object of
  * kb_result_to_json, with "meta" (provenance). Free it with kb_free.
  */
 KB_API int kb_bench_run_json(const char *bench, const char *params_json,

@@ -28,7 +28,8 @@ extern "C" {
 typedef struct kb_simulation kb_simulation;
 
 typedef struct kb_sim_options {
-	int threads;             /* 0: one thread per engine, 1: sequential, N: N workers */
+	int threads;             /* KB_THREADS_AUTO (default), 0: one thread per engine,
+				  * 1: sequential, N: N workers */
 	int data;                /* nonzero: data mode (stages move and compute real numbers) */
 	const char *oplog_path;  /* NULL: no file */
 	const char *trace_path;  /* NULL: no trace */
@@ -48,7 +49,7 @@ typedef struct kb_sim_options {
 	 * either way; the results are the same. */
 	int kernel_threads;
 } kb_sim_options;
-#define KB_SIM_OPTIONS_INIT { 0, 0, NULL, NULL, NULL, NULL, 0, NULL, 0, 0 }
+#define KB_SIM_OPTIONS_INIT { KB_THREADS_AUTO, 0, NULL, NULL, NULL, NULL, 0, NULL, 0, 0 }
 
 /* Builds a machine from topo (NULL: the embedded default). */
 KB_API int kb_simulation_create(kb_simulation **out, const kb_topology *topo,

@@ -179,13 +179,17 @@ static int read_opts(const json_t *o, const char *allowed, json_opts *jo, kb_err
 	int rc = KB_OK;
 
 	memset(jo, 0, sizeof(*jo));
+	jo->threads = KB_THREADS_AUTO;
 	json_object_foreach((json_t *)o, k, v) {
 		const char *hit = strstr(allowed, k);
 		size_t n = strlen(k);
 
 		if (!hit || (hit != allowed && hit[-1] != ' ') || (hit[n] && hit[n] != ' '))
 			return kb__err(err, KB_EKEY, "unknown option '%s' (known: %s)", k, allowed);
-		if (strcmp(k, "threads") == 0 && !(rc = get_int(v, k, 0, 4096, &x, err)))
+		if (strcmp(k, "threads") == 0 && json_is_string(v) &&
+		    strcmp(json_string_value(v), "auto") == 0)
+			jo->threads = KB_THREADS_AUTO;
+		else if (strcmp(k, "threads") == 0 && !(rc = get_int(v, k, 0, 4096, &x, err)))
 			jo->threads = (int)x;
 		else if (strcmp(k, "data") == 0 || strcmp(k, "kernel_threads") == 0) {
 			if (!json_is_boolean(v))

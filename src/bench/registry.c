@@ -402,7 +402,8 @@ KB_API char *kb_result_to_json(const kb_result *r)
 	json_object_set_new(o, "bench", json_string(r->bench));
 	params = r->params_json ? json_loads(r->params_json, 0, NULL) : NULL;
 	json_object_set_new(o, "params", params ? params : json_object());
-	json_object_set_new(o, "threads", json_integer(r->threads));
+	json_object_set_new(o, "threads", r->threads == KB_THREADS_AUTO ? json_string("auto")
+									  : json_integer(r->threads));
 	json_object_set_new(o, "workers", json_integer(r->workers));
 	json_object_set_new(o, "data", json_boolean(r->data));
 	json_object_set_new(o, "pes", json_integer(r->pes));
@@ -419,6 +420,19 @@ KB_API char *kb_result_to_json(const kb_result *r)
 	}
 	json_object_set_new(o, "windows", json_integer((json_int_t)r->windows));
 	json_object_set_new(o, "parallel_windows", json_integer((json_int_t)r->parallel_windows));
+	if (r->windows) {
+		json_t *x = json_object();
+
+		json_object_set_new(x, "threads", json_integer(r->exec.threads));
+		json_object_set_new(x, "window_ps", json_integer((json_int_t)r->exec.window_ps));
+		json_object_set_new(x, "ns_events", json_integer((json_int_t)r->exec.ns_events));
+		json_object_set_new(x, "ns_barrier", json_integer((json_int_t)r->exec.ns_barrier));
+		json_object_set_new(x, "ns_next", json_integer((json_int_t)r->exec.ns_next));
+		json_object_set_new(x, "ns_drain", json_integer((json_int_t)r->exec.ns_drain));
+		json_object_set_new(x, "ns_oplog", json_integer((json_int_t)r->exec.ns_oplog));
+		json_object_set_new(x, "ns_wall", json_integer((json_int_t)r->exec.ns_wall));
+		json_object_set_new(o, "executor", x);
+	}
 	json_object_set_new(o, "wall_s", json_real(r->wall_s));
 	json_object_set_new(o, "events_per_s", json_real(r->events_per_s));
 	json_object_set_new(o, "oplog_sha256", json_string(r->oplog_sha256));

@@ -85,11 +85,11 @@ static int build_params(const cli_args *a, const kb_bench_info **bench, kb_param
 
 static int build_options(const cli_args *a, kb_run_options *o)
 {
-	long threads = 0;
+	long threads = KB_THREADS_AUTO;
 
-	if (a->vals[O_THREADS].seen &&
+	if (a->vals[O_THREADS].seen && strcmp(a->vals[O_THREADS].value, "auto") != 0 &&
 	    cli_parse_long(a->vals[O_THREADS].value, 0, 4096, &threads))
-		return cli_usage("run", "--threads '%s': expected a whole number from 0 to 4096",
+		return cli_usage("run", "--threads '%s': expected auto or a whole number from 0 to 4096",
 				 a->vals[O_THREADS].value);
 	if (a->vals[O_DUMP].seen && !a->vals[O_DATA].seen)
 		return cli_usage("run", "--dump needs --data");
@@ -112,7 +112,10 @@ static void print_summary(const kb_result *r)
 		 (unsigned long long)(r->sim_time_ps % 1000000));
 	printf("bench          %s\n", r->bench);
 	printf("params         %s\n", r->params_json ? r->params_json : "{}");
-	printf("threads        %d (%u workers)\n", r->threads, r->workers);
+	if (r->threads == KB_THREADS_AUTO)
+		printf("threads        auto (%u workers)\n", r->workers);
+	else
+		printf("threads        %d (%u workers)\n", r->threads, r->workers);
 	printf("sim time       %s ns (%s \xc2\xb5s)\n", ns, us);
 	printf("events         %llu\n", (unsigned long long)r->events);
 	printf("commands       %llu\n", (unsigned long long)r->commands);

@@ -24,7 +24,19 @@ typedef struct kb_cpu {
 	uint64_t prefix, base;
 	uint64_t *bits;
 	size_t n_words;
+	/* SEND commands dispatched and not yet done (the PE's horizon) */
+	uint64_t *sends;
+	size_t n_sends, cap_sends;
+	/* What the horizon has read of the queued commands, so each is read
+	 * once: the first ahead_n are neither SEND nor END and take ahead_ps
+	 * to dispatch; the next is a SEND (stop 1, dispatch stop_ps) or the
+	 * END (stop 2), or not read yet (stop 0). */
+	size_t ahead_n;
+	kb_time ahead_ps, stop_ps;
+	int stop;
 } kb_cpu;
+
+#define PEEK_MAX 64
 
 static int is_done(const kb_cpu *c, uint64_t id)
 {
@@ -77,6 +89,23 @@ static int deps_ready(const kb_cpu *c, const kb_cmd *cmd)
 	return 1;
 }
 
+/* The dispatch time of a queued command, as the horizon counts it. */
+static kb_time ahead_cost(const kb_cpu *c, const kb_cmd *cmd)
+{
+	return cmd->kind == KB_CMD_WAIT ? 0 : kb__dispatch_ps(&c->ps->m->cost, cmd);
+}
+
+/* PE_CPU took cmd from the head of the queue the horizon has read. */
+static void ahead_taken(kb_cpu *c, const kb_cmd *cmd)
+{
+	if (c->ahead_n) {
+		c->ahead_n--;
+		c->ahead_ps -= ahead_cost(c, cmd);
+	} else {
+		c->stop = 0;
+	}
+}
+
 /* Looks at commands until one has to wait, is being dispatched, or the kernel ended. */
 static int advance(kb_lp *lp, kb_cpu *c)
 {
@@ -85,8 +114,10 @@ static int advance(kb_lp *lp, kb_cpu *c)
 	for (;;) {
 		kb_cmd *cmd;
 
-		if (!c->cur)
+		if (!c->cur) {
 			c->cur = c->ps->source.next(c->ps->source.ctx);
+			ahead_taken(c, c->cur);
+		}
 		cmd = c->cur;
 		if (cmd->kind == KB_CMD_ERROR)
 			return kb__lp_fail_with(lp, cmd->error);
@@ -148,6 +179,18 @@ static int dispatched(kb_lp *lp, kb_cpu *c)
 	} else {
 		kb_event ev = { .type = KB_EV_CMD, .w = { (uint64_t)(uintptr_t)cmd } };
 
+		if (cmd->kind == KB_CMD_SEND) {
+			if (c->n_sends == c->cap_sends) {
+				size_t cap = c->cap_sends ? 2 * c->cap_sends : 8;
+				uint64_t *s = realloc(c->sends, cap * sizeof(*s));
+
+				if (!s)
+					return kb__lp_fail(lp, KB_ENOMEM, "out of memory");
+				c->sends = s;
+				c->cap_sends = cap;
+			}
+			c->sends[c->n_sends++] = cmd->id;
+		}
 		c->outstanding++;
 		rc = kb__lp_send(lp, kb__pe_lp(c->ps->pe, KB_ENG_SCHED), m->lat_pe, &ev);
 		if (rc)
@@ -168,6 +211,11 @@ static int cpu_event(kb_lp *lp, const kb_event *ev)
 	case KB_EV_CMD_DONE:
 		if (mark_done(c, ev->w[0]))
 			return kb__lp_fail(lp, KB_ENOMEM, "out of memory");
+		for (size_t i = 0; i < c->n_sends; i++)
+			if (c->sends[i] == ev->w[0]) {
+				c->sends[i] = c->sends[--c->n_sends];
+				break;
+			}
 		c->outstanding--;
 		if (c->state == CPU_WAITING)
 			return advance(lp, c);
@@ -206,6 +254,62 @@ static int cpu_pending(kb_lp *lp, char *buf, size_t len)
 	return 1;
 }
 
+/*
+ * The PE's horizon: the only way out of a PE is an IPCQ send, and a send
+ * leaves only after PE_CPU has dispatched its command, one command after
+ * another, each for its full dispatch cost. So while no send is in flight,
+ * nothing leaves before the queued commands ahead of the next send have
+ * been dispatched (or ever, once the kernel's end is queued first). The
+ * next dispatch starts no earlier than the current one ends, or than the
+ * PE's next event. Reading stops at `enough`; what was read is kept.
+ */
+static kb_time cpu_horizon(kb_lp *lp, kb_time t_min, kb_time enough)
+{
+	kb_cpu *c = kb__lp_state(lp);
+	const kb_cmd *q[PEEK_MAX];
+	kb_time h = t_min;
+	size_t n;
+
+	if (c->state == CPU_FINISHED)
+		return KB_TIME_INF;
+	if (c->n_sends)
+		return t_min;
+	if (c->cur) {
+		if (c->cur->kind == KB_CMD_END)
+			return KB_TIME_INF;
+		if (c->cur->kind == KB_CMD_ERROR)
+			return h;
+		if (c->state == CPU_DISPATCHING)
+			h = c->dispatch_t0;
+		h += ahead_cost(c, c->cur);
+		if (c->cur->kind == KB_CMD_SEND)
+			return h;
+	}
+	h += c->ahead_ps;
+	while (!c->stop && h < enough && c->ps->source.peek &&
+	       (n = c->ps->source.peek(c->ps->source.ctx, c->ahead_n, q, PEEK_MAX)) > 0) {
+		for (size_t i = 0; i < n && !c->stop && h < enough; i++) {
+			if (q[i]->kind == KB_CMD_ERROR)
+				return h;
+			if (q[i]->kind == KB_CMD_END) {
+				c->stop = 2;
+			} else if (q[i]->kind == KB_CMD_SEND) {
+				c->stop = 1;
+				c->stop_ps = ahead_cost(c, q[i]);
+			} else {
+				kb_time d = ahead_cost(c, q[i]);
+
+				c->ahead_n++;
+				c->ahead_ps += d;
+				h += d;
+			}
+		}
+	}
+	if (c->stop == 2)
+		return KB_TIME_INF;
+	return c->stop == 1 ? h + c->stop_ps : h;
+}
+
 static int cpu_init(void *st, void *arg)
 {
 	kb_cpu *c = st;
@@ -220,8 +324,10 @@ static void cpu_final(void *st)
 
 	kb__cmd_free(c->cur);
 	free(c->bits);
+	free(c->sends);
 }
 
 const kb_lp_type kb__cpu_type = {
 	"cpu", cpu_start, cpu_event, cpu_pending, NULL, sizeof(kb_cpu), cpu_init, cpu_final,
+	cpu_horizon,
 };

@@ -179,7 +179,7 @@ static void engine_final(void *st)
 }
 
 #define ENGINE_TYPE(name) \
-	{ name, NULL, engine_event, engine_pending, NULL, sizeof(kb_engine), engine_init, engine_final }
+	{ name, NULL, engine_event, engine_pending, NULL, sizeof(kb_engine), engine_init, engine_final, NULL }
 const kb_lp_type kb__engine_types[KB_ENG_COUNT] = {
 	[KB_ENG_DMA] = ENGINE_TYPE("dma"),
 	[KB_ENG_TCM] = ENGINE_TYPE("tcm"),

@@ -313,5 +313,5 @@ static void ipcq_final(void *st)
 
 const kb_lp_type kb__ipcq_type = {
 	"ipcq", NULL, ipcq_event, ipcq_pending, ipcq_discard, sizeof(kb_ipcq), ipcq_init,
-	ipcq_final,
+	ipcq_final, NULL,
 };

@@ -53,6 +53,10 @@ enum {
  */
 typedef struct kb_cmd_source {
 	kb_cmd *(*next)(void *ctx);
+	/* Up to max of the commands queued after those taken, oldest first,
+	 * skipping the first skip, without taking them (PE_CPU's horizon reads
+	 * ahead); may be NULL. Called between windows, while next is not. */
+	size_t (*peek)(void *ctx, size_t skip, const kb_cmd **out, size_t max);
 	void *ctx;               /* NULL: no kernel runs on this PE */
 } kb_cmd_source;
 typedef struct kb_pe_state kb_pe_state;

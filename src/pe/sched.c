@@ -334,5 +334,5 @@ static void sched_final(void *st)
 
 const kb_lp_type kb__sched_type = {
 	"sched", NULL, sched_event, sched_pending, sched_discard, sizeof(kb_sched), sched_init,
-	sched_final,
+	sched_final, NULL,
 };

@@ -227,6 +227,21 @@ kb_cmd *kb__kernel_next(void *run)
 	return c;
 }
 
+/* The commands queued ahead of PE_CPU, oldest first (the lookahead of the
+ * PE's horizon). Called between windows: neither PE_CPU nor the kernel
+ * runs, and the executor's barrier orders this after both. */
+size_t kb__kernel_peek(void *run, size_t skip, const kb_cmd **out, size_t max)
+{
+	kb_kernel_run *k = run;
+	size_t n = 0;
+
+	if (skip < k->count)
+		n = k->count - skip < max ? k->count - skip : max;
+	for (size_t i = 0; i < n; i++)
+		out[i] = k->ring[(k->head + skip + i) % STREAM_CAP];
+	return n;
+}
+
 int kb__kernel_create(kb_kernel_run **out, kb_kernel_fn fn, void *args, const kb_tl_config *cfg,
 		      size_t stack_bytes, int threaded, kb_error *err)
 {

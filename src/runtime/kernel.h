@@ -34,5 +34,7 @@ void kb__kernel_destroy(kb_kernel_run *k);
 uint64_t kb__kernel_commands(const kb_kernel_run *k);
 /* The command source PE_CPU reads (kb_cmd_source.next; ctx is the run). */
 kb_cmd *kb__kernel_next(void *run);
+/* kb_cmd_source.peek: the commands queued ahead of PE_CPU. */
+size_t kb__kernel_peek(void *run, size_t skip, const kb_cmd **out, size_t max);
 
 #endif

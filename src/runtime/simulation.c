@@ -62,8 +62,9 @@ KB_API int kb_simulation_create(kb_simulation **out, const kb_topology *topo,
 	*out = NULL;
 	if (!opt)
 		opt = &dflt;
-	if (opt->threads < 0 || opt->threads > 4096)
-		return kb__err(err, KB_ERANGE, "threads = %d: must be 0 (one per engine), 1, or up to 4096",
+	if (opt->threads < KB_THREADS_AUTO || opt->threads > 4096)
+		return kb__err(err, KB_ERANGE,
+			       "threads = %d: must be KB_THREADS_AUTO (-1), 0 (one per engine), 1, or up to 4096",
 			       opt->threads);
 	if (opt->kernel_stack_bytes && (opt->kernel_stack_bytes < KB_KERNEL_STACK_MIN ||
 					opt->kernel_stack_bytes > ((size_t)1 << 32)))
@@ -221,10 +222,25 @@ static int attach_kernels(kb_simulation *s, kb_machine *m, kb_error *err)
 
 			if (rc)
 				return rc;
-			m->pes[pe]->source = (kb_cmd_source){ kb__kernel_next, run };
+			m->pes[pe]->source = (kb_cmd_source){ kb__kernel_next, kb__kernel_peek, run };
 		}
 	}
 	return KB_OK;
+}
+
+void kb__result_exec(kb_result *res, const kb_sim_stats *st)
+{
+	res->windows = st->windows;
+	res->parallel_windows = st->parallel_windows;
+	res->workers = st->workers;
+	res->exec.threads = st->threads ? st->threads : 1;
+	res->exec.window_ps = st->window == KB_TIME_INF ? 0 : st->window;
+	res->exec.ns_events = st->ns_events;
+	res->exec.ns_barrier = st->ns_barrier;
+	res->exec.ns_next = st->ns_next;
+	res->exec.ns_drain = st->ns_drain;
+	res->exec.ns_oplog = st->ns_oplog;
+	res->exec.ns_wall = st->ns_wall;
 }
 
 /* Fails with KB_ERANGE when a summed figure would pass 2^63 (it is written
@@ -236,9 +252,7 @@ static int fill_result(kb_simulation *s, const kb_machine *m, kb_result *res, do
 
 	res->sim_time_ps = s->stats.end_time;
 	res->events = s->stats.events;
-	res->windows = s->stats.windows;
-	res->parallel_windows = s->stats.parallel_windows;
-	res->workers = s->stats.workers;
+	kb__result_exec(res, &s->stats);
 	res->threads = s->opt.threads;
 	res->data = s->opt.data;
 	res->pes = s->n_pes;
@@ -308,6 +322,7 @@ KB_API int kb_simulation_run(kb_simulation *s, kb_result *res, kb_error *err)
 	rc = kb__oplog_create(&log, &oo, err);
 	if (rc)
 		return rc;
+	_Static_assert(KB_THREADS_AUTO == KB_SIM_THREADS_AUTO, "one meaning of auto");
 	cfg.threads = s->opt.threads;
 	cfg.lat_pe = kb__cycles_to_ps((double)s->tp->link.engine_latency_cycles, s->tp->clock_freq_ghz);
 	cfg.lat_cluster = kb__cycles_to_ps((double)s->tp->link.intra_cluster_latency_cycles, s->tp->clock_freq_ghz);

@@ -5,11 +5,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "base/err.h"
 #include "base/tsan.h"
 
 #define NODES_PER_SLAB 256
+#define AUTO_WORKERS_PER_CORE 4
 
 /* ---- event heap: total order (time, source LP, source sequence) ---- */
 
@@ -341,12 +345,28 @@ int kb__lp_send(kb_lp *lp, uint32_t dst, kb_time delay, const kb_event *ev)
 	e.dst = dst;
 	e.seq = lp->seq++;
 	lp->worker->messages++;
-	if (d->worker == lp->worker) {
+	/* One worker, or one thread running every worker this window (solo):
+	 * straight into the heap. Either way the message is due at or after
+	 * the window's bound (below), so no one runs it in this window. */
+	if (d->worker == lp->worker || (sim->solo && e.time >= sim->bound)) {
 		if (evheap_push(&d->heap, &e))
 			return kb__lp_fail(lp, KB_ENOMEM, "out of memory sending a message");
 		kb__worker_touch(d->worker, d);
 	} else {
-		kb_msgnode *n = node_get(lp->worker);
+		kb_msgnode *n;
+
+		/* Another worker may be running up to the window's bound: a
+		 * message due before it means a horizon hook promised too much. */
+		if (e.time < sim->bound) {
+			char name[64];
+
+			lp_name(d, name, sizeof(name));
+			return kb__lp_fail(lp, KB_ELOOKAHEAD,
+					   "message to %s due at t=%llu ps, inside the window that ends at %llu ps "
+					   "(a horizon promised no message before then)",
+					   name, (unsigned long long)e.time, (unsigned long long)sim->bound);
+		}
+		n = node_get(lp->worker);
 
 		if (!n)
 			return kb__lp_fail(lp, KB_ENOMEM, "out of memory sending a message");
@@ -497,11 +517,104 @@ void kb__sim_request_stop(kb_sim *sim)
 	atomic_store(&sim->stop, 1);
 }
 
+/* Cores this process may run on (affinity mask, else online CPUs). */
+static unsigned usable_cores(void)
+{
+	long n;
+#ifdef CPU_COUNT
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+		return (unsigned)CPU_COUNT(&set);
+#endif
+	n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (unsigned)n : 1;
+}
+
+uint64_t kb__now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Shortest links between workers: the global window, and per worker the
+ * shortest link out (what its horizon is stretched by). */
+static void link_latencies(kb_sim *sim)
+{
+	size_t n = sim->n_lps;
+
+	sim->window = KB_TIME_INF;
+	for (unsigned i = 0; i < sim->n_workers; i++)
+		sim->workers[i].out_lat = KB_TIME_INF;
+	for (size_t i = 1; i < n; i++) {
+		kb_worker *wi = sim->lps[i]->worker;
+
+		for (size_t j = 0; j < i; j++) {
+			kb_worker *wj = sim->lps[j]->worker;
+			kb_time l;
+
+			if (wi == wj)
+				continue;
+			l = kb__lp_link_latency(sim->lps[i], sim->lps[j]->id);
+			if (l < wi->out_lat)
+				wi->out_lat = l;
+			if (l < wj->out_lat)
+				wj->out_lat = l;
+			if (l < sim->window)
+				sim->window = l;
+		}
+	}
+}
+
+/* A worker whose every PE has an LP with a horizon hook (PEs whole on
+ * workers) may look further ahead than its shortest link. */
+static int collect_horizons(kb_sim *sim, const size_t *pe_index)
+{
+	size_t n = sim->n_lps, first = 0;
+
+	for (unsigned i = 0; i < sim->n_workers; i++)
+		sim->workers[i].covered = 1;
+	while (first < n) {
+		size_t end = first;
+		int hooked = 0;
+
+		while (end < n && pe_index[end] == pe_index[first])
+			hooked |= sim->lps[end++]->type->horizon != NULL;
+		if (!hooked)
+			sim->lps[first]->worker->covered = 0;
+		for (size_t i = first; hooked && i < end; i++) {
+			kb_lp *lp = sim->lps[i];
+			kb_worker *w = lp->worker;
+
+			if (!lp->type->horizon)
+				continue;
+			if (w->n_hlps % 8 == 0) {
+				kb_lp **h = realloc(w->hlps, (w->n_hlps + 8) * sizeof(*h));
+
+				if (!h)
+					return KB_ENOMEM;
+				w->hlps = h;
+			}
+			w->hlps[w->n_hlps++] = lp;
+		}
+		first = end;
+	}
+	for (unsigned i = 0; i < sim->n_workers; i++)
+		if (sim->workers[i].covered)
+			sim->horizons = 1;
+	return KB_OK;
+}
+
 /* Worker count and LP placement. With fewer workers than LPs, whole PEs
  * stay on one worker (partitioning on the long PE-to-PE links, as SST
- * does), so the window is the PE-to-PE latency; a worker with no PE would
- * idle, so there are at most as many workers as PEs. With a worker per LP
- * (--threads 0, or N >= LPs) the window is the engine-to-engine latency. */
+ * does), so the window is the PE-to-PE latency, or longer where the model
+ * gives horizons; a worker with no PE would idle, so there are at most as
+ * many workers as PEs. With a worker per LP (--threads 0, or N >= LPs)
+ * the window is the engine-to-engine latency. Auto: a few workers per
+ * core, at most one per PE (sequential on one core or one PE); busy
+ * threads are never more than cores, whatever the worker count. */
 static int place_lps(kb_sim *sim, kb_error *err)
 {
 	size_t n = sim->n_lps, n_pes = 0;
@@ -519,12 +632,22 @@ static int place_lps(kb_sim *sim, kb_error *err)
 		last_cl = sim->lps[i]->cluster;
 		pe_index[i] = n_pes - 1;
 	}
-	nw = sim->cfg.threads <= 0 ? (unsigned)n : (unsigned)sim->cfg.threads;
-	per_lp = nw >= n;
+	sim->n_pes = (unsigned)n_pes;
+	sim->ncpu = usable_cores();
+	if (sim->cfg.threads == KB_SIM_THREADS_AUTO) {
+		/* A few workers per core: the threads share them out window by
+		 * window, which evens out uneven PEs and the coordinator's op_log
+		 * work; no more, as every window visits every worker. */
+		nw = sim->ncpu < 2 || n_pes < 2 ? 1 : AUTO_WORKERS_PER_CORE * sim->ncpu;
+		if (nw > n_pes)
+			nw = (unsigned)n_pes;
+	} else
+		nw = sim->cfg.threads <= 0 ? (unsigned)n : (unsigned)sim->cfg.threads;
+	per_lp = nw >= n && nw > 1;
 	if (per_lp)
 		nw = (unsigned)(n ? n : 1);
 	else if (nw > n_pes)
-		nw = (unsigned)n_pes;
+		nw = (unsigned)(n_pes ? n_pes : 1);
 	if (posix_memalign((void **)&sim->workers, 64, nw * sizeof(*sim->workers)))
 		sim->workers = NULL;
 	if (sim->workers)
@@ -539,18 +662,14 @@ static int place_lps(kb_sim *sim, kb_error *err)
 
 		sim->lps[i]->worker = &sim->workers[wi];
 	}
-	free(pe_index);
-	sim->window = KB_TIME_INF;
-	for (size_t i = 1; i < n; i++) {
-		for (size_t j = 0; j < i; j++) {
-			if (sim->lps[i]->worker != sim->lps[j]->worker) {
-				kb_time l = kb__lp_link_latency(sim->lps[i], sim->lps[j]->id);
-
-				if (l < sim->window)
-					sim->window = l;
-			}
-		}
+	link_latencies(sim);
+	/* Horizons answer for whole PEs: with a worker per LP, only where every
+	 * PE is one LP. */
+	if ((!per_lp || n_pes == n) && nw > 1 && collect_horizons(sim, pe_index)) {
+		free(pe_index);
+		return kb__err(err, KB_ENOMEM, "out of memory placing LPs");
 	}
+	free(pe_index);
 	return KB_OK;
 }
 
@@ -680,6 +799,7 @@ void kb__sim_destroy(kb_sim *sim)
 		kb__worker_pool_free(&sim->workers[i]);
 		free(sim->workers[i].lps);
 		free(sim->workers[i].members);
+		free(sim->workers[i].hlps);
 	}
 	free(sim->workers);
 	free(sim->lps);

@@ -55,6 +55,17 @@ struct __attribute__((aligned(64))) kb_worker {
 	size_t n_slabs, cap_slabs;
 	uint64_t events, messages;
 	kb_time last_time;       /* time of the last event processed */
+	/* Lookahead: the LPs that answer for this worker's PEs (horizon
+	 * hook), used only when every PE of the worker has one and PEs are
+	 * whole; out_lat is the shortest link from here to another worker. */
+	kb_lp **hlps;
+	size_t n_hlps;
+	int covered;
+	kb_time out_lat;
+	/* Instrumentation of the current window (written by the thread that
+	 * runs this worker, read by the coordinator after the barrier). */
+	uint64_t win_events;
+	uint64_t win_ns;
 	int err;                 /* first error of this worker, by (time, LP id) */
 	kb_time err_time;
 	uint32_t err_lp;
@@ -73,6 +84,7 @@ struct kb_sim {
 	kb_sim_stats stats;
 	kb_barrier barrier;
 	kb_time bound;           /* the current window's end, set before a barrier */
+	int solo;                /* the coordinator alone runs this window */
 	atomic_int quit;         /* tells workers to leave */
 	/* dense windows: a job generation that wakes helpers, tickets that pick
 	 * who helps, and claim counters that share out the workers' windows */
@@ -82,11 +94,22 @@ struct kb_sim {
 	atomic_uint claim_next, drain_next;
 	_Atomic unsigned job_sleepers;
 	unsigned ncpu;
+	unsigned n_pes;
+	int horizons;            /* some worker uses horizon hooks */
+	double rate;             /* events per simulated ps, moving average */
+	double ns_event;         /* wall ns per event run alone, moving average */
+	unsigned threshold;      /* the parallel threshold now (adapts) */
+	unsigned wins, losses;   /* parallel windows that paid / did not */
+	uint64_t events_seen;
+	/* instrumentation: per-thread sums, folded into stats at the end */
+	_Atomic uint64_t ns_events, ns_barrier, ns_drain;
+	void *profile;           /* FILE * of the per-window profile, or NULL */
 	atomic_int stop;
 	int ran;
 };
 
 /* core.c */
+uint64_t kb__now_ns(void);
 kb_time kb__lp_key(const kb_lp *lp);
 void kb__worker_touch(kb_worker *w, kb_lp *lp);
 void kb__worker_window(kb_worker *w, kb_time bound, uint64_t budget);

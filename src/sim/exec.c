@@ -4,15 +4,23 @@
  *
  * Sequential: one worker, no windows, no barriers.
  * Parallel (one thread per LP, or M:N): conservative windows. Everyone
- * agrees on the global earliest pending time T; events earlier than T + W
- * (W = the smallest latency of a link between workers) cannot be affected
- * by anything another worker does in this window, so each worker runs them
- * alone; then the workers meet, move delivered messages into their heaps
- * and repeat. T jumps over empty stretches of simulated time. A window with
- * little work is run by the coordinating thread alone (a parallel
- * threshold, as in SimGrid): that changes speed, never results.
+ * agrees on a bound B: the earliest time at which a message from one
+ * worker can reach another. Each worker's sends are bounded below by its
+ * horizon H (its earliest pending event, or later where the model says
+ * its PEs cannot send outside before then), and every link out of it is
+ * at least its shortest one, out_lat; so B = min over workers of
+ * H + out_lat, which is at least T + W (T the global earliest pending
+ * time, W the smallest latency between workers). Events earlier than B
+ * cannot be affected by anything another worker does in this window, so
+ * each worker runs them alone; then the workers meet, move delivered
+ * messages into their heaps and repeat. A chain of messages through a
+ * third worker only arrives later. T jumps over empty stretches of
+ * simulated time. A window with little work is run by the coordinating
+ * thread alone (a parallel threshold, as in SimGrid): that changes speed,
+ * never results.
  */
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -20,13 +28,20 @@
 #include "sim/core_impl.h"
 
 #define SEQ_BUDGET (1u << 16)
+#define WINDOW_EVENTS (1u << 15)
 
 /* Everything before bound is final and no LP runs (kb_sim_config). */
 static int window_hook(kb_sim *sim, kb_time bound, unsigned flags, kb_error *err)
 {
+	uint64_t t0;
+	int rc;
+
 	if (!sim->cfg.on_window)
 		return KB_OK;
-	return sim->cfg.on_window(sim->cfg.hook_ctx, bound, flags, err);
+	t0 = kb__now_ns();
+	rc = sim->cfg.on_window(sim->cfg.hook_ctx, bound, flags, err);
+	sim->stats.ns_oplog += kb__now_ns() - t0;
+	return rc;
 }
 
 /* The first error by (time, LP id): the one a sequential run would meet. */
@@ -101,23 +116,41 @@ int kb__exec_sequential(kb_sim *sim, kb_error *err)
  * engine on a small machine this keeps oversubscription from costing a
  * context switch per thread per window; it changes speed, never results. */
 
+/* Runs one worker's window and notes its events and time. */
+static void run_worker(kb_worker *w, kb_time bound)
+{
+	uint64_t e0 = w->events, t0 = kb__now_ns();
+
+	kb__worker_window(w, bound, UINT64_MAX);
+	w->win_ns = kb__now_ns() - t0;
+	w->win_events = w->events - e0;
+}
+
 static void help(kb_sim *sim)
 {
+	uint64_t t0 = kb__now_ns(), t1, t2, t3, t4;
 	unsigned i;
 
 	while ((i = atomic_fetch_add(&sim->claim_next, 1)) < sim->n_workers)
 		if (kb__worker_min(&sim->workers[i]) < sim->bound)
-			kb__worker_window(&sim->workers[i], sim->bound, UINT64_MAX);
+			run_worker(&sim->workers[i], sim->bound);
+	t1 = kb__now_ns();
 	kb__barrier_wait(&sim->barrier);
+	t2 = kb__now_ns();
 	while ((i = atomic_fetch_add(&sim->drain_next, 1)) < sim->n_workers)
 		kb__worker_drain(&sim->workers[i]);
+	t3 = kb__now_ns();
 	kb__barrier_wait(&sim->barrier);
+	t4 = kb__now_ns();
+	atomic_fetch_add_explicit(&sim->ns_events, t1 - t0, memory_order_relaxed);
+	atomic_fetch_add_explicit(&sim->ns_barrier, (t2 - t1) + (t4 - t3), memory_order_relaxed);
+	atomic_fetch_add_explicit(&sim->ns_drain, t3 - t2, memory_order_relaxed);
 }
 
 /* Waits for a job generation other than seen; returns it. */
 static unsigned wait_job(kb_sim *sim, unsigned seen)
 {
-	unsigned g, spin = sim->n_workers <= sim->ncpu ? 4000 : 16;
+	unsigned g, spin = 4000;
 
 	for (unsigned i = 0; i < spin; i++)
 		if ((g = atomic_load_explicit(&sim->job_gen, memory_order_acquire)) != seen)
@@ -172,9 +205,38 @@ static void post_job(kb_sim *sim, unsigned helpers)
 		kb__futex_wake(&sim->job_gen, atomic_load(&sim->quit) ? INT_MAX : (int)helpers);
 }
 
+/* The earliest time at which w may send to another worker; enough: a
+ * bound the caller does not need to see exceeded. */
+static kb_time worker_horizon(const kb_worker *w, kb_time enough)
+{
+	kb_time t = kb__worker_min(w), h = KB_TIME_INF;
+
+	if (!w->covered || t == KB_TIME_INF)
+		return t;
+	for (size_t i = 0; i < w->n_hlps && h > t; i++) {
+		kb_lp *lp = w->hlps[i];
+		kb_time x = lp->type->horizon(lp, t, enough);
+
+		if (x < h)
+			h = x;
+	}
+	return h < t ? t : h;
+}
+
+static kb_time sat_add(kb_time a, kb_time b)
+{
+	return KB_TIME_INF - a <= b ? KB_TIME_INF : a + b;
+}
+
+/* The global earliest pending time T (returned), the window's bound B,
+ * and how many workers have events before B. Horizons can make a window
+ * the whole run: it is capped near WINDOW_EVENTS events (by the moving
+ * rate; 64 shortest windows while there is none yet), so the op_log
+ * buffers a bounded number of records and merges one window's records
+ * while the next runs. A shorter bound is always safe. */
 static kb_time global_min(const kb_sim *sim, unsigned *active_out, kb_time *bound_out)
 {
-	kb_time t = KB_TIME_INF, b;
+	kb_time t = KB_TIME_INF, b = KB_TIME_INF;
 	unsigned active = 0;
 
 	for (unsigned i = 0; i < sim->n_workers; i++) {
@@ -183,7 +245,29 @@ static kb_time global_min(const kb_sim *sim, unsigned *active_out, kb_time *boun
 		if (m < t)
 			t = m;
 	}
-	b = (t == KB_TIME_INF || KB_TIME_INF - t <= sim->window) ? KB_TIME_INF : t + sim->window;
+	if (t == KB_TIME_INF) {
+		*active_out = 0;
+		*bound_out = KB_TIME_INF;
+		return t;
+	}
+	if (sim->horizons) {
+		double len = sim->rate > 0 ? (double)WINDOW_EVENTS / sim->rate
+					   : 64.0 * (double)sim->window;
+
+		b = len >= (double)(KB_TIME_INF - t) ? KB_TIME_INF : t + (kb_time)len;
+		if (b < sat_add(t, sim->window))
+			b = sat_add(t, sim->window);
+	}
+	for (unsigned i = 0; i < sim->n_workers; i++) {
+		const kb_worker *w = &sim->workers[i];
+		kb_time lat = sim->horizons ? w->out_lat : sim->window;
+		kb_time h = sim->horizons ? worker_horizon(w, b - (b > lat ? lat : b))
+					  : kb__worker_min(w);
+
+		h = sat_add(h, lat);
+		if (h < b)
+			b = h;
+	}
 	for (unsigned i = 0; i < sim->n_workers; i++)
 		if (kb__worker_min(&sim->workers[i]) < b)
 			active++;
@@ -192,14 +276,29 @@ static kb_time global_min(const kb_sim *sim, unsigned *active_out, kb_time *boun
 	return t;
 }
 
-/* Enough events in the window, on at least two workers, to pay for waking
- * a helper, and a core for it. */
-static int window_is_dense(const kb_sim *sim, kb_time bound, unsigned active)
+/* Events run so far, all workers. */
+static uint64_t window_events(const kb_sim *sim)
 {
-	size_t cap = sim->cfg.par_threshold, n = 0;
+	uint64_t n = 0;
+
+	for (unsigned i = 0; i < sim->n_workers; i++)
+		n += sim->workers[i].events;
+	return n;
+}
+
+/* Enough events in the window, on at least two workers, to pay for waking
+ * a helper, and a core for it. A window's events are mostly made inside
+ * it (chains of events), so what is pending at its start undercounts a
+ * long window: the rate of events per simulated picosecond seen so far (a
+ * moving average) says what a window of this length will hold. */
+static int window_is_dense(const kb_sim *sim, kb_time t, kb_time bound, unsigned active)
+{
+	size_t cap = sim->threshold, n = 0;
 
 	if (active < 2 || sim->ncpu < 2)
 		return 0;
+	if (bound == KB_TIME_INF || sim->rate * (double)(bound - t) >= (double)cap)
+		return 1;
 	for (unsigned i = 0; i < sim->n_workers && n < cap; i++)
 		n += kb__worker_count_below(&sim->workers[i], bound, cap - n);
 	return n >= cap;
@@ -208,19 +307,78 @@ static int window_is_dense(const kb_sim *sim, kb_time bound, unsigned active)
 /* Finishes what the window hook set aside at the end of an earlier window. */
 static int overlap_hook(kb_sim *sim, kb_error *err)
 {
+	uint64_t t0;
+	int rc;
+
 	if (!sim->cfg.on_overlap)
 		return KB_OK;
-	return sim->cfg.on_overlap(sim->cfg.hook_ctx, err);
+	t0 = kb__now_ns();
+	rc = sim->cfg.on_overlap(sim->cfg.hook_ctx, err);
+	sim->stats.ns_oplog += kb__now_ns() - t0;
+	return rc;
+}
+
+static void update_rate(kb_sim *sim, kb_time t, kb_time bound)
+{
+	uint64_t events = window_events(sim);
+	double r;
+
+	if (bound != KB_TIME_INF && bound > t) {
+		r = (double)(events - sim->events_seen) / (double)(bound - t);
+		sim->rate = sim->stats.windows ? 0.75 * sim->rate + 0.25 * r : r;
+	}
+	sim->events_seen = events;
+}
+
+/* The parallel threshold adapts to what windows cost here: the coordinator
+ * alone costs ns_event per event (a moving average of its windows); a
+ * parallel window of e events that took longer than e * ns_event did not
+ * pay for waking the others and the barriers. When most of a batch of
+ * parallel windows did not pay, the threshold doubles; when nearly all
+ * did, it halves again (never below the configured one). */
+#define JUDGE_BATCH 32
+
+/* After a window (wall: its ns on the coordinator, op_log work not
+ * counted): prices an event from what each worker's thread spent on its
+ * events, and judges a parallel window against that price. */
+static void judge_window(kb_sim *sim, int dense, uint64_t wall)
+{
+	uint64_t events = 0, ns = 0;
+
+	for (unsigned i = 0; i < sim->n_workers; i++) {
+		events += sim->workers[i].win_events;
+		ns += sim->workers[i].win_ns;
+		sim->workers[i].win_events = sim->workers[i].win_ns = 0;
+	}
+	if (events >= 8) {
+		double c = (double)ns / (double)events;
+
+		sim->ns_event = sim->ns_event > 0 ? 0.875 * sim->ns_event + 0.125 * c : c;
+	}
+	if (!dense || sim->ns_event <= 0)
+		return;
+	if ((double)wall > (double)events * sim->ns_event)
+		sim->losses++;
+	else
+		sim->wins++;
+	if (sim->wins + sim->losses < JUDGE_BATCH)
+		return;
+	if (sim->losses > sim->wins && sim->threshold < (1u << 24))
+		sim->threshold *= 2;
+	else if (sim->losses * 4 < sim->wins && sim->threshold / 2 >= sim->cfg.par_threshold)
+		sim->threshold /= 2;
+	sim->wins = sim->losses = 0;
 }
 
 static int run_window(kb_sim *sim, kb_time bound, unsigned active, int dense, kb_error *err)
 {
+	uint64_t t0, t1;
 	int rc;
 
 	if (dense) {
 		unsigned threads = active < sim->ncpu ? active : sim->ncpu;
-
 		sim->bound = bound;
+		sim->solo = 0;
 		post_job(sim, threads - 1);
 		/* The coordinator runs the overlap hook (the runtime writes the
 		 * op_log) while the helpers start the window; it claims workers
@@ -233,11 +391,16 @@ static int run_window(kb_sim *sim, kb_time bound, unsigned active, int dense, kb
 	rc = overlap_hook(sim, err);
 	if (rc)
 		return rc;
+	/* Alone, messages go straight into heaps: no inbox to drain. */
+	sim->bound = bound;
+	sim->solo = 1;
+	t0 = kb__now_ns();
 	for (unsigned i = 0; i < sim->n_workers; i++)
 		if (kb__worker_min(&sim->workers[i]) < bound)
-			kb__worker_window(&sim->workers[i], bound, UINT64_MAX);
-	for (unsigned i = 0; i < sim->n_workers; i++)
-		kb__worker_drain(&sim->workers[i]);
+			run_worker(&sim->workers[i], bound);
+	t1 = kb__now_ns();
+	atomic_fetch_add_explicit(&sim->ns_events, t1 - t0, memory_order_relaxed);
+	atomic_fetch_add_explicit(&sim->ns_drain, kb__now_ns() - t1, memory_order_relaxed);
 	return KB_OK;
 }
 
@@ -249,38 +412,86 @@ static int any_error(const kb_sim *sim)
 	return 0;
 }
 
+/* One line per window of the per-window profile (KB_EXEC_PROFILE). */
+static void profile_window(kb_sim *sim, kb_time t, kb_time bound, int dense, uint64_t ns_next,
+			   uint64_t ns_log)
+{
+	FILE *f = sim->profile;
+
+	fprintf(f, "%llu %llu %llu %d %llu %llu", (unsigned long long)sim->stats.windows,
+		(unsigned long long)t, (unsigned long long)bound, dense, (unsigned long long)ns_next,
+		(unsigned long long)ns_log);
+	for (unsigned i = 0; i < sim->n_workers; i++) {
+		kb_worker *w = &sim->workers[i];
+
+		fprintf(f, " %llu %llu", (unsigned long long)w->win_events,
+			(unsigned long long)w->win_ns);
+	}
+	fputc('\n', f);
+}
+
+static void profile_open(kb_sim *sim)
+{
+	const char *path = getenv("KB_EXEC_PROFILE");
+	FILE *f;
+
+	if (!path || !*path || !(f = fopen(path, "w")))
+		return;
+	fprintf(f, "# kernbench executor profile: workers %u pes %u cores %u window_ps %llu\n"
+		   "# window t_ps bound_ps dense ns_next ns_oplog, then per worker: events ns\n",
+		sim->n_workers, sim->n_pes, sim->ncpu, (unsigned long long)sim->window);
+	sim->profile = f;
+}
+
 int kb__exec_parallel(kb_sim *sim, kb_error *err)
 {
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	unsigned started = 1;
+	unsigned started = 1, threads;
+	uint64_t wall0 = kb__now_ns();
 	int rc = KB_OK;
 
-	sim->ncpu = ncpu > 0 ? (unsigned)ncpu : 1;
 	if (sim->ncpu > sim->n_workers)
 		sim->ncpu = sim->n_workers;
+	/* Only ncpu threads ever run a window: start no more. */
+	threads = sim->ncpu;
+	sim->stats.threads = threads;
 	kb__barrier_init(&sim->barrier, 1, 4000);
 	atomic_init(&sim->job, 0);
 	atomic_init(&sim->job_gen, 0);
 	atomic_init(&sim->job_sleepers, 0);
-	for (; started < sim->n_workers; started++)
+	atomic_init(&sim->ns_events, 0);
+	atomic_init(&sim->ns_barrier, 0);
+	atomic_init(&sim->ns_drain, 0);
+	profile_open(sim);
+	sim->threshold = sim->cfg.par_threshold;
+	for (; started < threads; started++)
 		if (pthread_create(&sim->workers[started].thread, NULL, worker_main,
 				   &sim->workers[started]))
 			break;
-	if (started < sim->n_workers) {
+	if (started < threads) {
 		/* Run with the threads we have: re-size the barrier before anyone waits. */
-		rc = kb__err(err, KB_ENOMEM, "cannot start worker thread %u of %u", started,
-			     sim->n_workers);
+		rc = kb__err(err, KB_ENOMEM, "cannot start worker thread %u of %u", started, threads);
 		goto stop;
 	}
 	for (unsigned i = 0; i < sim->n_workers; i++)
 		kb__worker_drain(&sim->workers[i]);
 	while (!any_error(sim) && !atomic_load_explicit(&sim->stop, memory_order_relaxed)) {
 		unsigned active;
+		uint64_t t0 = kb__now_ns(), t1, ns_next, log0 = sim->stats.ns_oplog;
 		kb_time bound, t = global_min(sim, &active, &bound);
+		int dense;
 
 		if (t == KB_TIME_INF)
 			break;
-		rc = run_window(sim, bound, active, window_is_dense(sim, bound, active), err);
+		dense = window_is_dense(sim, t, bound, active);
+		ns_next = kb__now_ns() - t0;
+		sim->stats.ns_next += ns_next;
+		t1 = kb__now_ns();
+		rc = run_window(sim, bound, active, dense, err);
+		t1 = kb__now_ns() - t1 - (sim->stats.ns_oplog - log0);
+		update_rate(sim, t, bound);
+		if (sim->profile)
+			profile_window(sim, t, bound, dense, ns_next, sim->stats.ns_oplog - log0);
+		judge_window(sim, dense, t1);
 		sim->stats.windows++;
 		if (rc)
 			goto stop;
@@ -295,6 +506,13 @@ stop:
 	post_job(sim, 0);
 	for (unsigned i = 1; i < started; i++)
 		pthread_join(sim->workers[i].thread, NULL);
+	if (sim->profile)
+		fclose(sim->profile);
+	sim->profile = NULL;
+	sim->stats.ns_events = atomic_load(&sim->ns_events);
+	sim->stats.ns_barrier = atomic_load(&sim->ns_barrier);
+	sim->stats.ns_drain = atomic_load(&sim->ns_drain);
+	sim->stats.ns_wall = kb__now_ns() - wall0;
 	if (rc)
 		return rc;
 	return finish(sim, err);

@@ -61,6 +61,16 @@ typedef struct kb_lp_type {
 	/* Frees what the state owns, when the simulation is destroyed; the
 	 * core frees a state it allocated itself. May be NULL. */
 	void (*final)(void *state);
+	/* Lookahead beyond the link latency: a lower bound on the time at which
+	 * any LP of this LP's PE next sends a message to another PE, given that
+	 * the PE's earliest pending event is at t_min and that nothing arrives
+	 * from other PEs; KB_TIME_INF when it never will. The LP answers for its
+	 * whole PE (the model knows which of its LPs can reach another PE); a
+	 * PE where no LP answers may send at t_min. Any bound of at least
+	 * `enough` is as good as a later one (the window ends there anyway), so
+	 * the LP may stop looking ahead there. Called between windows, on any
+	 * thread, while no handler of the PE runs. May be NULL. */
+	kb_time (*horizon)(kb_lp *lp, kb_time t_min, kb_time enough);
 } kb_lp_type;
 
 /* Flags of a window hook call. */
@@ -73,8 +83,11 @@ enum {
 	KB_WINDOW_OVERLAP = 2,
 };
 
+#define KB_SIM_THREADS_AUTO (-1)
+
 typedef struct kb_sim_config {
-	int threads;            /* 0: one thread per LP; 1: sequential; N: N workers */
+	int threads;            /* 0: one thread per LP; 1: sequential; N: N workers;
+				 * KB_SIM_THREADS_AUTO: min(PEs, 4 x cores) workers */
 	kb_time lat_pe;         /* smallest latency between LPs of one PE */
 	kb_time lat_cluster;    /* between PEs of one cluster */
 	kb_time lat_global;     /* between clusters */
@@ -101,7 +114,17 @@ typedef struct kb_sim_stats {
 	uint64_t windows;       /* synchronization windows (threaded executors) */
 	uint64_t parallel_windows; /* windows run by more than one thread */
 	unsigned workers;       /* worker threads used */
-	kb_time window;         /* window length (KB_TIME_INF when sequential) */
+	kb_time window;         /* smallest window: the shortest link between workers
+				 * (KB_TIME_INF when sequential); horizons stretch it */
+	unsigned threads;       /* busy threads at most (never more than cores) */
+	/* Where the executor's wall time went (nanoseconds, summed over the
+	 * threads; threaded executors only). */
+	uint64_t ns_events;     /* running events (workers' windows) */
+	uint64_t ns_barrier;    /* waiting at the barrier for the other threads */
+	uint64_t ns_next;       /* finding the next window (minima, horizons, density) */
+	uint64_t ns_drain;      /* moving delivered messages into heaps */
+	uint64_t ns_oplog;      /* in the window hooks (the runtime's op_log) */
+	uint64_t ns_wall;       /* the executor's own wall time */
 } kb_sim_stats;
 
 kb_sim *kb__sim_create(const kb_sim_config *cfg, kb_error *err);
