@@ -229,10 +229,22 @@ static int check_params(const kb_bench_info *b, const kb_params *p, kb_error *er
 
 json_t *kb__param_json(kb_param_type type, const char *text)
 {
-	if (type == KB_PARAM_INT)
-		return json_integer(strtoll(text, NULL, 10));
-	if (type == KB_PARAM_REAL)
-		return json_real(strtod(text, NULL));
+	char *end = NULL;
+
+	/* A value that is not a whole number of its type (a sweep row's bad
+	 * value, reported as an error) stays the text it was, never a number
+	 * made of its prefix. */
+	if (type == KB_PARAM_INT) {
+		long long v = strtoll(text, &end, 10);
+
+		if (*text && !*end)
+			return json_integer(v);
+	} else if (type == KB_PARAM_REAL) {
+		double v = strtod(text, &end);
+
+		if (*text && !*end)
+			return json_real(v);
+	}
 	return json_string(text);
 }
 

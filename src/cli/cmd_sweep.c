@@ -322,7 +322,7 @@ static void clear_progress(sweep_cmd *c)
 static int on_row(const kb_sweep_row *row, void *payload)
 {
 	sweep_cmd *c = payload;
-	char *text = out_format_row(c->fmt, row);
+	char *text = out_format_row(c->fmt, c->s, row);
 
 	if (!text) {
 		cli_error("out of memory");

@@ -1,8 +1,9 @@
 /*
  * Sweep rows as text. CSV: RFC 4180 (cells with a comma, quote, CR or LF are
  * quoted, quotes doubled), "\n" line ends. JSON Lines: one object per line
- * with the same fields; key values stay strings, exactly as given on the
- * command line, so that --resume can match them byte for byte.
+ * with the same fields; key values are typed by the library
+ * (kb_sweep_row_to_json), so numbers are numbers, and --resume matches the
+ * typed text of the "keys" object.
  */
 #include "cli/sweep_out.h"
 
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "kernbench/json.h"
 
 const char *const out_fig_names[N_FIG] = {
 	"sim_time_ns", "dispatch_per_tile_ns", "commands", "events", "wall_s"
@@ -104,21 +106,32 @@ static void csv_row(FILE *f, const kb_sweep_row *row, char txt[N_FIG][40])
 	fputc('\n', f);
 }
 
-static void jsonl_row(FILE *f, const kb_sweep_row *row, char txt[N_FIG][40])
+char *out_typed_keys(const kb_sweep *s, const kb_sweep_row *row)
 {
+	char *all = kb_sweep_row_to_json(s, row), *from, *to, *keys = NULL;
+
+	/* A '"' inside a JSON string is escaped, so these member boundaries
+	 * cannot occur inside the bench name or a key's value. */
+	from = all ? strstr(all, ",\"keys\":{") : NULL;
+	to = from ? strstr(from, "},\"status\":") : NULL;
+	if (to)
+		keys = strndup(from + 8, (size_t)(to + 1 - (from + 8)));
+	kb_free(all);
+	return keys;
+}
+
+static int jsonl_row(FILE *f, const kb_sweep *s, const kb_sweep_row *row,
+		     char txt[N_FIG][40])
+{
+	char *keys = out_typed_keys(s, row);
 	size_t i;
 
+	if (!keys)
+		return -1;
 	fputs("{\"bench\":", f);
 	cli_json_string(f, row->bench);
-	fputs(",\"keys\":{", f);
-	for (i = 0; i < row->n_keys; i++) {
-		if (i)
-			fputc(',', f);
-		cli_json_string(f, row->keys[i]);
-		fputc(':', f);
-		cli_json_string(f, row->values[i]);
-	}
-	fputc('}', f);
+	fprintf(f, ",\"keys\":%s", keys);
+	free(keys);
 	for (i = 0; i < N_FIG; i++)
 		fprintf(f, ",\"%s\":%s", out_fig_names[i], txt[i][0] ? txt[i] : "null");
 	fputs(",\"oplog_sha256\":", f);
@@ -129,13 +142,15 @@ static void jsonl_row(FILE *f, const kb_sweep_row *row, char txt[N_FIG][40])
 	fputs(row->status ? ",\"status\":\"error\",\"error\":" : ",\"status\":\"ok\",\"error\":", f);
 	cli_json_string(f, row->status ? row->error : "");
 	fputs("}\n", f);
+	return 0;
 }
 
-char *out_format_row(out_format fmt, const kb_sweep_row *row)
+char *out_format_row(out_format fmt, const kb_sweep *s, const kb_sweep_row *row)
 {
 	char txt[N_FIG][40];
 	char *buf = NULL;
 	size_t len = 0;
+	int bad = 0;
 	FILE *f = open_memstream(&buf, &len);
 
 	if (!f)
@@ -144,8 +159,8 @@ char *out_format_row(out_format fmt, const kb_sweep_row *row)
 	if (fmt == OUT_CSV)
 		csv_row(f, row, txt);
 	else
-		jsonl_row(f, row, txt);
-	if (fclose(f) != 0) {
+		bad = jsonl_row(f, s, row, txt);
+	if (fclose(f) != 0 || bad) {
 		free(buf);
 		return NULL;
 	}

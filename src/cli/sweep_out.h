@@ -26,7 +26,13 @@ typedef struct kept_row {
 /* The CSV header line with its newline; NULL when memory runs out. */
 char *out_csv_header(size_t n_keys, const char *const *keys);
 /* One row as text with its newline (CSV or JSONL); NULL when memory runs out. */
-char *out_format_row(out_format fmt, const kb_sweep_row *row);
+char *out_format_row(out_format fmt, const kb_sweep *s, const kb_sweep_row *row);
+/*
+ * The "keys" object of a JSONL row, typed as kb_sweep_row_to_json types it
+ * (numbers as numbers, string-valued keys as strings); NULL when memory runs
+ * out. --resume compares this text, so old and new rows match exactly.
+ */
+char *out_typed_keys(const kb_sweep *s, const kb_sweep_row *row);
 /* The figures of a finished row. */
 void out_row_figures(const kb_sweep_row *row, kept_row *k);
 

@@ -31,6 +31,7 @@ typedef struct point_key {
 typedef struct lookup {
 	point_key *v;
 	size_t n;
+	int typed;  /* JSONL: one value per point, the typed "keys" object text */
 } lookup;
 
 static char *join_key(const char *bench, size_t n, const char *const *values)
@@ -65,7 +66,7 @@ static void lookup_free(lookup *l)
 	free(l->v);
 }
 
-static int lookup_build(lookup *l, const kb_sweep *s, size_t n_keys)
+static int lookup_build(lookup *l, const kb_sweep *s, size_t n_keys, const char *const *keys)
 {
 	size_t total = kb_sweep_points(s), i;
 
@@ -79,7 +80,15 @@ static int lookup_build(lookup *l, const kb_sweep *s, size_t n_keys)
 
 		if (kb_sweep_point(s, i, &bench, &values, NULL))
 			return -1;
-		l->v[i].key = join_key(bench, n_keys, values);
+		if (l->typed) {
+			kb_sweep_row row = { i, total, bench, n_keys, keys, values, 0, "", NULL };
+			char *typed = out_typed_keys(s, &row);
+
+			l->v[i].key = typed ? join_key(bench, 1, (const char *const *)&typed) : NULL;
+			free(typed);
+		} else {
+			l->v[i].key = join_key(bench, n_keys, values);
+		}
 		l->v[i].index = i;
 		if (!l->v[i].key)
 			return -1;
@@ -92,7 +101,7 @@ static int lookup_build(lookup *l, const kb_sweep *s, size_t n_keys)
 /* Point index of (bench, values), or (size_t)-1. */
 static size_t lookup_find(const lookup *l, const char *bench, size_t n, const char *const *values)
 {
-	point_key probe = { join_key(bench, n, values), 0 };
+	point_key probe = { join_key(bench, l->typed ? 1 : n, values), 0 };
 	const point_key *hit = probe.key ? bsearch(&probe, l->v, l->n, sizeof(*l->v), cmp_key) : NULL;
 
 	free(probe.key);
@@ -423,6 +432,7 @@ typedef struct jrow {
 	char **keys, **values;
 	size_t n;
 	char *figs[N_FIG];
+	char *typed_keys;  /* the "keys" object's text, as out_typed_keys gives it */
 } jrow;
 
 static void jrow_free(jrow *r)
@@ -439,6 +449,7 @@ static void jrow_free(jrow *r)
 		free(r->figs[i]);
 	free(r->bench);
 	free(r->status);
+	free(r->typed_keys);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -461,9 +472,24 @@ static int json_scalar(const char **p, char **out)
 	return *out ? 0 : -1;
 }
 
+static int json_keys_members(const char **p, jrow *r, size_t cap);
+
+/* The keys object: its members, and its text for the point lookup. */
 static int json_keys(const char **p, jrow *r, size_t cap)
 {
+	const char *start;
+
 	json_skip_ws(p);
+	start = *p;
+	if (json_keys_members(p, r, cap))
+		return -1;
+	free(r->typed_keys);
+	r->typed_keys = strndup(start, (size_t)(*p - start));
+	return r->typed_keys ? 0 : -1;
+}
+
+static int json_keys_members(const char **p, jrow *r, size_t cap)
+{
 	if (*(*p)++ != '{')
 		return -1;
 	json_skip_ws(p);
@@ -479,7 +505,10 @@ static int json_keys(const char **p, jrow *r, size_t cap)
 		if (*(*p)++ != ':')
 			return -1;
 		json_skip_ws(p);
-		r->values[r->n] = json_parse_string(p);
+		if (**p == '"')
+			r->values[r->n] = json_parse_string(p);
+		else if (json_scalar(p, &r->values[r->n]) || !r->values[r->n])
+			return -1;
 		if (!r->values[r->n++])
 			return -1;
 		json_skip_ws(p);
@@ -576,7 +605,7 @@ static int jsonl_line(resume_ctx *c, char *line, const char *start, const char *
 		rc = cli_error("%s:%zu: the row's keys do not match this sweep's", c->path,
 			       c->line);
 	else
-		rc = take_row(c, r.bench, (const char *const *)r.values,
+		rc = take_row(c, r.bench, (const char *const *)&r.typed_keys,
 			      (const char *const *)r.figs, r.status, start, end);
 	jrow_free(&r);
 	return rc;
@@ -603,7 +632,7 @@ static int jsonl_file(resume_ctx *c, const char *data, size_t len, size_t *keep_
 int out_read_resume(const char *path, out_format fmt, const kb_sweep *s, size_t n_keys,
 		    const char *const *keys, kept_row *rows, size_t *keep_len, int *exists)
 {
-	resume_ctx c = { path, fmt, n_keys, keys, { NULL, 0 }, rows, 0 };
+	resume_ctx c = { path, fmt, n_keys, keys, { NULL, 0, fmt == OUT_JSONL }, rows, 0 };
 	char *data = NULL;
 	size_t len = 0;
 	int rc;
@@ -612,7 +641,7 @@ int out_read_resume(const char *path, out_format fmt, const kb_sweep *s, size_t 
 	rc = read_all(path, &data, &len, exists);
 	if (rc || !*exists)
 		return rc;
-	if (lookup_build(&c.points, s, n_keys))
+	if (lookup_build(&c.points, s, n_keys, keys))
 		rc = cli_error("out of memory");
 	else if (fmt == OUT_CSV)
 		rc = csv_file(&c, data, len, keep_len);
