@@ -868,6 +868,132 @@ START_TEST(test_scratch_reuse_fence)
 }
 END_TEST
 
+/* Issue 15 hole 3: every limit of PE_SCHEDULER's plan is checked at emit
+ * (DDD §6.9), not found at admission as KB_EINTERNAL. */
+START_TEST(test_err_too_many_stages)
+{
+	capture cp = { .n = 0 };
+	kb_tl *tl = new_tl(&cp);
+	kb_tl_op relu[40], kern = { .op = "relu", .scope = KB_TL_KERNEL };
+	kb_tl_composite_desc d = { .op = "copy", .epilogue = relu };
+	int ln;
+
+	for (int i = 0; i < 40; i++)
+		relu[i] = (kb_tl_op){ .op = "relu" };
+	d.a = tcm2(tl, KB_FP32, 8, 64);
+	/* A GEMM-less composite is one step: 40 ops are 40 stages, the limit. */
+	d.n_epilogue = 39;
+	ck_assert_ptr_nonnull(kb_tl_composite(tl, &d));
+	/* A GEMM's last k-step: FETCH, GEMM, 37 OUTPUT_TILE ops, STORE = 40;
+	 * a KERNEL-scope op after the loop is a step of its own. */
+	d.op = "gemm";
+	d.b = tcm2(tl, KB_FP32, 64, 64);
+	d.n_epilogue = 37;
+	ck_assert_ptr_nonnull(kb_tl_composite(tl, &d));
+	relu[37] = kern;
+	d.n_epilogue = 38;
+	ck_assert_ptr_nonnull(kb_tl_composite(tl, &d));
+	ck_assert_int_eq(cp.n, 3);
+	relu[37] = relu[0];
+	ck_assert_ptr_null(kb_tl_composite(tl, &d)); ln = __LINE__;
+	expect_failed(tl, &cp, KB_V_TOO_MANY_STAGES, "op 38 (relu) needs a stage past the plan's limit of 40 stages per tile", ln);
+	cap_clear(&cp);
+	kb__tl_destroy(tl);
+
+	/* The issue's case: 41 ops of about 200 bytes, under the size cap. */
+	tl = new_tl(&cp);
+	d = (kb_tl_composite_desc){ .op = "copy", .epilogue = relu, .n_epilogue = 40 };
+	d.a = tcm2(tl, KB_FP32, 8, 64);
+	ck_assert_ptr_null(kb_tl_composite(tl, &d)); ln = __LINE__;
+	expect_failed(tl, &cp, KB_V_TOO_MANY_STAGES, "composite of 41 ops: op 40 (relu)", ln);
+	ck_assert_str_eq(kb_validation_name(KB_V_TOO_MANY_STAGES), "too_many_stages");
+	cap_clear(&cp);
+	kb__tl_destroy(tl);
+}
+END_TEST
+
+/* One composite that fails with this detail and message fragment. */
+static void expect_composite_fails(kb_tl_composite_desc d, const kb_tl_recipe_call *r, int detail,
+				   const char *frag)
+{
+	capture cp = { .n = 0 };
+	kb_tl *tl = new_tl(&cp);
+	sm_setup s;
+	kb_tl_recipe_call rc;
+	int64_t m8[1] = { 8 };
+	int ln;
+
+	sm_make(tl, &s);
+	if (r) {
+		rc = *r;
+		for (int i = 0; i < KB_TL_MAX_ARGS && rc.args[i].name; i++)
+			rc.args[i].t = strcmp(rc.args[i].name, "m") == 0 ? kb_tl_alloc(tl, KB_FP32, 1, m8) :
+				       strcmp(rc.args[i].name, "l") == 0 ? s.l :
+				       strcmp(rc.args[i].name, "s") == 0 ? s.S : s.O;
+		d.prologue = &rc;
+		d.n_prologue = 1;
+		d.b = s.V;
+		d.out = s.O;
+	} else {
+		d.a = tcm2(tl, KB_FP32, 8, 64);
+		if (strcmp(d.op, "gemm") == 0)
+			d.b = tcm2(tl, KB_FP32, 64, 64);
+	}
+	ck_assert_ptr_null(kb_tl_composite(tl, &d)); ln = __LINE__;
+	expect_failed(tl, &cp, detail, frag, ln);
+	cap_clear(&cp);
+	kb__tl_destroy(tl);
+}
+
+START_TEST(test_err_unknown_extra)
+{
+	kb_tl_op typo = { .op = "scale", .extras = { { "scael", 0.5 } } };
+	kb_tl_op relu = { .op = "relu", .extras = { { "scale", 0.5 } } };
+	kb_tl_composite_desc d = { .op = "gemm", .epilogue = &typo, .n_epilogue = 1 };
+
+	expect_composite_fails(d, NULL, KB_V_UNKNOWN_EXTRA,
+			       "epilogue scale has no extra 'scael' (did you mean 'scale'?)");
+	d.epilogue = &relu;
+	expect_composite_fails(d, NULL, KB_V_UNKNOWN_EXTRA, "epilogue relu has no extra 'scale' (it takes none)");
+	d = (kb_tl_composite_desc){ .op = "scale", .extras = { { "factor", 2.0 } } };
+	expect_composite_fails(d, NULL, KB_V_UNKNOWN_EXTRA, "head scale has no extra 'factor' (valid: scale)");
+	d = (kb_tl_composite_desc){ .op = "gemm", .extras = { { "scale", 2.0 } } };
+	expect_composite_fails(d, NULL, KB_V_UNKNOWN_EXTRA, "head gemm has no extra 'scale'");
+	ck_assert_str_eq(kb_validation_name(KB_V_UNKNOWN_EXTRA), "unknown_extra");
+}
+END_TEST
+
+START_TEST(test_err_did_you_mean)
+{
+	kb_tl_op rleu = { .op = "rleu" }, add = { .op = "add" };
+	kb_tl_composite_desc d = { .op = "gemm", .epilogue = &rleu, .n_epilogue = 1 };
+	kb_tl_recipe_call r = { "softmax_merge", { { "s", NULL }, { "m", NULL }, { "l", NULL }, { "Oo", NULL } } };
+
+	expect_composite_fails(d, NULL, KB_V_UNKNOWN_OP, "unknown epilogue op 'rleu' (did you mean 'relu'?)");
+	d = (kb_tl_composite_desc){ .op = "gemn" };
+	expect_composite_fails(d, NULL, KB_V_UNKNOWN_OP, "unknown head op 'gemn' (did you mean 'gemm'?)");
+	add.args[0] = (kb_tl_arg){ "othr", NULL };
+	d = (kb_tl_composite_desc){ .op = "gemm", .epilogue = &add, .n_epilogue = 1 };
+	expect_composite_fails(d, NULL, KB_V_MISSING_OPERAND, "'othr' is not one of them (did you mean 'other'?)");
+	d = (kb_tl_composite_desc){ .op = "gemm" };
+	expect_composite_fails(d, &r, KB_V_MISSING_OPERAND,
+			       "recipe softmax_merge has no operand 'Oo' (did you mean 'O'?)");
+	r.recipe = "softmax_merg";
+	expect_composite_fails(d, &r, KB_V_UNKNOWN_RECIPE, "(did you mean 'softmax_merge'? known: softmax_merge)");
+}
+END_TEST
+
+/* The seed's test vector: softmax_merge with m of shape (8,), not (8, 1). */
+START_TEST(test_err_recipe_names_real_mismatch)
+{
+	kb_tl_recipe_call r = { "softmax_merge", { { "s", NULL }, { "m", NULL }, { "l", NULL }, { "O", NULL } } };
+	kb_tl_composite_desc d = { .op = "gemm" };
+
+	expect_composite_fails(d, &r, KB_V_SHAPE,
+			       "step max_elem: 'm' (8,) and 'm_loc' (8, 1) give (8, 8), which does not fit 'm_new' (8, 1)");
+}
+END_TEST
+
 Suite *tl_suite(void)
 {
 	Suite *s = suite_create("tl");
@@ -900,6 +1026,10 @@ Suite *tl_suite(void)
 	tcase_add_test(val, test_err_unbalanced_scope);
 	tcase_add_test(val, test_err_scope_end_without_begin);
 	tcase_add_test(val, test_err_message_names_op);
+	tcase_add_test(val, test_err_too_many_stages);
+	tcase_add_test(val, test_err_unknown_extra);
+	tcase_add_test(val, test_err_did_you_mean);
+	tcase_add_test(val, test_err_recipe_names_real_mismatch);
 	tcase_add_test(dep, test_implicit_waits);
 	tcase_add_test(dep, test_scratch_reuse_fence);
 	suite_add_tcase(s, cost);

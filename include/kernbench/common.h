@@ -65,7 +65,9 @@ typedef enum kb_validation {
 	KB_V_SPACE,               /* operand in the wrong memory space */
 	KB_V_SCOPE,               /* unbalanced scratch scopes */
 	KB_V_UNKNOWN_OP,          /* unknown op kind */
-	KB_V_KERNEL               /* the kernel failed the run itself (kb_tl_fail) */
+	KB_V_KERNEL,              /* the kernel failed the run itself (kb_tl_fail) */
+	KB_V_TOO_MANY_STAGES,     /* composite over the plan's stages per tile (or steps) */
+	KB_V_UNKNOWN_EXTRA        /* extra scalar the op does not take */
 } kb_validation;
 
 /* Caller-supplied error object (jansson's json_error_t style). */

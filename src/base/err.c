@@ -92,7 +92,8 @@ KB_API const char *kb_validation_name(int detail)
 		"none", "autobind_conflict", "prologue_hbm_operand", "two_gemms",
 		"over_size_cap", "unknown_recipe", "missing_operand", "tcm_exhausted",
 		"shape_mismatch", "dtype_mismatch", "bad_handle", "wrong_space",
-		"unbalanced_scope", "unknown_op", "kernel_fail",
+		"unbalanced_scope", "unknown_op", "kernel_fail", "too_many_stages",
+		"unknown_extra",
 	};
 	if (detail < 0 || (size_t)detail >= sizeof(names) / sizeof(names[0]))
 		return "unknown";

@@ -20,10 +20,21 @@ static kb_stage_ref stage(kb_stage_kind k, int eng, int op, int operand)
 	return (kb_stage_ref){ (uint8_t)k, (uint8_t)eng, (int8_t)op, (int8_t)operand };
 }
 
-static int push(kb_stage_ref *v, uint32_t *n, kb_stage_ref s)
+/* Appends a stage. The first one over the limit names in over_op the op
+ * that did not fit: its own for a MATH stage or a DMA_READ of the op's
+ * operand, else (STORE, DMA_WRITE of an earlier op) the latest MATH op. */
+static int push(kb_plan *p, kb_stage_ref *v, uint32_t *n, uint32_t max, kb_stage_ref s)
 {
-	if (*n >= KB_PLAN_MAX_STAGES)
+	if (*n >= max) {
+		if (p->over_op < 0) {
+			p->over_op = s.kind == KB_ST_MATH || s.kind == KB_ST_DMA_READ || p->last_op < 0
+					     ? s.op : p->last_op;
+			p->over_max = max;
+		}
 		return -1;
+	}
+	if (s.kind == KB_ST_MATH)
+		p->last_op = s.op;
 	v[(*n)++] = s;
 	return 0;
 }
@@ -58,44 +69,53 @@ static void fit_tiles(kb_plan *p, const kb_topo_params *tp, const kb_opspec *gm)
 		p->tk = p->K > tk ? p->K : tk;
 }
 
-/* The tile loop of a composite whose GEMM is ops[g]. */
-static int plan_gemm(kb_plan *p, const kb_cmd *c, int g)
+/* The stage templates of a composite whose GEMM is ops[g] (no tile sizes:
+ * emit checks these against the limits without a machine). */
+static int plan_gemm_stages(kb_plan *p, const kb_opspec *ops, uint32_t n_ops, int g)
 {
-	const kb_topo_params *tp = p->m->tp;
-	const kb_opspec *gm = &c->ops[g];
+	const kb_opspec *gm = &ops[g];
 	int rc = 0;
 
 	for (int i = 0; i < g; i++)
-		p->pre[p->n_pre++] = stage(KB_ST_MATH, KB_ENG_MATH, i, -1);
-	for (uint32_t i = (uint32_t)g + 1; i < c->n_ops; i++)
-		if (c->ops[i].scope == KB_SCOPE_KERNEL)
-			p->post[p->n_post++] = stage(KB_ST_MATH, KB_ENG_MATH, (int)i, -1);
+		rc |= push(p, p->pre, &p->n_pre, KB_PLAN_MAX_STEPS, stage(KB_ST_MATH, KB_ENG_MATH, i, -1));
+	for (uint32_t i = (uint32_t)g + 1; i < n_ops; i++)
+		if (ops[i].scope == KB_SCOPE_KERNEL)
+			rc |= push(p, p->post, &p->n_post, KB_PLAN_MAX_STEPS,
+				   stage(KB_ST_MATH, KB_ENG_MATH, (int)i, -1));
+	/* Where a handle lives decides DMA: HBM streams in, TCM is used in place. */
+	for (int o = 0; o < 2; o++)
+		if (gm->operands[o].t.space == KB_SPACE_HBM)
+			rc |= push(p, p->mid, &p->n_mid, KB_PLAN_MAX_STAGES, stage(KB_ST_DMA_READ, KB_ENG_DMA, g, o));
+	rc |= push(p, p->mid, &p->n_mid, KB_PLAN_MAX_STAGES, stage(KB_ST_FETCH, KB_ENG_TCM, g, -1));
+	rc |= push(p, p->mid, &p->n_mid, KB_PLAN_MAX_STAGES, stage(KB_ST_GEMM, KB_ENG_GEMM, g, -1));
+	for (uint32_t i = (uint32_t)g + 1; i < n_ops; i++)
+		if (ops[i].scope == KB_SCOPE_K_TILE)
+			rc |= push(p, p->mid, &p->n_mid, KB_PLAN_MAX_STAGES, stage(KB_ST_MATH, KB_ENG_MATH, (int)i, -1));
+	memcpy(p->last, p->mid, p->n_mid * sizeof(*p->mid));
+	p->n_last = p->n_mid;
+	for (uint32_t i = (uint32_t)g + 1; i < n_ops; i++)
+		if (ops[i].scope == KB_SCOPE_OUTPUT_TILE)
+			rc |= push(p, p->last, &p->n_last, KB_PLAN_MAX_STAGES, stage(KB_ST_MATH, KB_ENG_MATH, (int)i, -1));
+	rc |= push(p, p->last, &p->n_last, KB_PLAN_MAX_STAGES, stage(KB_ST_STORE, KB_ENG_TCM, g, -1));
+	if (gm->out.space == KB_SPACE_HBM)
+		rc |= push(p, p->last, &p->n_last, KB_PLAN_MAX_STAGES, stage(KB_ST_DMA_WRITE, KB_ENG_DMA, g, -1));
+	return rc;
+}
+
+/* The tile loop of a composite whose GEMM is ops[g]. */
+static int plan_gemm(kb_plan *p, const kb_cmd *c, int g)
+{
+	const kb_opspec *gm = &c->ops[g];
+
 	p->M = extra_of(gm, "m", 1);
 	p->K = extra_of(gm, "k", 1);
 	p->N = extra_of(gm, "n", 1);
-	fit_tiles(p, tp, gm);
+	fit_tiles(p, p->m->tp, gm);
 	p->mt = (uint32_t)((p->M + p->tm - 1) / p->tm);
 	p->kt = (uint32_t)((p->K + p->tk - 1) / p->tk);
 	p->nt = (uint32_t)((p->N + p->tn - 1) / p->tn);
 	p->n_steps = (uint64_t)p->mt * p->nt * p->kt;
-	/* Where a handle lives decides DMA: HBM streams in, TCM is used in place. */
-	for (int o = 0; o < 2; o++)
-		if (gm->operands[o].t.space == KB_SPACE_HBM)
-			rc |= push(p->mid, &p->n_mid, stage(KB_ST_DMA_READ, KB_ENG_DMA, g, o));
-	rc |= push(p->mid, &p->n_mid, stage(KB_ST_FETCH, KB_ENG_TCM, g, -1));
-	rc |= push(p->mid, &p->n_mid, stage(KB_ST_GEMM, KB_ENG_GEMM, g, -1));
-	for (uint32_t i = (uint32_t)g + 1; i < c->n_ops; i++)
-		if (c->ops[i].scope == KB_SCOPE_K_TILE)
-			rc |= push(p->mid, &p->n_mid, stage(KB_ST_MATH, KB_ENG_MATH, (int)i, -1));
-	memcpy(p->last, p->mid, p->n_mid * sizeof(*p->mid));
-	p->n_last = p->n_mid;
-	for (uint32_t i = (uint32_t)g + 1; i < c->n_ops; i++)
-		if (c->ops[i].scope == KB_SCOPE_OUTPUT_TILE)
-			rc |= push(p->last, &p->n_last, stage(KB_ST_MATH, KB_ENG_MATH, (int)i, -1));
-	rc |= push(p->last, &p->n_last, stage(KB_ST_STORE, KB_ENG_TCM, g, -1));
-	if (gm->out.space == KB_SPACE_HBM)
-		rc |= push(p->last, &p->n_last, stage(KB_ST_DMA_WRITE, KB_ENG_DMA, g, -1));
-	return rc;
+	return plan_gemm_stages(p, c->ops, c->n_ops, g);
 }
 
 /* A GEMM-less composite: one step, its ops in order (ADR-0065 D3). Where a
@@ -105,23 +125,23 @@ static int plan_gemm(kb_plan *p, const kb_cmd *c, int g)
  * ops that continue on it (those without an output of their own). Emit
  * keeps recipe and epilogue operands in TCM, so in practice only the head
  * streams. */
-static int plan_math(kb_plan *p, const kb_cmd *c)
+static int plan_math(kb_plan *p, const kb_opspec *ops, uint32_t n_ops)
 {
 	int rc = 0, cur = -1;
 
 	p->n_steps = 1;
-	for (uint32_t i = 0; i < c->n_ops; i++) {
-		const kb_opspec *op = &c->ops[i];
+	for (uint32_t i = 0; i < n_ops; i++) {
+		const kb_opspec *op = &ops[i];
 
 		for (int o = 0; o < op->n_operands; o++)
 			if (op->operands[o].t.space == KB_SPACE_HBM)
-				rc |= push(p->last, &p->n_last, stage(KB_ST_DMA_READ, KB_ENG_DMA, (int)i, o));
-		rc |= push(p->last, &p->n_last, stage(KB_ST_MATH, KB_ENG_MATH, (int)i, -1));
+				rc |= push(p, p->last, &p->n_last, KB_PLAN_MAX_STAGES, stage(KB_ST_DMA_READ, KB_ENG_DMA, (int)i, o));
+		rc |= push(p, p->last, &p->n_last, KB_PLAN_MAX_STAGES, stage(KB_ST_MATH, KB_ENG_MATH, (int)i, -1));
 		if (op->has_out)
 			cur = (int)i;
-		if (cur >= 0 && (i + 1 == c->n_ops || c->ops[i + 1].has_out) &&
-		    c->ops[cur].out.space == KB_SPACE_HBM)
-			rc |= push(p->last, &p->n_last, stage(KB_ST_DMA_WRITE, KB_ENG_DMA, cur, -1));
+		if (cur >= 0 && (i + 1 == n_ops || ops[i + 1].has_out) &&
+		    ops[cur].out.space == KB_SPACE_HBM)
+			rc |= push(p, p->last, &p->n_last, KB_PLAN_MAX_STAGES, stage(KB_ST_DMA_WRITE, KB_ENG_DMA, cur, -1));
 	}
 	return rc;
 }
@@ -137,7 +157,7 @@ static int plan_simple(kb_plan *p, const kb_cmd *c)
 	};
 
 	p->n_steps = 1;
-	return push(p->last, &p->n_last, stage(map[c->kind].st, map[c->kind].eng, -1, 0));
+	return push(p, p->last, &p->n_last, KB_PLAN_MAX_STAGES, stage(map[c->kind].st, map[c->kind].eng, -1, 0));
 }
 
 static int alloc_data(kb_plan *p)
@@ -176,6 +196,7 @@ int kb__plan_create(kb_plan **out, kb_cmd *cmd, const kb_machine *m, kb_error *e
 	p->pe = cmd->pe;
 	p->m = m;
 	p->gemm = -1;
+	p->over_op = p->last_op = -1;
 	p->slots = m->staging_slots;
 	p->slot_free = p->slots >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << p->slots) - 1;
 	p->acc_free = p->slot_free;
@@ -183,7 +204,7 @@ int kb__plan_create(kb_plan **out, kb_cmd *cmd, const kb_machine *m, kb_error *e
 		for (uint32_t i = 0; i < cmd->n_ops; i++)
 			if (cmd->ops[i].kind == KB_OP_GEMM && p->gemm < 0)
 				p->gemm = (int)i;
-		rc = p->gemm >= 0 ? plan_gemm(p, cmd, p->gemm) : plan_math(p, cmd);
+		rc = p->gemm >= 0 ? plan_gemm(p, cmd, p->gemm) : plan_math(p, cmd->ops, cmd->n_ops);
 	} else {
 		rc = plan_simple(p, cmd);
 	}
@@ -199,6 +220,22 @@ int kb__plan_create(kb_plan **out, kb_cmd *cmd, const kb_machine *m, kb_error *e
 	p->phase = p->n_pre ? KB_PH_PRE : KB_PH_LOOP;
 	*out = p;
 	return KB_OK;
+}
+
+int kb__plan_check_ops(const kb_opspec *ops, uint32_t n_ops, int *op, uint32_t *max)
+{
+	kb_plan p;
+	int g = -1, rc;
+
+	memset(&p, 0, sizeof(p));
+	p.over_op = p.last_op = -1;
+	for (uint32_t i = 0; i < n_ops; i++)
+		if (ops[i].kind == KB_OP_GEMM && g < 0)
+			g = (int)i;
+	rc = g >= 0 ? plan_gemm_stages(&p, ops, n_ops, g) : plan_math(&p, ops, n_ops);
+	*op = p.over_op;
+	*max = p.over_max;
+	return rc ? -1 : 0;
 }
 
 void kb__plan_free(kb_plan *p)

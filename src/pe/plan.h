@@ -34,14 +34,15 @@ typedef struct kb_stage_ref {
 	int8_t operand;          /* DMA_READ: operand index of `op`; -1: the output */
 } kb_stage_ref;
 
-#define KB_PLAN_MAX_STAGES 40
+#define KB_PLAN_MAX_STAGES 40   /* stages of one step (per tile) */
+#define KB_PLAN_MAX_STEPS 48    /* KERNEL-scope ops before / after the GEMM */
 
 typedef struct kb_plan {
 	kb_cmd *cmd;
 	uint32_t pe;
 	const kb_machine *m;
 	int gemm;                /* op index of the GEMM, -1 when none */
-	kb_stage_ref pre[48], post[48];   /* single-stage steps, in order */
+	kb_stage_ref pre[KB_PLAN_MAX_STEPS], post[KB_PLAN_MAX_STEPS];   /* single-stage steps, in order */
 	uint32_t n_pre, n_post;
 	/* the loop (or the single step of everything else) */
 	int64_t M, K, N, tm, tk, tn;
@@ -49,6 +50,9 @@ typedef struct kb_plan {
 	uint64_t n_steps;
 	kb_stage_ref mid[KB_PLAN_MAX_STAGES], last[KB_PLAN_MAX_STAGES];
 	uint32_t n_mid, n_last;
+	int over_op;             /* op of the first stage over a limit, -1: none */
+	uint32_t over_max;       /* that limit */
+	int last_op;             /* op of the latest MATH stage pushed */
 	/* scheduler-owned progress */
 	kb_phase phase;
 	uint64_t fed, retired, phase_steps;
@@ -68,6 +72,11 @@ typedef struct kb_plan {
 /* Builds the plan of a command (the scheduler calls it on admission). */
 int kb__plan_create(kb_plan **out, kb_cmd *cmd, const kb_machine *m, kb_error *err);
 void kb__plan_free(kb_plan *p);
+
+/* Emit's check of a composite's op list against the plan's limits (DDD
+ * §6.9): 0 when it fits; else -1, with *op the op whose stage (or step) is
+ * the first over the limit and *max that limit. */
+int kb__plan_check_ops(const kb_opspec *ops, uint32_t n_ops, int *op, uint32_t *max);
 
 /* The stage list of a step. */
 const kb_stage_ref *kb__plan_stages(const kb_plan *p, kb_phase ph, uint64_t step, uint32_t *n);

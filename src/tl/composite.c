@@ -11,6 +11,7 @@
 
 #include "base/err.h"
 #include "num/kernels.h"
+#include "pe/plan.h"
 #include "tl/recipes.h"
 #include "tl/tl_int.h"
 
@@ -45,6 +46,63 @@ static void add_unique(kb_hslot **v, uint32_t *n, kb_hslot *h)
 		if (v[i] == h)
 			return;
 	v[(*n)++] = h;
+}
+
+/* " (did you mean 'x'?)" when name is close to one of the n names, else
+ * " (valid: a, b, ...)"; "" when there is none. */
+static const char *name_hint(char *buf, size_t len, const char *name, const char *const *names,
+			     size_t n)
+{
+	const char *best = kb_suggest(name, names, n);
+	size_t used;
+
+	buf[0] = 0;
+	if (best) {
+		snprintf(buf, len, " (did you mean '%s'?)", best);
+		return buf;
+	}
+	if (!n)
+		return buf;
+	used = (size_t)snprintf(buf, len, " (valid:");
+	for (size_t i = 0; i < n && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s %s", i ? "," : "", names[i]);
+	if (used < len)
+		snprintf(buf + used, len - used, ")");
+	return buf;
+}
+
+/* An unknown op name, with the MATH kinds (and "gemm" at the head). */
+static int fail_unknown_op(kb_tl *tl, const char *what, const char *name, int head)
+{
+	const char *names[KB_MATH_KIND_COUNT + 1];
+	size_t n = 0;
+	char hint[256];
+
+	if (head)
+		names[n++] = "gemm";
+	for (int k = 0; k < KB_MATH_KIND_COUNT; k++)
+		names[n++] = kb__math_kind_name((kb_math_kind)k);
+	return kb__tl_fail(tl, KB_V_UNKNOWN_OP, "unknown %s op '%s'%s", what, name ? name : "(null)",
+			   name ? name_hint(hint, sizeof(hint), name, names, n) : "");
+}
+
+/* The extras a MATH op takes: only scale reads one ("scale"). */
+static int check_extras(kb_tl *tl, const char *what, const char *op, kb_math_kind kind,
+			const kb_tl_extra *extras)
+{
+	static const char *const scale_names[] = { "scale" };
+	size_t n = kind == KB_MATH_SCALE ? 1 : 0;
+	char hint[128];
+
+	for (int i = 0; i < KB_TL_MAX_EXTRAS && extras[i].name; i++) {
+		if (n && strcmp(extras[i].name, scale_names[0]) == 0)
+			continue;
+		return kb__tl_fail(tl, KB_V_UNKNOWN_EXTRA, "%s %s has no extra '%s'%s", what, op,
+				   extras[i].name,
+				   n ? name_hint(hint, sizeof(hint), extras[i].name, scale_names, n)
+				     : " (it takes none)");
+	}
+	return KB_OK;
 }
 
 static kb_opspec *new_op(lowering *lw, uint16_t kind, kb_scope_kind scope)
@@ -128,7 +186,7 @@ static const char *shape_text(const kb_tview *t, char *buf, size_t len)
 	for (int i = 0; i < t->rank && n > 0 && (size_t)n < len; i++)
 		n += snprintf(buf + n, len - n, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
 	if (n > 0 && (size_t)n < len)
-		snprintf(buf + n, len - n, ")");
+		snprintf(buf + n, len - n, t->rank == 1 ? ",)" : ")");   /* (8,) as NumPy */
 	return buf;
 }
 
@@ -156,9 +214,17 @@ static int bind_recipe_operands(lowering *lw, const kb_recipe *r, const kb_tl_re
 
 		for (int k = 0; k < KB_RECIPE_MAX_OPERANDS && r->operands[k].name; k++)
 			known |= strcmp(r->operands[k].name, call->args[i].name) == 0;
-		if (!known)
-			return kb__tl_fail(tl, KB_V_MISSING_OPERAND, "recipe %s has no operand '%s'",
-					   r->name, call->args[i].name);
+		if (!known) {
+			const char *names[KB_RECIPE_MAX_OPERANDS];
+			size_t n = 0;
+			char hint[160];
+
+			for (int k = 0; k < KB_RECIPE_MAX_OPERANDS && r->operands[k].name; k++)
+				names[n++] = r->operands[k].name;
+			return kb__tl_fail(tl, KB_V_MISSING_OPERAND, "recipe %s has no operand '%s'%s",
+					   r->name, call->args[i].name,
+					   name_hint(hint, sizeof(hint), call->args[i].name, names, n));
+		}
 	}
 	for (int k = 0; k < KB_RECIPE_MAX_OPERANDS && r->operands[k].name; k++) {
 		const char *name = r->operands[k].name;
@@ -235,12 +301,30 @@ static int expand_step(lowering *lw, const kb_recipe *r, const kb_recipe_step *s
 		op_extra(op, "reduce_axis", st->reduce_axis);
 	if (st->bcast_axis != KB_RECIPE_NO_AXIS)
 		op_extra(op, "bcast_axis", st->bcast_axis);
-	if (math_out_shape(st->kind, in, n, &want) || !nshape_equal_2d(&want, &dst->view))
+	if (math_out_shape(st->kind, in, n, &want) || !nshape_equal_2d(&want, &dst->view)) {
+		/* Name every input with its shape and what they broadcast to:
+		 * the culprit may be any of them (a user's m of (8,) against
+		 * the (8, 1) statistics it meets). */
+		char srcs[256], s3[64];
+		size_t used = 0;
+		kb_tview w = { 0 };
+
+		for (int i = 0; i < n && used < sizeof(srcs); i++)
+			used += (size_t)snprintf(srcs + used, sizeof(srcs) - used, "%s'%s' %s",
+						 i ? (i + 1 == n ? " and " : ", ") : "", st->src[i],
+						 shape_text(&in[i]->view, s1, sizeof(s1)));
+		if (math_out_shape(st->kind, in, n, &want))
+			return kb__tl_fail(lw->tl, KB_V_SHAPE, "recipe %s step %s: %s do not broadcast",
+					   r->name, kb__math_kind_name(st->kind), srcs);
+		w.rank = (uint8_t)want.rank;
+		for (int i = 0; i < want.rank; i++)
+			w.shape[i] = want.dim[i];
 		return kb__tl_fail(lw->tl, KB_V_SHAPE,
-				   "recipe %s step %s: operand '%s' %s does not fit '%s' %s",
-				   r->name, kb__math_kind_name(st->kind), st->src[n - 1],
-				   shape_text(&in[n - 1]->view, s1, sizeof(s1)), st->dst,
+				   "recipe %s step %s: %s%s give %s, which does not fit '%s' %s",
+				   r->name, kb__math_kind_name(st->kind), n == 1 ? "operand " : "", srcs,
+				   shape_text(&w, s3, sizeof(s3)), st->dst,
 				   shape_text(&dst->view, s2, sizeof(s2)));
+	}
 	return KB_OK;
 }
 
@@ -257,8 +341,15 @@ static int lower_prologue(lowering *lw, const kb_tl_recipe_call *call, kb_hslot 
 		for (size_t i = 0; i < kb__recipe_count() && used < sizeof(known); i++)
 			used += (size_t)snprintf(known + used, sizeof(known) - used, "%s%s",
 						 i ? ", " : "", kb__recipe_get(i)->name);
-		return kb__tl_fail(lw->tl, KB_V_UNKNOWN_RECIPE, "unknown recipe '%s' (known: %s)",
-				   call->recipe ? call->recipe : "(null)", known);
+		const char *names[8], *best;
+		size_t n = 0;
+
+		for (size_t i = 0; i < kb__recipe_count() && n < 8; i++)
+			names[n++] = kb__recipe_get(i)->name;
+		best = call->recipe ? kb_suggest(call->recipe, names, n) : NULL;
+		return kb__tl_fail(lw->tl, KB_V_UNKNOWN_RECIPE, "unknown recipe '%s' (%s%s%sknown: %s)",
+				   call->recipe ? call->recipe : "(null)", best ? "did you mean '" : "",
+				   best ? best : "", best ? "'? " : "", known);
 	}
 	if (bind_recipe_operands(lw, r, call, b, &nb) || alloc_recipe_scratch(lw, r, b, &nb))
 		return KB_EVALIDATE;
@@ -338,8 +429,10 @@ static int lower_math_head(lowering *lw, kb_math_kind kind, kb_hslot *a, kb_hslo
 		op_operand(op, "src_b", b);
 		add_unique(lw->reads, &lw->n_reads, b);
 	}
+	if (check_extras(lw->tl, "head", kb__math_kind_name(kind), kind, extras))
+		return KB_EVALIDATE;
 	for (int i = 0; i < KB_TL_MAX_EXTRAS && extras[i].name; i++)
-		op_extra(op, strcmp(extras[i].name, "scale") == 0 ? "scale" : "value", extras[i].value);
+		op_extra(op, "scale", extras[i].value);
 	op->has_out = 1;
 	return KB_OK;
 }
@@ -357,8 +450,7 @@ static int lower_epilogue(lowering *lw, const kb_tl_op *e, const kb_hslot *out)
 		return kb__tl_fail(lw->tl, KB_V_TWO_GEMMS,
 				   "a composite holds at most one GEMM; this epilogue adds a second");
 	if (!e->op || kb__math_kind_parse(e->op, &kind))
-		return kb__tl_fail(lw->tl, KB_V_UNKNOWN_OP, "unknown epilogue op '%s'",
-				   e->op ? e->op : "(null)");
+		return fail_unknown_op(lw->tl, "epilogue", e->op, 0);
 	op = new_op(lw, (uint16_t)kind, scope);
 	if (!op)
 		return KB_EVALIDATE;
@@ -372,10 +464,16 @@ static int lower_epilogue(lowering *lw, const kb_tl_op *e, const kb_hslot *out)
 		for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
 			if (strcmp(names[k], e->args[i].name) == 0)
 				nm = names[k];
-		if (!nm || i >= need)
+		if (!nm || i >= need) {
+			char hint[160] = "";
+
+			if (!nm)
+				name_hint(hint, sizeof(hint), e->args[i].name, names,
+					  sizeof(names) / sizeof(names[0]));
 			return kb__tl_fail(lw->tl, KB_V_MISSING_OPERAND,
-					   "epilogue %s takes %d operand(s); '%s' is not one of them",
-					   e->op, need, e->args[i].name);
+					   "epilogue %s takes %d operand(s); '%s' is not one of them%s",
+					   e->op, need, e->args[i].name, hint);
+		}
 		snprintf(what, sizeof(what), "epilogue %s operand '%s'", e->op, nm);
 		if (!(h = kb__tl_slot(lw->tl, e->args[i].t, what)))
 			return KB_EVALIDATE;
@@ -399,9 +497,10 @@ static int lower_epilogue(lowering *lw, const kb_tl_op *e, const kb_hslot *out)
 	if (op->n_operands != need)
 		return kb__tl_fail(lw->tl, KB_V_MISSING_OPERAND, "epilogue %s needs %d operand(s), got %d",
 				   e->op, need, op->n_operands);
+	if (check_extras(lw->tl, "epilogue", e->op, kind, e->extras))
+		return KB_EVALIDATE;
 	for (int i = 0; i < KB_TL_MAX_EXTRAS && e->extras[i].name; i++)
-		op_extra(op, strcmp(e->extras[i].name, "scale") == 0 ? "scale" : "value",
-			 e->extras[i].value);
+		op_extra(op, "scale", e->extras[i].value);
 	if (kind == KB_MATH_SCALE && op->n_extras == 0)
 		return kb__tl_fail(lw->tl, KB_V_MISSING_OPERAND, "epilogue scale needs the extra 'scale'");
 	if (scope == KB_SCOPE_KERNEL && out->view.space != KB_SPACE_TCM && lw->n_gemm)
@@ -456,11 +555,22 @@ static kb_hslot *resolve_out(lowering *lw, const kb_tl_composite_desc *d, const 
 static int build_cmd(lowering *lw, kb_hslot *out)
 {
 	kb_tl *tl = lw->tl;
-	kb_cmd *c = kb__tl_cmd_new(tl, KB_CMD_COMPOSITE);
+	kb_cmd *c;
 	uint64_t lbytes, cap = tl->cfg.cost.max_composite_logical_bytes;
-	int in_rw = 0;
+	int in_rw = 0, bad;
+	uint32_t max;
 
-	if (!c)
+	/* PE_SCHEDULER plans the command from these ops; a plan over its
+	 * limits is the kernel's error, caught here (DDD §6.9), not an
+	 * internal one at admission. */
+	if (kb__plan_check_ops(lw->ops, lw->n_ops, &bad, &max))
+		return kb__tl_fail(tl, KB_V_TOO_MANY_STAGES,
+				   "composite of %u ops: op %d (%s) needs a stage past the plan's limit of %u %s; split it into smaller composites",
+				   lw->n_ops, bad,
+				   lw->ops[bad].kind == KB_OP_GEMM ? "gemm"
+								 : kb__math_kind_name((kb_math_kind)lw->ops[bad].kind),
+				   max, max == KB_PLAN_MAX_STAGES ? "stages per tile" : "KERNEL-scope ops before or after the GEMM");
+	if (!(c = kb__tl_cmd_new(tl, KB_CMD_COMPOSITE)))
 		return KB_EVALIDATE;
 	for (uint32_t i = 0; i < lw->n_rw; i++)
 		in_rw |= lw->rw[i] == out;
@@ -518,7 +628,12 @@ KB_API kb_tl_tensor *kb_tl_composite_at(kb_tl *tl, const kb_tl_composite_desc *d
 	}
 	is_gemm = strcmp(d->op, "gemm") == 0;
 	if (!is_gemm && kb__math_kind_parse(d->op, &kind)) {
-		kb__tl_fail(tl, KB_V_UNKNOWN_OP, "unknown head op '%s'", d->op);
+		fail_unknown_op(tl, "head", d->op, 1);
+		return NULL;
+	}
+	if (is_gemm && d->extras[0].name) {
+		kb__tl_fail(tl, KB_V_UNKNOWN_EXTRA, "head gemm has no extra '%s' (it takes none)",
+			    d->extras[0].name);
 		return NULL;
 	}
 	/* One scratch per context: a composite lowers in a few hundred bytes of
