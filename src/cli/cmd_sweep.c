@@ -43,8 +43,8 @@
 #include "kernbench/topology.h"
 
 enum {
-	O_PARAM, O_SET, O_JOBS, O_THREADS, O_DATA, O_TOPOLOGY, O_OUT, O_RESUME, O_FORCE, O_PLOT, O_PLOT_FIGURES,
-	O_QUIET, O_HELP, N_OPTS
+	O_PARAM, O_SET, O_JOBS, O_THREADS, O_DATA, O_TOPOLOGY, O_OUT, O_RESUME, O_FORCE, O_PLOT,
+	O_PLOT_FIGURES, O_PLOT_LOG, O_QUIET, O_HELP, N_OPTS
 };
 
 static const cli_opt opts[N_OPTS] = {
@@ -59,6 +59,7 @@ static const cli_opt opts[N_OPTS] = {
 	[O_FORCE] = { "force", 0, CLI_FLAG },
 	[O_PLOT] = { "plot", 0, CLI_VALUE },
 	[O_PLOT_FIGURES] = { "plot-figures", 0, CLI_VALUE },
+	[O_PLOT_LOG] = { "plot-log", 0, CLI_VALUE },
 	[O_QUIET] = { "quiet", 0, CLI_FLAG },
 	[O_HELP] = { "help", 'h', CLI_FLAG },
 };
@@ -233,6 +234,14 @@ static int output_options(sweep_cmd *c)
 		return cli_usage("sweep", "--plot '%s': the name must end in .svg", v[O_PLOT].value);
 	if (v[O_PLOT_FIGURES].seen && !v[O_PLOT].seen)
 		return cli_usage("sweep", "--plot-figures goes with --plot");
+	if (v[O_PLOT_LOG].seen && !v[O_PLOT].seen)
+		return cli_usage("sweep", "--plot-log goes with --plot");
+	if (v[O_PLOT_LOG].seen) {
+		int x, y;
+
+		if (plot_log_axes(v[O_PLOT_LOG].value, &x, &y))
+			return CLI_USAGE;
+	}
 	if (v[O_PLOT_FIGURES].seen)
 		return plot_check_figures(v[O_PLOT_FIGURES].value);
 	return 0;
@@ -737,7 +746,7 @@ int cli_cmd_sweep(int argc, char **argv)
 		rc = plot_sweep(c.a.vals[O_PLOT].value, c.s, c.n_benches,
 				(const char *const *)c.benches, c.n_keys,
 				(const char *const *)c.keys, c.n_values, c.rows,
-				c.a.vals[O_PLOT_FIGURES].value);
+				c.a.vals[O_PLOT_FIGURES].value, c.a.vals[O_PLOT_LOG].value);
 	if (rc == 0 && c.failures)
 		rc = CLI_FAIL;
 done:

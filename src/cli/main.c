@@ -72,6 +72,8 @@ static const char help_sweep[] =
 	"      --plot FILE.svg        plot each figure against the first swept key\n"
 	"      --plot-figures LIST    with --plot: the figures to draw, e.g. sim_time_ns,wall_s\n"
 	"                             (default: all but wall_s)\n"
+	"      --plot-log AXES        with --plot: log10 axes x, y, xy or none (default:\n"
+	"                             auto, x at 8x span, y at 100x)\n"
 	"      --quiet                no progress line on standard error\n"
 	"  -h, --help                 print this help\n"
 	"\n"

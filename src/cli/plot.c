@@ -3,7 +3,7 @@
  * with its axes, tick values, one polyline plus markers per series; a
  * legend and a title. Axes switch to log10 when all values are positive and
  * span 8x or more (x: a swept key often doubles per step) or 100x or more
- * (y: figures).
+ * (y: figures), unless --plot-log says otherwise (plot_data.log_x/log_y).
  */
 #include "cli/plot.h"
 
@@ -60,7 +60,8 @@ static double to_px(const scale *s, double v)
 
 /* A scale over the finite values vals[0..n) (positive ones for log), log10
  * when they span log_at times or more. */
-static void make_scale(scale *s, const double *vals, size_t n, double p0, double p1, double log_at)
+static void make_scale(scale *s, const double *vals, size_t n, double p0, double p1, double log_at,
+		       int mode)
 {
 	double lo = INFINITY, hi = -INFINITY;
 	size_t i;
@@ -74,7 +75,7 @@ static void make_scale(scale *s, const double *vals, size_t n, double p0, double
 		lo = 0;
 		hi = 1;
 	}
-	s->log = lo > 0 && hi / lo >= log_at;
+	s->log = mode != PLOT_LOG_OFF && lo > 0 && (mode == PLOT_LOG_ON || hi / lo >= log_at);
 	if (s->log) {
 		lo = floor(log10(lo));
 		hi = ceil(log10(hi));
@@ -227,8 +228,10 @@ static void draw_panel(FILE *f, panel *p, const plot_data *d, const double *xv, 
 	for (s = 0; s < d->n_series; s++)
 		for (x = 0; x < d->n_x; x++)
 			buf[n++] = yval(d, s, x, p->fig);
-	make_scale(&p->ys, buf, n, p->y0 + PANEL_H - MARGIN_B, p->y0 + MARGIN_T, 100);
-	make_scale(&p->xs, xv, d->n_x, p->x0 + MARGIN_L + 10, p->x0 + PANEL_W - MARGIN_R - 10, 8);
+	make_scale(&p->ys, buf, n, p->y0 + PANEL_H - MARGIN_B, p->y0 + MARGIN_T, 100,
+		   d->log_y);
+	make_scale(&p->xs, xv, d->n_x, p->x0 + MARGIN_L + 10, p->x0 + PANEL_W - MARGIN_R - 10, 8,
+		   d->log_x);
 	if (!numeric) {
 		p->xs.log = 0;
 		p->xs.lo = -0.5;

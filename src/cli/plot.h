@@ -19,7 +19,12 @@ typedef struct plot_data {
 	const char *const *fig_names; /* one panel per figure */
 	const int *fig_shown;         /* nonzero: draw this figure's panel */
 	const double *y;              /* [series][x][fig], NaN: no value */
+	int log_x, log_y;             /* PLOT_LOG_AUTO, _ON or _OFF (--plot-log) */
 } plot_data;
+
+/* An axis is log10 automatically (its positive values span 8x or more for x,
+ * 100x for y), always (when its values are positive) or never. */
+enum { PLOT_LOG_AUTO = 0, PLOT_LOG_ON, PLOT_LOG_OFF };
 
 /* Number of panels plot_write_svg draws. */
 size_t plot_panels(const plot_data *d);
@@ -36,8 +41,15 @@ struct kb_sweep;
 struct kept_row;
 int plot_sweep(const char *path, const struct kb_sweep *s, size_t n_benches,
 	       const char *const *benches, size_t n_keys, const char *const *keys,
-	       const size_t *n_values, const struct kept_row *rows, const char *figures);
+	       const size_t *n_values, const struct kept_row *rows, const char *figures,
+	       const char *log_axes);
 /* Checks a --plot-figures list: 0, or a usage error (2) naming the bad figure. */
 int plot_check_figures(const char *figures);
+/*
+ * --plot-log: "x", "y", "xy" (those axes log, the others linear), "none"
+ * (both linear) or "auto" (the default rule); NULL is "auto". Sets *x, *y;
+ * returns 0, or a usage error (2).
+ */
+int plot_log_axes(const char *text, int *x, int *y);
 
 #endif

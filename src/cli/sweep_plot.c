@@ -86,6 +86,25 @@ static int fig_index(const char *name, size_t len)
 	return -1;
 }
 
+int plot_log_axes(const char *text, int *x, int *y)
+{
+	static const char *const names[] = { "auto", "none", "x", "y", "xy" };
+	char hint[96] = "";
+
+	*x = *y = PLOT_LOG_AUTO;
+	if (!text || strcmp(text, "auto") == 0)
+		return 0;
+	if (strcmp(text, "none") == 0 || strcmp(text, "x") == 0 || strcmp(text, "y") == 0 ||
+	    strcmp(text, "xy") == 0) {
+		*x = strchr(text, 'x') ? PLOT_LOG_ON : PLOT_LOG_OFF;
+		*y = strchr(text, 'y') ? PLOT_LOG_ON : PLOT_LOG_OFF;
+		return 0;
+	}
+	cli_hint(text, names, sizeof(names) / sizeof(names[0]), hint, sizeof(hint));
+	cli_usage("sweep", "--plot-log '%s': expected x, y, xy, none or auto%s", text, hint);
+	return CLI_USAGE;
+}
+
 int plot_check_figures(const char *figures)
 {
 	for (const char *p = figures;; p++) {
@@ -142,7 +161,7 @@ static void figures(plot_build *b, const kept_row *rows, size_t inner, const int
 
 int plot_sweep(const char *path, const kb_sweep *s, size_t n_benches, const char *const *benches,
 	       size_t n_keys, const char *const *keys, const size_t *n_values,
-	       const kept_row *rows, const char *fig_list)
+	       const kept_row *rows, const char *fig_list, const char *log_axes)
 {
 	int want[N_FIG];
 	plot_build b;
@@ -174,6 +193,7 @@ int plot_sweep(const char *path, const kb_sweep *s, size_t n_benches, const char
 	b.d.fig_names = out_fig_names;
 	b.d.fig_shown = b.shown;
 	b.d.y = b.y;
+	(void)plot_log_axes(log_axes, &b.d.log_x, &b.d.log_y);  /* checked up front */
 	rc = plot_write_svg(path, &b.d);
 	build_free(&b);
 	return rc;

@@ -27,6 +27,20 @@ grep -q 'events=200' "$TMP/p.svg" || fail "the legend lacks a series"
 # lps = 1..8 spans 8x: a log x axis.
 grep -q '>lps (log scale)<' "$TMP/p.svg" || fail "the x axis is not labelled as log scale"
 grep -q '>sim_time_ns' "$TMP/p.svg" || fail "no sim_time_ns panel"
+# --plot-log overrides the automatic rule both ways, and checks its value.
+"$KB" sweep synthetic --param lps=1,2 --param events=100 --quiet --plot "$TMP/lx.svg" \
+	--plot-log xy >/dev/null || fail "--plot-log xy exited $?"
+grep -q '>lps (log scale)<' "$TMP/lx.svg" || fail "--plot-log xy: the x axis is not log"
+grep -q '>events (log scale)<' "$TMP/lx.svg" || fail "--plot-log xy: a y axis is not log"
+"$KB" sweep synthetic --param lps=1,2,4,8 --param events=100 --quiet --plot "$TMP/ln.svg" \
+	--plot-log none >/dev/null || fail "--plot-log none exited $?"
+grep -q '(log scale)' "$TMP/ln.svg" && fail "--plot-log none: a log axis"
+grep -q '>lps<' "$TMP/ln.svg" || fail "--plot-log none: no linear lps axis"
+"$KB" sweep synthetic --param lps=1,2 --quiet --plot "$TMP/lb.svg" --plot-log z \
+	>/dev/null 2>"$TMP/err"
+[ $? -eq 2 ] || fail "--plot-log z is not a usage error"
+"$KB" sweep synthetic --param lps=1,2 --quiet --plot-log x >/dev/null 2>&1
+[ $? -eq 2 ] || fail "--plot-log without --plot is not a usage error"
 if have_python; then
 	python3 -c 'import xml.dom.minidom,sys; d = xml.dom.minidom.parse(sys.argv[1]); assert len(d.getElementsByTagName("polyline")) == 6' \
 		"$TMP/p.svg" || fail "the SVG is not valid XML"
