@@ -333,6 +333,101 @@ START_TEST(own_kernel_data_mode)
 }
 END_TEST
 
+/* A kernel with work before and after a loop of `tiles` fills; mode 0
+ * declares nothing, 1 declares the loop, 2 ends without a begin. */
+typedef struct tile_job {
+	int mode;
+	uint64_t tiles;
+} tile_job;
+
+static void tile_kernel(kb_tl *tl, void *p)
+{
+	const tile_job *j = p;
+	int64_t shape[1] = { 256 };
+
+	kb_tl_scope_begin(tl);
+	kb_tl_full(tl, KB_FP32, 1, shape, 1.0);
+	kb_tl_full(tl, KB_FP32, 1, shape, 2.0);
+	kb_tl_scope_end(tl);
+	if (j->mode == 1)
+		kb_tl_tile_loop_begin(tl);
+	for (uint64_t i = 0; i < j->tiles; i++) {
+		kb_tl_scope_begin(tl);
+		kb_tl_full(tl, KB_FP32, 1, shape, (double)i);
+		kb_tl_scope_end(tl);
+	}
+	if (j->mode)
+		kb_tl_tile_loop_end(tl, j->tiles);
+	kb_tl_scope_begin(tl);
+	kb_tl_full(tl, KB_FP32, 1, shape, 3.0);
+	kb_tl_scope_end(tl);
+}
+
+static void run_tiles(int mode, uint32_t programs, kb_result *res)
+{
+	kb_sim_options so = KB_SIM_OPTIONS_INIT;
+	kb_simulation *sim = NULL;
+	tile_job job = { mode, 5 };
+	kb_topology *t = NULL;
+	kb_error err;
+	int rc;
+
+	rc = kb_topology_default(&t, &err);
+	if (!rc)
+		rc = kb_topology_set(t, "pes_per_cluster", "2", &err);
+	so.pes = programs;
+	if (!rc)
+		rc = kb_simulation_create(&sim, t, &so, &err);
+	kb_topology_destroy(t);
+	if (!rc)
+		rc = kb_simulation_launch(sim, tile_kernel, &job, 0, programs, &err);
+	if (!rc)
+		rc = kb_simulation_run(sim, res, &err);
+	ck_assert_msg(rc == 0, "run failed: %s", err.message);
+	kb_simulation_destroy(sim);
+}
+
+START_TEST(own_kernel_declares_tiles)
+{
+	kb_result none = { 0 }, loop = { 0 }, whole = { 0 };
+	char *json;
+
+	run_tiles(0, 2, &none);
+	run_tiles(1, 2, &loop);
+	run_tiles(2, 1, &whole);
+	/* Nothing declared: the per-tile figures are absent. */
+	ck_assert_uint_eq(none.tiles, 0);
+	ck_assert(isnan(none.dispatch_per_tile_ns));
+	ck_assert(isnan(none.dispatch_kernel_per_tile_ns));
+	json = kb_result_to_json(&none);
+	ck_assert_ptr_nonnull(json);
+	ck_assert_ptr_null(strstr(json, "tile"));
+	kb_free(json);
+	/* Declaring issues no command. */
+	ck_assert_uint_eq(loop.commands, none.commands);
+	ck_assert_uint_eq(loop.dispatch_ps, none.dispatch_ps);
+	/* Two programs of 5 tiles; the loop's commands are fewer than all. */
+	ck_assert_uint_eq(loop.tiles, 10);
+	ck_assert(isfinite(loop.dispatch_per_tile_ns) && loop.dispatch_per_tile_ns > 0);
+	ck_assert(loop.dispatch_per_tile_ns < loop.dispatch_kernel_per_tile_ns);
+	ck_assert(fabs(loop.dispatch_kernel_per_tile_ns * 10 * 1000 - (double)loop.dispatch_ps) < 1);
+	/* 3 fills outside the loop, 5 inside, all the same size: 5/8 of it. */
+	ck_assert(fabs(loop.dispatch_per_tile_ns * 10 * 1000 - (double)loop.dispatch_ps * 5 / 8) <
+		  (double)loop.dispatch_ps * 1e-3);
+	json = kb_result_to_json(&loop);
+	ck_assert_ptr_nonnull(json);
+	ck_assert_ptr_nonnull(strstr(json, "\"tiles\":10"));
+	kb_free(json);
+	/* An end without a begin counts from the kernel's start. */
+	ck_assert_uint_eq(whole.tiles, 5);
+	ck_assert(whole.dispatch_per_tile_ns > loop.dispatch_per_tile_ns);
+	ck_assert(whole.dispatch_per_tile_ns < whole.dispatch_kernel_per_tile_ns);
+	kb_result_clear(&none);
+	kb_result_clear(&loop);
+	kb_result_clear(&whole);
+}
+END_TEST
+
 START_TEST(own_kernel_threads_agree)
 {
 	gemm_run seq, par;
@@ -1044,6 +1139,7 @@ Suite *api_suite(void)
 	tcase_set_timeout(sim, 120);
 	tcase_add_test(sim, own_kernel_data_mode);
 	tcase_add_test(sim, own_kernel_threads_agree);
+	tcase_add_test(sim, own_kernel_declares_tiles);
 	tcase_add_test(sim, callback_stops_run);
 	tcase_add_test(sim, threads_independent);
 	tcase_add_loop_test(sim, kernel_stopped_half_way_finishes, 0, 6);

@@ -29,7 +29,6 @@
 #include "base/fp16.h"
 #include "bench/bench_util.h"
 #include "bench/reference.h"
-#include "tl/tl_impl.h"
 
 typedef struct decode_args {
 	int64_t G, d, S, T;       /* query heads per KV head, head dim, KV length, tile */
@@ -37,7 +36,6 @@ typedef struct decode_args {
 	kb_dtype dt;
 	uint64_t q, k, v, o;
 	int opt2;
-	uint64_t *loop_ps;        /* per program: dispatch of its KV-tile loop */
 } decode_args;
 
 /* Tile range [t0, t1) of part p; the last tile may be ragged. */
@@ -188,7 +186,7 @@ static void decode_kernel(kb_tl *tl, void *p)
 	uint32_t id = kb_tl_program_id(tl), h = id / a->P, part = id % a->P;
 	uint32_t root = kb_tl_pe(tl) - part;
 	int64_t sq[2] = { a->G, a->d }, sv[2] = { a->G, 1 }, t0, t1;
-	uint64_t qoff = (uint64_t)h * (uint64_t)(a->G * a->d) * kb_dtype_size(a->dt), loop0;
+	uint64_t qoff = (uint64_t)h * (uint64_t)(a->G * a->d) * kb_dtype_size(a->dt);
 	state s;
 
 	s.q = kb_tl_load(tl, kb_tl_ref(tl, a->q + qoff, a->dt, 2, sq), NULL);
@@ -197,13 +195,13 @@ static void decode_kernel(kb_tl *tl, void *p)
 	s.o = kb_tl_full(tl, KB_FP32, 2, sq, 0.0);
 	part_range(a, part, &t0, &t1);
 	/* The seeds' per-tile metric counts the KV-tile loop's commands only. */
-	loop0 = kb__tl_dispatch_ps(tl);
+	kb_tl_tile_loop_begin(tl);
 	if (a->opt2)
 		for (int64_t j = t0; j < t1 && !kb_tl_failed(tl); j++)
 			opt2_tile(tl, a, h, j, &s);
 	else
 		opt3_range(tl, a, h, t0, t1, &s);
-	a->loop_ps[id] = kb__tl_dispatch_ps(tl) - loop0;
+	kb_tl_tile_loop_end(tl, (uint64_t)(t1 - t0));
 	if (part != 0) {
 		kb_tl_send(tl, s.m, root, 0);
 		kb_tl_send(tl, s.l, root, 1);
@@ -380,7 +378,7 @@ static int run_decode(kb_bench_ctx *ctx, kb_result *res, kb_error *err, int opt2
 {
 	decode_args a = { kb__bench_int(ctx, "G"), kb__bench_int(ctx, "d"), kb__bench_int(ctx, "S_kv"),
 			  kb__bench_int(ctx, "TILE"), (uint32_t)kb__bench_int(ctx, "H_kv"),
-			  (uint32_t)kb__bench_int(ctx, "P"), KB_FP16, 0, 0, 0, 0, opt2, NULL };
+			  (uint32_t)kb__bench_int(ctx, "P"), KB_FP16, 0, 0, 0, 0, opt2 };
 	uint32_t clusters = (uint32_t)kb__bench_int(ctx, "C"), pes = a.H * a.P;
 	int64_t tiles = (a.S + a.T - 1) / a.T;
 	kb_simulation *sim = NULL;
@@ -395,9 +393,6 @@ static int run_decode(kb_bench_ctx *ctx, kb_result *res, kb_error *err, int opt2
 	if (clusters > pes)
 		return kb__err_at(err, KB_ERANGE, "C", 0, 0,
 				  "C = %u clusters for %u PEs: every cluster needs a PE", clusters, pes);
-	a.loop_ps = calloc(pes, sizeof(*a.loop_ps));
-	if (!a.loop_ps)
-		return kb__err(err, KB_ENOMEM, "out of memory");
 	rc = fit_topology(ctx, pes, clusters, err);
 	so = kb__bench_sim_options(ctx, pes);
 	if (!rc)
@@ -408,15 +403,6 @@ static int run_decode(kb_bench_ctx *ctx, kb_result *res, kb_error *err, int opt2
 		rc = kb_simulation_launch(sim, decode_kernel, &a, 0, pes, err);
 	if (!rc)
 		rc = kb_simulation_run(sim, res, err);
-	if (!rc) {
-		uint64_t loop = 0;
-
-		for (uint32_t i = 0; i < pes; i++)
-			loop += a.loop_ps[i];
-		res->tiles = (uint64_t)tiles * a.H;
-		res->dispatch_per_tile_ns = (double)loop / (double)res->tiles / 1000.0;
-		res->dispatch_kernel_per_tile_ns = (double)res->dispatch_ps / (double)res->tiles / 1000.0;
-	}
 	if (!rc && so.data)
 		rc = check(sim, &a, res, err);
 	if (!rc && so.data && ctx->opt->dump_dir)
@@ -424,7 +410,6 @@ static int run_decode(kb_bench_ctx *ctx, kb_result *res, kb_error *err, int opt2
 	if (rc)
 		kb_result_clear(res);
 	kb_simulation_destroy(sim);
-	free(a.loop_ps);
 	return rc;
 }
 

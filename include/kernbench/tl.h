@@ -105,6 +105,17 @@ KB_API int kb_tl_failed(const kb_tl *tl);
 /* Bytes of TCM still free for this kernel. */
 KB_API uint64_t kb_tl_tcm_free(const kb_tl *tl);
 
+/* The per-tile figures of kb_simulation_run (kb_result.tiles,
+ * dispatch_per_tile_ns, dispatch_kernel_per_tile_ns), the way the built-in
+ * decode benches compute them: the commands issued between
+ * kb_tl_tile_loop_begin and kb_tl_tile_loop_end count as the tile loop's,
+ * and end adds `tiles` tiles. A kernel may declare several loops; the run
+ * sums loops and tiles over all programs. An end without a begin counts
+ * from the kernel's start (or the previous end). With no tiles declared the
+ * result has tiles 0 and NaN per-tile figures. */
+KB_API void kb_tl_tile_loop_begin(kb_tl *tl);
+KB_API void kb_tl_tile_loop_end(kb_tl *tl, uint64_t tiles);
+
 /* Every operation takes the call site (file, line) for its error messages;
  * use the macros below, which pass __FILE__ and __LINE__. */
 

@@ -359,3 +359,10 @@ uint64_t kb__kernel_commands(const kb_kernel_run *k)
 {
 	return k && k->tl ? kb__tl_commands(k->tl) : 0;
 }
+
+void kb__kernel_tiles(const kb_kernel_run *k, uint64_t *tiles, uint64_t *loop_ps)
+{
+	*tiles = *loop_ps = 0;
+	if (k && k->tl)
+		kb__tl_tiles(k->tl, tiles, loop_ps);
+}

@@ -32,6 +32,8 @@ int kb__kernel_start(kb_kernel_run *k, kb_error *err);
 void kb__kernel_stop(kb_kernel_run *k);
 void kb__kernel_destroy(kb_kernel_run *k);
 uint64_t kb__kernel_commands(const kb_kernel_run *k);
+/* The tiles and tile-loop dispatch (ps) the kernel declared (kb__tl_tiles). */
+void kb__kernel_tiles(const kb_kernel_run *k, uint64_t *tiles, uint64_t *loop_ps);
 /* The command source PE_CPU reads (kb_cmd_source.next; ctx is the run). */
 kb_cmd *kb__kernel_next(void *run);
 /* kb_cmd_source.peek: the commands queued ahead of PE_CPU. */

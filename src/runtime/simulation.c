@@ -249,6 +249,7 @@ static int fill_result(kb_simulation *s, const kb_machine *m, kb_result *res, do
 		       kb_error *err)
 {
 	size_t nb = 0;
+	uint64_t loop_ps = 0;
 
 	res->sim_time_ps = s->stats.end_time;
 	res->events = s->stats.events;
@@ -278,8 +279,20 @@ static int fill_result(kb_simulation *s, const kb_machine *m, kb_result *res, do
 		}
 		for (int e = 0; res->busy && e < KB_PE_LPS; e++)
 			res->busy[nb++] = (kb_engine_busy){ p, kb__eng_name(e), f->busy_ps[e] };
+		if (m->pes[p]->source.ctx) {
+			uint64_t t, l;
+
+			kb__kernel_tiles(m->pes[p]->source.ctx, &t, &l);
+			res->tiles += t;
+			loop_ps += l;  /* below the summed dispatch_ps, checked above */
+		}
 	}
 	res->n_busy = nb;
+	/* Declared by the kernel (kb_tl_tile_loop_begin/end); else absent. */
+	if (res->tiles) {
+		res->dispatch_per_tile_ns = (double)loop_ps / (double)res->tiles / 1000.0;
+		res->dispatch_kernel_per_tile_ns = (double)res->dispatch_ps / (double)res->tiles / 1000.0;
+	}
 	return KB_OK;
 }
 

@@ -410,6 +410,28 @@ uint64_t kb__tl_dispatch_ps(const kb_tl *tl)
 	return tl->dispatch_ps;
 }
 
+void kb__tl_tiles(const kb_tl *tl, uint64_t *tiles, uint64_t *loop_ps)
+{
+	*tiles = tl->tiles;
+	*loop_ps = tl->loop_ps;
+}
+
+KB_API void kb_tl_tile_loop_begin(kb_tl *tl)
+{
+	if (tl)
+		tl->loop0_ps = tl->dispatch_ps;
+}
+
+/* Without a begin, loop0_ps is 0: the loop counts from the kernel's start. */
+KB_API void kb_tl_tile_loop_end(kb_tl *tl, uint64_t tiles)
+{
+	if (!tl)
+		return;
+	tl->loop_ps += tl->dispatch_ps - tl->loop0_ps;
+	tl->tiles += tiles;
+	tl->loop0_ps = tl->dispatch_ps;
+}
+
 uint64_t kb__tl_commands(const kb_tl *tl)
 {
 	return tl->next_cmd;

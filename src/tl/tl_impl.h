@@ -34,5 +34,8 @@ uint64_t kb__tl_commands(const kb_tl *tl);
  * will pay for them (FIXED + R * lbytes, or the explicit CPU cost). A
  * kernel reads it around a loop to know that loop's dispatch. */
 uint64_t kb__tl_dispatch_ps(const kb_tl *tl);
+/* What the kernel declared with kb_tl_tile_loop_begin/end: tiles, and the
+ * dispatch time (ps) of the commands between each begin and end. */
+void kb__tl_tiles(const kb_tl *tl, uint64_t *tiles, uint64_t *loop_ps);
 
 #endif

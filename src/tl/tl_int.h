@@ -34,6 +34,8 @@ struct kb_tl {
 	int op_line;
 	uint64_t next_cmd;
 	uint64_t dispatch_ps;     /* of the commands emitted so far */
+	/* kb_tl_tile_loop_begin/end: the declared tile loops' dispatch and tiles */
+	uint64_t loop0_ps, loop_ps, tiles;
 	uint64_t next_id;
 	kb_hslot **chunks;       /* slots in fixed chunks: pointers stay valid */
 	size_t n_slots, cap_slots;
