@@ -364,9 +364,47 @@ START_TEST(test_file_semantic_error_names_file)
 	ck_assert_int_eq(kb_topology_load_file(&t, path, &err), KB_EKEY);
 	ck_assert_ptr_nonnull(strstr(err.message, path));
 	ck_assert_ptr_nonnull(strstr(err.message, "'pe.tcm.latency'"));
-	ck_assert_str_eq(err.source, path);
+	/* A key error carries the key in source; the message names the file. */
+	ck_assert_str_eq(err.source, "pe.tcm.latency");
 	unlink(path);
 	free(path);
+}
+END_TEST
+
+/* Key errors from a file or text carry the key in source (the innermost
+ * key, a rule between keys its first key); others the path or "<string>". */
+START_TEST(test_load_error_source_is_key)
+{
+	static const struct {
+		const char *json, *source;
+		int code;
+	} cases[] = {
+		{ "{" SCHEMA ", \"clusters\": \"two\"}", "clusters", KB_ETYPE },
+		{ "{" SCHEMA ", \"clusters\": 0}", "clusters", KB_ERANGE },
+		{ "{" SCHEMA ", \"pe\": {\"dma\": {\"setup_cyclez\": 1}}}", "pe.dma.setup_cyclez", KB_EKEY },
+		{ "{" SCHEMA ", \"pe\": 3}", "pe", KB_ETYPE },
+		{ "{\"clusters\": 2}", "schema", KB_EKEY },
+		{ "{" SCHEMA ", \"memory\": {\"tcm_bytes\": 65536}, \"pe\": {\"gemm\": {\"tile_m\": 4096}}}",
+		  "memory.tcm_bytes", KB_ERANGE },
+		{ "[1]", "<string>", KB_ETYPE },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *path = temp_file(cases[i].json);
+		kb_topology *t = NULL;
+		kb_error err;
+
+		ck_assert_int_eq(kb_topology_load_string(&t, cases[i].json, &err), cases[i].code);
+		ck_assert_msg(strcmp(err.source, cases[i].source) == 0, "%s: source '%s'", cases[i].json,
+			      err.source);
+		ck_assert_int_eq(kb_topology_load_file(&t, path, &err), cases[i].code);
+		ck_assert_ptr_null(t);
+		ck_assert_msg(strcmp(err.source, strcmp(cases[i].source, "<string>") ? cases[i].source : path) == 0,
+			      "%s: source '%s'", cases[i].json, err.source);
+		ck_assert_msg(strstr(err.message, path), "%s", err.message);
+		unlink(path);
+		free(path);
+	}
 }
 END_TEST
 
@@ -576,6 +614,7 @@ Suite *topology_suite(void)
 	tcase_add_test(tc, test_schema_missing_or_wrong);
 	tcase_add_test(tc, test_unreadable_file);
 	tcase_add_test(tc, test_file_semantic_error_names_file);
+	tcase_add_test(tc, test_load_error_source_is_key);
 	tcase_add_test(tc, test_cross_key);
 	tcase_add_test(tc, test_set_values);
 	tcase_add_test(tc, test_set_rejections);

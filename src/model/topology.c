@@ -322,13 +322,13 @@ static int cross_check(const kb_topo_params *p, kb_error *err)
 	uint64_t m = p->gemm.tile_m, n = p->gemm.tile_n, k = p->gemm.tile_k, need;
 
 	if (pes > MAX_PES)
-		return kb__err(err, KB_ERANGE,
+		return kb__err_at(err, KB_ERANGE, "clusters", 0, 0,
 			       "clusters * pes_per_cluster = %u * %u = %llu: must be <= %u",
 			       p->clusters, p->pes_per_cluster, (unsigned long long)pes, MAX_PES);
 	/* Tiles <= 65536 and inflight <= 1024 keep this below 2^47. */
 	need = (m * k + k * n + m * n) * 4 * p->sched.max_inflight_tiles;
 	if (need > p->mem.tcm_bytes)
-		return kb__err(err, KB_ERANGE,
+		return kb__err_at(err, KB_ERANGE, "memory.tcm_bytes", 0, 0,
 			       "memory.tcm_bytes = %llu cannot hold one GEMM tile set: "
 			       "(pe.gemm.tile_m*pe.gemm.tile_k + pe.gemm.tile_k*pe.gemm.tile_n + "
 			       "pe.gemm.tile_m*pe.gemm.tile_n) * 4 * pe.sched.max_inflight_tiles "
@@ -342,6 +342,12 @@ static int cross_check(const kb_topo_params *p, kb_error *err)
 }
 
 /* ---- JSON input ------------------------------------------------------ */
+
+static void set_source(kb_error *err, const char *src)
+{
+	if (err)
+		snprintf(err->source, sizeof(err->source), "%s", src);
+}
 
 typedef struct load_ctx {
 	kb_topo_params p;
@@ -436,7 +442,7 @@ static int walk(load_ctx *c, json_t *obj, const char *prefix)
 		n = snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "." : "", name);
 		/* A dotted or empty member name would alias a nested key. */
 		if (n < 0 || (size_t)n >= sizeof(path) || !*name || strchr(name, '.'))
-			return kb__err(c->err, KB_EKEY, "unknown key '%s%s%.100s'", prefix,
+			return kb__err_at(c->err, KB_EKEY, path, 0, 0, "unknown key '%s%s%.100s'", prefix,
 				       *prefix ? "." : "", name);
 		d = find_key(path);
 		if (d)
@@ -447,8 +453,12 @@ static int walk(load_ctx *c, json_t *obj, const char *prefix)
 			rc = type_err(c->err, path, "object", v);
 		else
 			rc = walk(c, v, path);
-		if (rc)
+		if (rc) {
+			/* A key error carries the key (the innermost one). */
+			if (c->err && !c->err->source[0])
+				set_source(c->err, path);
 			return rc;
+		}
 	}
 	return 0;
 }
@@ -505,12 +515,6 @@ static int load_defaults(kb_topo_params *p, kb_error *err)
 	return rc;
 }
 
-static void set_source(kb_error *err, const char *src)
-{
-	if (err)
-		snprintf(err->source, sizeof(err->source), "%s", src);
-}
-
 /* Default, then buf overlaid, validated, into a new topology. */
 static int load_buffer(kb_topology **out, const char *buf, size_t len, const char *src,
 		       kb_error *err)
@@ -529,8 +533,8 @@ static int load_buffer(kb_topology **out, const char *buf, size_t len, const cha
 	if (rc)
 		return rc;
 	if (!json_object_get(root, "schema")) {
-		rc = kb__err(err, KB_EKEY, "missing required key 'schema' (\"%s\")",
-			     KB_TOPOLOGY_SCHEMA);
+		rc = kb__err_at(err, KB_EKEY, "schema", 0, 0, "missing required key 'schema' (\"%s\")",
+				KB_TOPOLOGY_SCHEMA);
 		goto fail;
 	}
 	rc = walk(&c, root, "");
@@ -548,7 +552,10 @@ static int load_buffer(kb_topology **out, const char *buf, size_t len, const cha
 	json_decref(root);
 	return 0;
 fail:
-	set_source(err, src);
+	/* Key errors name the key in source (the message names the file);
+	 * the rest name the file or string. */
+	if (err && !err->source[0] && rc != KB_ENOMEM)
+		set_source(err, src);
 	json_decref(root);
 	return rc;
 }
@@ -773,6 +780,8 @@ static int set_trimmed(kb_topology *t, const char *dotted_key, const char *value
 		rc = cross_check(&np, err);
 	if (rc == 0)
 		t->p = np;
+	else
+		set_source(err, dotted_key);  /* the key set, not a rule's first key */
 	return rc;
 }
 
