@@ -292,6 +292,47 @@ START_TEST(test_plan_prologue_math_head)
 }
 END_TEST
 
+/* Issue 15 hole 3: emit's check of the plan's limits agrees with the
+ * plan PE_SCHEDULER builds at admission. The largest composites emit
+ * accepts plan without error at exactly KB_PLAN_MAX_STAGES stages, and one
+ * op more fails at emit, so admission never meets a plan over its limits. */
+START_TEST(test_plan_limit_matches_emit)
+{
+	fixture f;
+	kb_tl_op relu[40];
+	kb_tl_composite_desc d;
+	kb_plan *p;
+
+	fx_init(&f);
+	for (int i = 0; i < 40; i++)
+		relu[i] = (kb_tl_op){ .op = "relu" };
+	/* GEMM-less, HBM in and out: 2 DMA_READ + add + 36 relu + DMA_WRITE */
+	d = (kb_tl_composite_desc){ .op = "add", .epilogue = relu, .n_epilogue = 36,
+				    .out_hbm = 0x20000 };
+	d.a = hbm2(f.tl, 0x1000, KB_FP32, 8, 64);
+	d.b = hbm2(f.tl, 0x4000, KB_FP32, 8, 64);
+	ck_assert_ptr_nonnull(kb_tl_composite(f.tl, &d));
+	p = plan_last(&f);
+	ck_assert_uint_eq(p->n_last, KB_PLAN_MAX_STAGES);
+	kb__plan_free(p);
+	/* GEMM on HBM operands into HBM: the last k-step is 2 DMA_READ, FETCH,
+	 * GEMM, 34 OUTPUT_TILE relu, STORE, DMA_WRITE */
+	d = (kb_tl_composite_desc){ .op = "gemm", .epilogue = relu, .n_epilogue = 34,
+				    .out_hbm = 0x20000 };
+	d.a = hbm2(f.tl, 0x1000, KB_FP32, 8, 64);
+	d.b = hbm2(f.tl, 0x8000, KB_FP32, 64, 64);
+	ck_assert_ptr_nonnull(kb_tl_composite(f.tl, &d));
+	p = plan_last(&f);
+	ck_assert_uint_eq(p->n_last, KB_PLAN_MAX_STAGES);
+	kb__plan_free(p);
+	d.n_epilogue = 35;
+	ck_assert_ptr_null(kb_tl_composite(f.tl, &d));
+	ck_assert_int_eq(kb__tl_error(f.tl)->detail, KB_V_TOO_MANY_STAGES);
+	ck_assert(strstr(kb__tl_error(f.tl)->message, "op 35 (relu)") != NULL);
+	fx_done(&f);
+}
+END_TEST
+
 /* DDD §5.3: every MATH op costs ceil(n / vector_width), n the size of the
  * tensor it touches, operand or not: an op after the GEMM works on the
  * GEMM's output (a tile of it inside the loop, all of it after the loop);
@@ -806,6 +847,7 @@ Suite *pe_suite(void)
 	tcase_add_test(plan, test_plan_simple_commands);
 	tcase_add_test(plan, test_plan_prologue_math_head);
 	tcase_add_test(plan, test_math_cost_every_scope);
+	tcase_add_test(plan, test_plan_limit_matches_emit);
 	tcase_add_test(run, test_fifo_shared_rw);
 	tcase_add_test(run, test_disjoint_overlap);
 	tcase_add_test(run, test_k_before_v);
