@@ -331,7 +331,7 @@ static void clear_progress(sweep_cmd *c)
 static int on_row(const kb_sweep_row *row, void *payload)
 {
 	sweep_cmd *c = payload;
-	char *text = out_format_row(c->fmt, c->s, row);
+	char *text = out_format_row(c->fmt, c->s, row, c->a.vals[O_DATA].seen);
 
 	if (!text) {
 		cli_error("out of memory");
@@ -365,7 +365,7 @@ static int write_header(sweep_cmd *c)
 
 	if (c->fmt != OUT_CSV)
 		return 0;
-	h = out_csv_header(c->n_keys, (const char *const *)c->keys);
+	h = out_csv_header(c->n_keys, (const char *const *)c->keys, c->a.vals[O_DATA].seen);
 	if (!h)
 		return cli_error("out of memory");
 	rc = put_text(c, c->f, h, out_name(c));
@@ -381,7 +381,7 @@ static int open_resume(sweep_cmd *c, int *exists)
 	int rc;
 
 	rc = out_read_resume(c->path, c->fmt, c->s, c->n_keys, (const char *const *)c->keys,
-			     c->rows, &keep_len, exists);
+			     c->a.vals[O_DATA].seen, c->rows, &keep_len, exists);
 	if (rc || !*exists)
 		return rc;
 	for (i = 0; i < c->total; i++)
@@ -468,7 +468,7 @@ static int rewrite_in_order(sweep_cmd *c)
 		goto done;
 	}
 	if (c->fmt == OUT_CSV) {
-		char *h = out_csv_header(c->n_keys, (const char *const *)c->keys);
+		char *h = out_csv_header(c->n_keys, (const char *const *)c->keys, c->a.vals[O_DATA].seen);
 
 		rc = h ? (fputs(h, f) < 0) : cli_error("out of memory");
 		free(h);

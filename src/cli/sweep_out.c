@@ -16,8 +16,14 @@
 #include "kernbench/json.h"
 
 const char *const out_fig_names[N_FIG] = {
-	"sim_time_ns", "dispatch_per_tile_ns", "commands", "events", "wall_s"
+	"sim_time_ns", "dispatch_per_tile_ns", "commands", "events", "wall_s",
+	"max_abs_err", "max_rel_err"
 };
+
+size_t out_n_figs(int data)
+{
+	return data ? N_FIG : FIG_MAX_ABS_ERR;
+}
 
 static void csv_cell(FILE *f, const char *s)
 {
@@ -34,7 +40,7 @@ static void csv_cell(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-char *out_csv_header(size_t n_keys, const char *const *keys)
+char *out_csv_header(size_t n_keys, const char *const *keys, int data)
 {
 	char *buf = NULL;
 	size_t len = 0, i;
@@ -47,7 +53,7 @@ char *out_csv_header(size_t n_keys, const char *const *keys)
 		fputc(',', f);
 		csv_cell(f, keys[i]);
 	}
-	for (i = 0; i < N_FIG; i++)
+	for (i = 0; i < out_n_figs(data); i++)
 		fprintf(f, ",%s", out_fig_names[i]);
 	fputs(",oplog_sha256,status,error\n", f);
 	if (fclose(f) != 0) {
@@ -73,6 +79,10 @@ static void figure_texts(const kb_sweep_row *row, char txt[N_FIG][40])
 	snprintf(txt[FIG_COMMANDS], 40, "%llu", (unsigned long long)r->commands);
 	snprintf(txt[FIG_EVENTS], 40, "%llu", (unsigned long long)r->events);
 	snprintf(txt[FIG_WALL_S], 40, "%.6f", isfinite(r->wall_s) ? r->wall_s : 0.0);
+	if (isfinite(r->max_abs_err))
+		snprintf(txt[FIG_MAX_ABS_ERR], 40, "%.9g", r->max_abs_err);
+	if (isfinite(r->max_rel_err))
+		snprintf(txt[FIG_MAX_REL_ERR], 40, "%.9g", r->max_rel_err);
 }
 
 void out_row_figures(const kb_sweep_row *row, kept_row *k)
@@ -88,7 +98,7 @@ void out_row_figures(const kb_sweep_row *row, kept_row *k)
 		k->fig[i] = txt[i][0] ? strtod(txt[i], NULL) : NAN;
 }
 
-static void csv_row(FILE *f, const kb_sweep_row *row, char txt[N_FIG][40])
+static void csv_row(FILE *f, const kb_sweep_row *row, char txt[N_FIG][40], size_t n_figs)
 {
 	size_t i;
 
@@ -97,7 +107,7 @@ static void csv_row(FILE *f, const kb_sweep_row *row, char txt[N_FIG][40])
 		fputc(',', f);
 		csv_cell(f, row->values[i]);
 	}
-	for (i = 0; i < N_FIG; i++)
+	for (i = 0; i < n_figs; i++)
 		fprintf(f, ",%s", txt[i]);
 	fputc(',', f);
 	csv_cell(f, row->status ? "" : row->result->oplog_sha256);
@@ -121,7 +131,7 @@ char *out_typed_keys(const kb_sweep *s, const kb_sweep_row *row)
 }
 
 static int jsonl_row(FILE *f, const kb_sweep *s, const kb_sweep_row *row,
-		     char txt[N_FIG][40])
+		     char txt[N_FIG][40], size_t n_figs)
 {
 	char *keys = out_typed_keys(s, row);
 	size_t i;
@@ -132,7 +142,7 @@ static int jsonl_row(FILE *f, const kb_sweep *s, const kb_sweep_row *row,
 	cli_json_string(f, row->bench);
 	fprintf(f, ",\"keys\":%s", keys);
 	free(keys);
-	for (i = 0; i < N_FIG; i++)
+	for (i = 0; i < n_figs; i++)
 		fprintf(f, ",\"%s\":%s", out_fig_names[i], txt[i][0] ? txt[i] : "null");
 	fputs(",\"oplog_sha256\":", f);
 	if (row->status)
@@ -145,7 +155,7 @@ static int jsonl_row(FILE *f, const kb_sweep *s, const kb_sweep_row *row,
 	return 0;
 }
 
-char *out_format_row(out_format fmt, const kb_sweep *s, const kb_sweep_row *row)
+char *out_format_row(out_format fmt, const kb_sweep *s, const kb_sweep_row *row, int data)
 {
 	char txt[N_FIG][40];
 	char *buf = NULL;
@@ -157,9 +167,9 @@ char *out_format_row(out_format fmt, const kb_sweep *s, const kb_sweep_row *row)
 		return NULL;
 	figure_texts(row, txt);
 	if (fmt == OUT_CSV)
-		csv_row(f, row, txt);
+		csv_row(f, row, txt, out_n_figs(data));
 	else
-		bad = jsonl_row(f, s, row, txt);
+		bad = jsonl_row(f, s, row, txt, out_n_figs(data));
 	if (fclose(f) != 0 || bad) {
 		free(buf);
 		return NULL;

@@ -11,9 +11,16 @@
 
 typedef enum out_format { OUT_CSV, OUT_JSONL } out_format;
 
-/* The numeric figures of a row, in column order. */
-enum { FIG_SIM_NS, FIG_DPT_NS, FIG_COMMANDS, FIG_EVENTS, FIG_WALL_S, N_FIG };
+/* The numeric figures of a row, in column order. The error figures of data
+ * mode (as `run --json` gives them) come last and are columns only of a
+ * data-mode sweep (--data): out_n_figs. */
+enum {
+	FIG_SIM_NS, FIG_DPT_NS, FIG_COMMANDS, FIG_EVENTS, FIG_WALL_S,
+	FIG_MAX_ABS_ERR, FIG_MAX_REL_ERR, N_FIG
+};
 extern const char *const out_fig_names[N_FIG];
+/* Number of figure columns of a sweep with or without --data. */
+size_t out_n_figs(int data);
 
 /* What the command keeps of each point (for --plot, the headline, resume). */
 typedef struct kept_row {
@@ -24,9 +31,9 @@ typedef struct kept_row {
 } kept_row;
 
 /* The CSV header line with its newline; NULL when memory runs out. */
-char *out_csv_header(size_t n_keys, const char *const *keys);
+char *out_csv_header(size_t n_keys, const char *const *keys, int data);
 /* One row as text with its newline (CSV or JSONL); NULL when memory runs out. */
-char *out_format_row(out_format fmt, const kb_sweep *s, const kb_sweep_row *row);
+char *out_format_row(out_format fmt, const kb_sweep *s, const kb_sweep_row *row, int data);
 /*
  * The "keys" object of a JSONL row, typed as kb_sweep_row_to_json types it
  * (numbers as numbers, string-valued keys as strings); NULL when memory runs
@@ -46,6 +53,7 @@ void out_row_figures(const kb_sweep_row *row, kept_row *k);
  * point of this sweep, I/O) print their message and return 1.
  */
 int out_read_resume(const char *path, out_format fmt, const kb_sweep *s, size_t n_keys,
-		    const char *const *keys, kept_row *rows, size_t *keep_len, int *exists);
+		    const char *const *keys, int data_mode, kept_row *rows, size_t *keep_len,
+		    int *exists);
 
 #endif

@@ -152,8 +152,10 @@ static void figures(plot_build *b, const kept_row *rows, size_t inner, const int
 				double v = r->present && r->ok ? r->fig[f] : NAN;
 
 				b->y[(s * b->d.n_x + x) * N_FIG + f] = v;
-				/* dispatch per tile only when some bench has tiles */
-				if (want[f] && (f != FIG_DPT_NS || isfinite(v)))
+				/* dispatch per tile only when some bench has tiles,
+				 * the error figures only in data mode */
+				if (want[f] && ((f != FIG_DPT_NS && f < FIG_MAX_ABS_ERR) ||
+						isfinite(v)))
 					b->shown[f] = 1;
 			}
 		}

@@ -231,6 +231,7 @@ static int read_all(const char *path, char **data, size_t *len, int *exists)
 typedef struct resume_ctx {
 	const char *path;
 	out_format fmt;
+	int data;  /* --data: the error figures are columns too */
 	size_t n_keys;
 	const char *const *keys;
 	lookup points;
@@ -265,7 +266,7 @@ static int take_row(resume_ctx *c, const char *bench, const char *const *values,
 	if (strcmp(status, "ok") != 0 && strcmp(status, "error") != 0)
 		return cli_error("%s:%zu: status '%.40s' is neither 'ok' nor 'error'", c->path,
 				 c->line, status);
-	for (k = 0; k < N_FIG && strcmp(status, "ok") == 0; k++) {
+	for (k = 0; k < out_n_figs(c->data) && strcmp(status, "ok") == 0; k++) {
 		char *e = NULL;
 		double v = figs[k] && *figs[k] ? strtod(figs[k], &e) : 0;
 
@@ -279,14 +280,14 @@ static int take_row(resume_ctx *c, const char *bench, const char *const *values,
 	r->present = 1;
 	r->ok = strcmp(status, "ok") == 0;
 	for (k = 0; k < N_FIG; k++)
-		r->fig[k] = fig_value(figs[k]);
+		r->fig[k] = k < out_n_figs(c->data) ? fig_value(figs[k]) : NAN;
 	return 0;
 }
 
 static int csv_rows(resume_ctx *c, const char *data, size_t len, size_t *keep_len)
 {
 	const char *p = data + *keep_len, *end = data + len, *next;
-	size_t want = 1 + c->n_keys + N_FIG + 3;
+	size_t want = 1 + c->n_keys + out_n_figs(c->data) + 3;
 	fields f = { NULL, 0 };
 	int rc = 0;
 
@@ -310,7 +311,7 @@ static int csv_rows(resume_ctx *c, const char *data, size_t len, size_t *keep_le
 
 static int csv_file(resume_ctx *c, const char *data, size_t len, size_t *keep_len)
 {
-	char *header = out_csv_header(c->n_keys, c->keys);
+	char *header = out_csv_header(c->n_keys, c->keys, c->data);
 	size_t hlen;
 	int rc = 0;
 
@@ -630,9 +631,10 @@ static int jsonl_file(resume_ctx *c, const char *data, size_t len, size_t *keep_
 }
 
 int out_read_resume(const char *path, out_format fmt, const kb_sweep *s, size_t n_keys,
-		    const char *const *keys, kept_row *rows, size_t *keep_len, int *exists)
+		    const char *const *keys, int data_mode, kept_row *rows, size_t *keep_len,
+		    int *exists)
 {
-	resume_ctx c = { path, fmt, n_keys, keys, { NULL, 0, fmt == OUT_JSONL }, rows, 0 };
+	resume_ctx c = { path, fmt, data_mode, n_keys, keys, { NULL, 0, fmt == OUT_JSONL }, rows, 0 };
 	char *data = NULL;
 	size_t len = 0;
 	int rc;
