@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "kernbench/bench.h"
 
@@ -331,4 +332,45 @@ double cli_now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void cli_progress_start(cli_progress *p, int wanted)
+{
+	p->on = wanted && isatty(STDERR_FILENO);
+	p->shown = 0;
+	p->t0 = p->last = cli_now();
+}
+
+int cli_progress_due(cli_progress *p)
+{
+	double now;
+
+	if (!p->on)
+		return 0;
+	now = cli_now();
+	if (now - p->last < 0.25)
+		return 0;
+	p->last = now;
+	return 1;
+}
+
+void cli_progress_show(cli_progress *p, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("\r\033[K", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fflush(stderr);
+	p->shown = 1;
+}
+
+void cli_progress_clear(cli_progress *p)
+{
+	if (!p->shown)
+		return;
+	fputs("\r\033[K", stderr);
+	fflush(stderr);
+	p->shown = 0;
 }

@@ -85,6 +85,26 @@ void cli_json_string(FILE *f, const char *s);
 /* Monotonic seconds. */
 double cli_now(void);
 
+/*
+ * A progress line on standard error, only when it is a terminal (never in
+ * pipes or files): shown again at most four times a second, erased ("\r",
+ * erase to end of line) before anything else goes to the terminal.
+ */
+typedef struct cli_progress {
+	int on;        /* wanted and standard error is a terminal */
+	int shown;     /* a line is on the terminal, not erased */
+	double t0;     /* cli_now() at the start */
+	double last;   /* cli_now() of the last update */
+} cli_progress;
+void cli_progress_start(cli_progress *p, int wanted);
+/* Nonzero when the line is on and due for an update (then counted as done). */
+int cli_progress_due(cli_progress *p);
+/* Replaces the line with the formatted text (no newline). */
+void cli_progress_show(cli_progress *p, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Erases the line if one is shown. */
+void cli_progress_clear(cli_progress *p);
+
 /* The whole command line, as main received it (recorded as provenance). */
 extern int cli_argc;
 extern const char *const *cli_argv;

@@ -150,8 +150,33 @@ static int print_result(const kb_result *r, int json)
 	return CLI_OK;
 }
 
+/* A long run on a terminal shows how far it got (issue 19): the op_log
+ * callback sees each record in time order as the run goes, so it gives the
+ * simulated time reached without a hook of its own in the library. */
+typedef struct run_progress {
+	cli_progress line;
+	uint64_t sim_ps, records;
+} run_progress;
+
+static int on_record(const kb_oplog_record *rec, void *payload)
+{
+	run_progress *p = payload;
+	char ns[32];
+
+	p->records++;
+	if (rec->t1_ps > p->sim_ps)
+		p->sim_ps = rec->t1_ps;
+	if (!cli_progress_due(&p->line))
+		return 0;
+	cli_ps_to_ns((unsigned long long)p->sim_ps, ns, sizeof(ns));
+	cli_progress_show(&p->line, "simulated %s ns, %llu op_log records, elapsed %.1fs", ns,
+			  (unsigned long long)p->records, cli_now() - p->line.t0);
+	return 0;
+}
+
 int cli_cmd_run(int argc, char **argv)
 {
+	run_progress prog;
 	kb_run_options o = KB_RUN_OPTIONS_INIT;
 	const kb_bench_info *bench = NULL;
 	kb_params *params = NULL;
@@ -175,7 +200,14 @@ int cli_cmd_run(int argc, char **argv)
 			       a.vals[O_SET].n_list, &topo);
 	if (rc)
 		goto done;
+	memset(&prog, 0, sizeof(prog));
+	cli_progress_start(&prog.line, 1);
+	if (prog.line.on) {
+		o.on_record = on_record;
+		o.payload = &prog;
+	}
 	rc = kb_bench_run(bench->name, params, topo, &o, &res, &err);
+	cli_progress_clear(&prog.line);
 	if (rc) {
 		rc = cli_kb_error(&err, rc);
 		goto done;

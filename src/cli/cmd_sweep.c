@@ -82,7 +82,7 @@ typedef struct sweep_cmd {
 	size_t pending, done, failures;
 	double t0;
 	int progress;
-	int progress_shown;      /* a progress line is on the terminal, not ended */
+	cli_progress line;       /* the progress line (shared with run's, cli.h) */
 	int write_failed;
 	kb_sweep_options sopt;    /* -j, --threads, --data */
 	size_t n_params;          /* keys[0..n_params) are --param keys */
@@ -308,12 +308,13 @@ static void progress(sweep_cmd *c)
 	double el = cli_now() - c->t0;
 	double eta = c->done ? el / (double)c->done * (double)(c->pending - c->done) : 0;
 
-	fprintf(stderr, "\r[%zu/%zu] failures %zu, elapsed %.1fs, eta %.1fs", c->done,
-		c->pending, c->failures, el, eta);
-	c->progress_shown = c->done < c->pending;
-	if (!c->progress_shown)
-		fputc('\n', stderr);
-	fflush(stderr);
+	cli_progress_show(&c->line, "[%zu/%zu] failures %zu, elapsed %.1fs, eta %.1fs", c->done,
+			  c->pending, c->failures, el, eta);
+	if (c->done >= c->pending) {
+		fputc('\n', stderr);  /* the last one stays, ended */
+		fflush(stderr);
+		c->line.shown = 0;
+	}
 }
 
 /* A row going to the terminal that shows the progress line would land
@@ -321,11 +322,8 @@ static void progress(sweep_cmd *c)
  * (carriage return, erase to end of line); the next row redraws it. */
 static void clear_progress(sweep_cmd *c)
 {
-	if (!c->progress_shown || !c->f || !isatty(fileno(c->f)))
-		return;
-	fputs("\r\033[K", stderr);
-	fflush(stderr);
-	c->progress_shown = 0;
+	if (c->f && isatty(fileno(c->f)))
+		cli_progress_clear(&c->line);
 }
 
 static int on_row(const kb_sweep_row *row, void *payload)
