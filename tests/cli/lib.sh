@@ -45,3 +45,30 @@ PY
 strip_wall_jsonl() {
 	sed -e 's/,"wall_s":[^,}]*//' "$1"
 }
+
+# Runs "$KB" ARGS... with standard input, output and error on one
+# pseudo-terminal, as in an interactive shell, and writes what the terminal
+# received to OUT. Needs python3. Exits with the command's status.
+on_pty() {
+	local out=$1
+	shift
+	python3 - "$KB" "$out" "$@" <<'PY'
+import os, pty, sys
+kb, out = sys.argv[1], sys.argv[2]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(kb, [kb] + sys.argv[3:])
+data = b""
+while True:
+    try:
+        chunk = os.read(fd, 65536)
+    except OSError:
+        break
+    if not chunk:
+        break
+    data += chunk
+_, status = os.waitpid(pid, 0)
+open(out, "wb").write(data)
+sys.exit(os.WEXITSTATUS(status))
+PY
+}

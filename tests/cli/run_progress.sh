@@ -6,25 +6,7 @@ set -u
 have_python || { echo "SKIP: python3 not found (needed for a pseudo-terminal)"; exit 77; }
 
 args=(run synthetic --param events=2500000)
-python3 - "$KB" "$TMP/tty.out" "${args[@]}" <<'PY' || fail "run on a terminal failed"
-import os, pty, sys
-kb, out = sys.argv[1], sys.argv[2]
-pid, fd = pty.fork()
-if pid == 0:
-    os.execv(kb, [kb] + sys.argv[3:])
-data = b""
-while True:
-    try:
-        chunk = os.read(fd, 65536)
-    except OSError:
-        break
-    if not chunk:
-        break
-    data += chunk
-_, status = os.waitpid(pid, 0)
-open(out, "wb").write(data)
-sys.exit(os.WEXITSTATUS(status))
-PY
+on_pty "$TMP/tty.out" "${args[@]}" || fail "run on a terminal failed"
 grep -q 'simulated [0-9.]* ns, [0-9]* op_log records' "$TMP/tty.out" ||
 	{ cat -A "$TMP/tty.out" >&2; fail "no progress line on a terminal"; }
 # What the terminal shows: the text after each line's last carriage return,

@@ -7,25 +7,8 @@ set -u
 have_python || { echo "SKIP: python3 not found (needed for a pseudo-terminal)"; exit 77; }
 
 # Rows and progress on one pseudo-terminal, as in an interactive shell.
-python3 - "$KB" "$TMP/tty.out" <<'PY' || fail "sweep on a terminal failed"
-import os, pty, sys
-kb, out = sys.argv[1], sys.argv[2]
-pid, fd = pty.fork()
-if pid == 0:
-    os.execv(kb, [kb, "sweep", "synthetic", "--param", "events=2000,4000,6000,8000", "--param", "lps=4"])
-data = b""
-while True:
-    try:
-        chunk = os.read(fd, 65536)
-    except OSError:
-        break
-    if not chunk:
-        break
-    data += chunk
-_, status = os.waitpid(pid, 0)
-open(out, "wb").write(data)
-sys.exit(os.WEXITSTATUS(status))
-PY
+on_pty "$TMP/tty.out" sweep synthetic --param events=2000,4000,6000,8000 --param lps=4 ||
+	fail "sweep on a terminal failed"
 grep -q 'eta' "$TMP/tty.out" || fail "no progress line on a terminal"
 # What the terminal shows of each line: the text after its last carriage
 # return, with erase-to-end-of-line removed. A row must stand alone.
