@@ -116,16 +116,71 @@ static void csv_row(FILE *f, const kb_sweep_row *row, char txt[N_FIG][40], size_
 	fputc('\n', f);
 }
 
+/* Writes the JSON text [p, end) with each real number in its shortest form
+ * that reads back the same (the library writes 17 digits: 0.1 would be
+ * 0.10000000000000001); integers and strings unchanged. */
+static void short_reals(FILE *f, const char *p, const char *end)
+{
+	int in_str = 0;
+
+	while (p < end) {
+		if (in_str) {
+			if (*p == '\\' && p + 1 < end)
+				fputc(*p++, f);
+			else if (*p == '"')
+				in_str = 0;
+			fputc(*p++, f);
+		} else if (*p == '"') {
+			in_str = 1;
+			fputc(*p++, f);
+		} else if (*p == '-' || (*p >= '0' && *p <= '9')) {
+			size_t n = strspn(p, "+-0123456789.eE");
+			char tok[64], buf[64];
+			double v;
+			int prec;
+
+			snprintf(tok, sizeof(tok), "%.*s", (int)(n < 63 ? n : 63), p);
+			v = strtod(tok, NULL);
+			if (!strpbrk(tok, ".eE") || n >= 63) {
+				fwrite(p, 1, n, f);
+			} else {
+				for (prec = 1; prec < 17; prec++) {
+					snprintf(buf, sizeof(buf), "%.*g", prec, v);
+					if (strtod(buf, NULL) == v)
+						break;
+				}
+				snprintf(buf, sizeof(buf), "%.*g", prec, v);
+				fputs(buf, f);
+				if (!strpbrk(buf, ".eEn"))
+					fputs(".0", f);  /* a real stays a real */
+			}
+			p += n;
+		} else {
+			fputc(*p++, f);
+		}
+	}
+}
+
 char *out_typed_keys(const kb_sweep *s, const kb_sweep_row *row)
 {
 	char *all = kb_sweep_row_to_json(s, row), *from, *to, *keys = NULL;
+	size_t len = 0;
 
 	/* A '"' inside a JSON string is escaped, so these member boundaries
 	 * cannot occur inside the bench name or a key's value. */
 	from = all ? strstr(all, ",\"keys\":{") : NULL;
 	to = from ? strstr(from, "},\"status\":") : NULL;
-	if (to)
-		keys = strndup(from + 8, (size_t)(to + 1 - (from + 8)));
+	if (to) {
+		FILE *f = open_memstream(&keys, &len);
+
+		if (f) {
+			short_reals(f, from + 8, to + 1);
+			if (fclose(f) != 0) {
+				free(keys);
+				keys = NULL;
+			}
+		}
+	}
 	kb_free(all);
 	return keys;
 }

@@ -6,10 +6,10 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 
-args=(gemm --param M=64,128 --set pe_cost_model.r_cycles_per_byte=0.5,2
+args=(gemm --param M=64,128 --set pe_cost_model.r_cycles_per_byte=0.1,2
       --set pe.scheduler.policy=strict_fifo,rw_aware --quiet -j 1)
 "$KB" sweep "${args[@]}" --out "$TMP/t.jsonl" || fail "sweep exited $?"
-grep -qF '"keys":{"M":64,"pe_cost_model.r_cycles_per_byte":0.5,"pe.scheduler.policy":"strict_fifo"}' \
+grep -qF '"keys":{"M":64,"pe_cost_model.r_cycles_per_byte":0.1,"pe.scheduler.policy":"strict_fifo"}' \
 	"$TMP/t.jsonl" || fail "first row's keys are not typed: $(head -n 1 "$TMP/t.jsonl")"
 grep -qF '"keys":{"M":128,"pe_cost_model.r_cycles_per_byte":2.0,"pe.scheduler.policy":"rw_aware"}' \
 	"$TMP/t.jsonl" || fail "last row's keys are not typed: $(tail -n 1 "$TMP/t.jsonl")"
