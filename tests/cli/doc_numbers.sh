@@ -66,6 +66,23 @@ w2=$(echo "$txt" | sed -n 's/.*per tile: \([0-9.]*\) and \([0-9.]*\) ns at S_kv.
 w3=$(echo "$txt" | sed -n 's/.*per tile: \([0-9.]*\) and \([0-9.]*\) ns at S_kv.*/\2/p')
 same "$w2" "$k2" && same "$w3" "$k3" || fail "README says $w2 and $w3 ns with the whole kernel; runs give $k2 and $k3"
 
+# README's derivation: "n3 = 12 commands of 428 bytes (opt3) and n2 = 2 of
+# 364 bytes (opt2) per tile" must give the per-tile figures the runs print
+# (FIXED 40 cycles + R 0.0625 x bytes, at 1 GHz), "1.18x" is b3 / b2 and
+# "n3 / n2 ... (6x here" is n3 / n2.
+n3=$(echo "$txt" | sed -n 's/.*n3 = \([0-9]*\) commands of \([0-9]*\) bytes (opt3).*/\1/p')
+b3=$(echo "$txt" | sed -n 's/.*n3 = \([0-9]*\) commands of \([0-9]*\) bytes (opt3).*/\2/p')
+n2=$(echo "$txt" | sed -n 's/.*n2 = \([0-9]*\) of \([0-9]*\) bytes (opt2).*/\1/p')
+b2=$(echo "$txt" | sed -n 's/.*n2 = \([0-9]*\) of \([0-9]*\) bytes (opt2).*/\2/p')
+[ -n "$n3" ] && [ -n "$b3" ] && [ -n "$n2" ] && [ -n "$b2" ] || fail "README's derivation paragraph not found"
+same "$(awk -v n="$n3" -v b="$b3" 'BEGIN { print n * 40 + 0.0625 * b }')" "$o3" &&
+	same "$(awk -v n="$n2" -v b="$b2" 'BEGIN { print n * 40 + 0.0625 * b }')" "$o2" ||
+	fail "README's n3 = $n3 / $b3 bytes and n2 = $n2 / $b2 bytes do not give the runs' $o3 and $o2 ns"
+bb=$(echo "$txt" | sed -n 's/.*carries only \([0-9.]*\)x opt2.s logical.*/\1/p')
+same "$bb" "$(awk -v a="$b3" -v b="$b2" 'BEGIN { print a / b }')" || fail "README says opt3 carries ${bb}x opt2's bytes; $b3 / $b2"
+nn=$(echo "$txt" | sed -n 's/.*as R falls (\([0-9.]*\)x here.*/\1/p')
+[ "$nn" = "$((n3 / n2))" ] || fail "README says n3 / n2 = ${nn}x; $n3 / $n2"
+
 # doc/benches.md: "(opt3 506.75 ns, opt2 102.75 ns at the default calibration: 4.93x)".
 txt=$(tr '\n' ' ' <"$benchdoc")
 b3=$(echo "$txt" | sed -n 's/.*(opt3 \([0-9.]*\) ns, opt2 \([0-9.]*\) ns at the default calibration: \([0-9.]*\)x).*/\1/p')
