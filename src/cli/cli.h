@@ -16,7 +16,7 @@
 
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 
-/* ---- messages --------------------------------------------------------- */
+/* ---- messages (args.c) ------------------------------------------------ */
 
 /* Prints "kernbench: usage: ..." and the --help hint for cmd (NULL: top level); returns 2. */
 int cli_usage(const char *cmd, const char *fmt, ...) KB_PRINTF(2, 3);
@@ -35,7 +35,7 @@ const char *cli_hint_bench(const char *name, char *buf, size_t len);
 struct kb_bench_info;
 const char *cli_hint_param(const struct kb_bench_info *b, const char *name, char *buf, size_t len);
 
-/* ---- argument parsing -------------------------------------------------- */
+/* ---- argument parsing (args.c) ---------------------------------------- */
 
 typedef enum cli_opt_kind {
 	CLI_FLAG,   /* no value; may be repeated */
@@ -78,7 +78,7 @@ int cli_split_assignment(const char *s, char **key, const char **value);
 /* Nonzero when name ends with suffix. */
 int cli_ends_with(const char *name, const char *suffix);
 
-/* ---- text ------------------------------------------------------------ */
+/* ---- text (args.c) ---------------------------------------------------- */
 
 /* Writes s as a JSON string (with the quotes). */
 void cli_json_string(FILE *f, const char *s);
@@ -105,16 +105,23 @@ void cli_progress_show(cli_progress *p, const char *fmt, ...)
 /* Erases the line if one is shown. */
 void cli_progress_clear(cli_progress *p);
 
-/* The whole command line, as main received it (recorded as provenance). */
-extern int cli_argc;
-extern const char *const *cli_argv;
-
-/* ---- subcommands ------------------------------------------------------ */
+/* ---- subcommands (cmd_*.c) --------------------------------------------- */
 
 int cli_cmd_list(int argc, char **argv);
 int cli_cmd_run(int argc, char **argv);
 int cli_cmd_sweep(int argc, char **argv);
 int cli_cmd_topology(int argc, char **argv);
+
+/* ---- shared helpers (util.c) ------------------------------------------ */
+
+/* The whole command line, as main received it (recorded as provenance). */
+extern int cli_argc;
+extern const char *const *cli_argv;
+
+/* Prints the --help text of cmd (NULL: the whole program); returns the exit status. */
+int cli_print_help(const char *cmd);
+/* The --help text of a command (NULL: the whole program); NULL when unknown. */
+const char *cli_help_text(const char *cmd);
 
 /*
  * The effective topology: file (NULL: the embedded default), then each
@@ -130,11 +137,5 @@ struct kb_bench_info;
 const struct kb_param_info *cli_find_param(const struct kb_bench_info *b, const char *name);
 /* Picoseconds as exact decimal nanoseconds, "12345.678" (buf: 32 bytes). */
 void cli_ps_to_ns(unsigned long long ps, char *buf, size_t n);
-
-/* Prints the --help text of cmd; returns the exit status. */
-int cli_print_help(const char *cmd);
-
-/* The --help text of a command (NULL: the whole program); NULL when unknown. */
-const char *cli_help_text(const char *cmd);
 
 #endif

@@ -7,21 +7,6 @@
 #include "kernbench/bench.h"
 #include "kernbench/topology.h"
 
-const kb_param_info *cli_find_param(const kb_bench_info *b, const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < b->n_params; i++)
-		if (strcmp(b->params[i].name, name) == 0)
-			return &b->params[i];
-	return NULL;
-}
-
-void cli_ps_to_ns(unsigned long long ps, char *buf, size_t n)
-{
-	snprintf(buf, n, "%llu.%03llu", ps / 1000, ps % 1000);
-}
-
 enum {
 	O_PARAM, O_SET, O_TOPOLOGY, O_THREADS, O_DATA, O_OPLOG, O_TRACE, O_DUMP, O_JSON, O_HELP,
 	N_OPTS

@@ -19,7 +19,7 @@
  * Under MPI (built with --with-mpi, started by mpirun or srun with several
  * ranks; mpi_sweep.c): every rank parses the same command line and builds
  * the same sweep; rank 0 alone opens, resumes, writes and plots, with the
- * same on_row as here, while mpi_sweep_run hands the points out to every
+ * same on_row as here, while cli_mpi_sweep_run hands the points out to every
  * rank's pool instead of kb_sweep_run running them all in this process.
  */
 #include <fcntl.h>
@@ -74,10 +74,10 @@ typedef struct sweep_cmd {
 	size_t *n_values;
 	size_t n_keys;
 	size_t total;
-	out_format fmt;
+	cli_out_format fmt;
 	const char *path;         /* NULL: standard output */
 	FILE *f;
-	kept_row *rows;           /* per point, when plot, headline or resume need it */
+	cli_kept_row *rows;       /* per point, when plot, headline or resume need it */
 	int keep_text;
 	size_t pending, done, failures;
 	double t0;
@@ -87,7 +87,7 @@ typedef struct sweep_cmd {
 	kb_sweep_options sopt;    /* -j, --threads, --data */
 	size_t n_params;          /* keys[0..n_params) are --param keys */
 #ifdef KB_WITH_MPI
-	mpi_ctx *mpi;             /* NULL: not under MPI */
+	cli_mpi_ctx *mpi;         /* NULL: not under MPI */
 #endif
 } sweep_cmd;
 
@@ -221,9 +221,9 @@ static int output_options(sweep_cmd *c)
 	const cli_optval *v = c->a.vals;
 
 	c->path = v[O_OUT].value;
-	c->fmt = OUT_CSV;
+	c->fmt = CLI_OUT_CSV;
 	if (c->path && cli_ends_with(c->path, ".jsonl"))
-		c->fmt = OUT_JSONL;
+		c->fmt = CLI_OUT_JSONL;
 	else if (c->path && !cli_ends_with(c->path, ".csv"))
 		return cli_usage("sweep", "--out '%s': the name must end in .csv or .jsonl", c->path);
 	if (v[O_RESUME].seen && !c->path)
@@ -239,11 +239,11 @@ static int output_options(sweep_cmd *c)
 	if (v[O_PLOT_LOG].seen) {
 		int x, y;
 
-		if (plot_log_axes(v[O_PLOT_LOG].value, &x, &y))
+		if (cli_plot_log_axes(v[O_PLOT_LOG].value, &x, &y))
 			return CLI_USAGE;
 	}
 	if (v[O_PLOT_FIGURES].seen)
-		return plot_check_figures(v[O_PLOT_FIGURES].value);
+		return cli_plot_check_figures(v[O_PLOT_FIGURES].value);
 	return 0;
 }
 
@@ -329,7 +329,7 @@ static void clear_progress(sweep_cmd *c)
 static int on_row(const kb_sweep_row *row, void *payload)
 {
 	sweep_cmd *c = payload;
-	char *text = out_format_row(c->fmt, c->s, row, c->a.vals[O_DATA].seen);
+	char *text = cli_out_format_row(c->fmt, c->s, row, c->a.vals[O_DATA].seen);
 
 	if (!text) {
 		cli_error("out of memory");
@@ -342,7 +342,7 @@ static int on_row(const kb_sweep_row *row, void *payload)
 		return 1;
 	}
 	if (c->rows) {
-		out_row_figures(row, &c->rows[row->index]);
+		cli_out_row_figures(row, &c->rows[row->index]);
 		if (c->keep_text)
 			c->rows[row->index].text = text, text = NULL;
 	}
@@ -361,9 +361,9 @@ static int write_header(sweep_cmd *c)
 	char *h;
 	int rc;
 
-	if (c->fmt != OUT_CSV)
+	if (c->fmt != CLI_OUT_CSV)
 		return 0;
-	h = out_csv_header(c->n_keys, (const char *const *)c->keys, c->a.vals[O_DATA].seen);
+	h = cli_out_csv_header(c->n_keys, (const char *const *)c->keys, c->a.vals[O_DATA].seen);
 	if (!h)
 		return cli_error("out of memory");
 	rc = put_text(c, c->f, h, out_name(c));
@@ -378,8 +378,8 @@ static int open_resume(sweep_cmd *c, int *exists)
 	kb_error err;
 	int rc;
 
-	rc = out_read_resume(c->path, c->fmt, c->s, c->n_keys, (const char *const *)c->keys,
-			     c->a.vals[O_DATA].seen, c->rows, &keep_len, exists);
+	rc = cli_out_read_resume(c->path, c->fmt, c->s, c->n_keys, (const char *const *)c->keys,
+				 c->a.vals[O_DATA].seen, c->rows, &keep_len, exists);
 	if (rc || !*exists)
 		return rc;
 	for (i = 0; i < c->total; i++)
@@ -397,11 +397,11 @@ static int open_resume(sweep_cmd *c, int *exists)
 static int write_meta(const sweep_cmd *c)
 {
 	const cli_optval *v = c->a.vals;
-	sweep_def d = { (const char *const *)c->benches, c->n_benches, v[O_PARAM].list,
-			v[O_PARAM].n_list, v[O_SET].list, v[O_SET].n_list, c->sopt.jobs,
-			c->sopt.threads, c->sopt.data };
+	cli_sweep_def d = { (const char *const *)c->benches, c->n_benches, v[O_PARAM].list,
+			    v[O_PARAM].n_list, v[O_SET].list, v[O_SET].n_list, c->sopt.jobs,
+			    c->sopt.threads, c->sopt.data };
 
-	return sweep_meta_write(c->path, c->topo, &d);
+	return cli_sweep_meta_write(c->path, c->topo, &d);
 }
 
 /* Two sweeps writing one --out at once would mix their rows (issue 18
@@ -433,7 +433,7 @@ static int open_output(sweep_cmd *c, int *resumed)
 		return rc;
 	if (c->a.vals[O_RESUME].seen) {
 		/* Before the old output is touched: refuse another sweep's file. */
-		if ((rc = sweep_meta_check(c->path, c->topo, c->a.vals[O_FORCE].seen > 0)))
+		if ((rc = cli_sweep_meta_check(c->path, c->topo, c->a.vals[O_FORCE].seen > 0)))
 			return rc;
 		rc = open_resume(c, resumed);
 		if (rc || (*resumed && (rc = write_meta(c))))
@@ -465,8 +465,9 @@ static int rewrite_in_order(sweep_cmd *c)
 		rc = cli_error("%s: %s", tmp, strerror(errno));
 		goto done;
 	}
-	if (c->fmt == OUT_CSV) {
-		char *h = out_csv_header(c->n_keys, (const char *const *)c->keys, c->a.vals[O_DATA].seen);
+	if (c->fmt == CLI_OUT_CSV) {
+		char *h = cli_out_csv_header(c->n_keys, (const char *const *)c->keys,
+					     c->a.vals[O_DATA].seen);
 
 		rc = h ? (fputs(h, f) < 0) : cli_error("out of memory");
 		free(h);
@@ -526,16 +527,16 @@ static int headline(const sweep_cmd *c, FILE *out)
 		return 0;
 	per = c->total / c->n_benches;
 	for (r = 0; r < per; r++) {
-		const kept_row *k2 = &c->rows[(size_t)b2 * per + r];
-		const kept_row *k3 = &c->rows[(size_t)b3 * per + r];
+		const cli_kept_row *k2 = &c->rows[(size_t)b2 * per + r];
+		const cli_kept_row *k3 = &c->rows[(size_t)b3 * per + r];
 		char label[512];
 
-		if (!k2->ok || !k3->ok || !isfinite(k2->fig[FIG_DPT_NS]) ||
-		    !isfinite(k3->fig[FIG_DPT_NS]) || k2->fig[FIG_DPT_NS] == 0)
+		if (!k2->ok || !k3->ok || !isfinite(k2->fig[CLI_FIG_DPT_NS]) ||
+		    !isfinite(k3->fig[CLI_FIG_DPT_NS]) || k2->fig[CLI_FIG_DPT_NS] == 0)
 			continue;
 		point_label(c, (size_t)b3 * per + r, 0, label, sizeof(label));
 		fprintf(out, "%s%sopt3/opt2 per-tile dispatch ratio = %.2f\n", label,
-			*label ? ": " : "", k3->fig[FIG_DPT_NS] / k2->fig[FIG_DPT_NS]);
+			*label ? ": " : "", k3->fig[CLI_FIG_DPT_NS] / k2->fig[CLI_FIG_DPT_NS]);
 	}
 	errno = 0;
 	if (fflush(out) != 0 || ferror(out))
@@ -616,9 +617,9 @@ static size_t old_failures(const sweep_cmd *c, size_t *pending)
 
 #ifdef KB_WITH_MPI
 /* How every rank runs a point of this sweep. */
-static mpi_point_spec point_spec(const sweep_cmd *c)
+static cli_mpi_point_spec point_spec(const sweep_cmd *c)
 {
-	mpi_point_spec sp;
+	cli_mpi_point_spec sp;
 
 	sp.s = c->s;
 	sp.topo = c->topo;
@@ -633,7 +634,7 @@ static mpi_point_spec point_spec(const sweep_cmd *c)
 /* Rank 0: the points over every rank, rows through on_row. */
 static int mpi_run_rows(sweep_cmd *c)
 {
-	mpi_point_spec sp = point_spec(c);
+	cli_mpi_point_spec sp = point_spec(c);
 	unsigned char *skip = NULL;
 	size_t i;
 	int rc;
@@ -645,8 +646,8 @@ static int mpi_run_rows(sweep_cmd *c)
 		for (i = 0; i < c->total; i++)
 			skip[i] = c->rows[i].present != 0;
 	}
-	rc = mpi_sweep_run(c->mpi, &sp, mpi_sweep_jobs(c->mpi, c->sopt.jobs), c->total, skip,
-			   on_row, c);
+	rc = cli_mpi_sweep_run(c->mpi, &sp, cli_mpi_sweep_jobs(c->mpi, c->sopt.jobs), c->total,
+			       skip, on_row, c);
 	free(skip);
 	return rc;
 }
@@ -654,18 +655,18 @@ static int mpi_run_rows(sweep_cmd *c)
 /* Ranks other than 0: build the same sweep, run the points they are given. */
 static int mpi_worker(sweep_cmd *c, int argc, char **argv)
 {
-	mpi_point_spec sp;
+	cli_mpi_point_spec sp;
 	int rc, stop = 0;
 
-	if ((rc = mpi_sweep_setup_wait(c->mpi, &stop)) || stop)
+	if ((rc = cli_mpi_sweep_setup_wait(c->mpi, &stop)) || stop)
 		return rc;
 	rc = cli_parse("sweep", opts, N_OPTS, argc, argv, &c->a);
 	if (rc == 0)
 		rc = build(c);
-	if ((rc = mpi_sweep_setup_done(c->mpi, rc, mpi_sweep_jobs(c->mpi, c->sopt.jobs))))
+	if ((rc = cli_mpi_sweep_setup_done(c->mpi, rc, cli_mpi_sweep_jobs(c->mpi, c->sopt.jobs))))
 		return rc;
 	sp = point_spec(c);
-	return mpi_sweep_work(c->mpi, &sp, mpi_sweep_jobs(c->mpi, c->sopt.jobs));
+	return cli_mpi_sweep_work(c->mpi, &sp, cli_mpi_sweep_jobs(c->mpi, c->sopt.jobs));
 }
 #endif
 
@@ -679,8 +680,8 @@ static int run_rows(sweep_cmd *c, int resumed)
 	c->t0 = cli_now();
 	c->progress = isatty(STDERR_FILENO) && !c->a.vals[O_QUIET].seen && c->pending > 0;
 #ifdef KB_WITH_MPI
-	if (mpi_sweep_parallel(c->mpi)) {
-		c->progress = mpi_sweep_progress_wanted() && !c->a.vals[O_QUIET].seen &&
+	if (cli_mpi_sweep_parallel(c->mpi)) {
+		c->progress = cli_mpi_sweep_progress_wanted() && !c->a.vals[O_QUIET].seen &&
 			      c->pending > 0;
 		rc = mpi_run_rows(c);
 	} else
@@ -710,12 +711,12 @@ int cli_cmd_sweep(int argc, char **argv)
 
 	memset(&c, 0, sizeof(c));
 #ifdef KB_WITH_MPI
-	if ((rc = mpi_sweep_start(&c.mpi)))
+	if ((rc = cli_mpi_sweep_start(&c.mpi)))
 		return rc;
-	if (mpi_sweep_parallel(c.mpi) && mpi_sweep_rank(c.mpi) > 0) {
+	if (cli_mpi_sweep_parallel(c.mpi) && cli_mpi_sweep_rank(c.mpi) > 0) {
 		rc = mpi_worker(&c, argc, argv);
 		cmd_free(&c);
-		return mpi_sweep_end(c.mpi, rc);
+		return cli_mpi_sweep_end(c.mpi, rc);
 	}
 #endif
 	rc = cli_parse("sweep", opts, N_OPTS, argc, argv, &c.a);
@@ -730,9 +731,9 @@ int cli_cmd_sweep(int argc, char **argv)
 	if (rc == 0 && !stop)
 		rc = open_output(&c, &resumed);
 #ifdef KB_WITH_MPI
-	if (mpi_sweep_parallel(c.mpi)) {
-		int r = mpi_sweep_setup_root(c.mpi, rc || stop,
-					     mpi_sweep_jobs(c.mpi, c.sopt.jobs));
+	if (cli_mpi_sweep_parallel(c.mpi)) {
+		int r = cli_mpi_sweep_setup_root(c.mpi, rc || stop,
+						 cli_mpi_sweep_jobs(c.mpi, c.sopt.jobs));
 
 		rc = rc ? rc : r;
 	}
@@ -741,10 +742,10 @@ int cli_cmd_sweep(int argc, char **argv)
 		goto done;
 	rc = headline(&c, c.path ? stdout : stderr);
 	if (rc == 0 && c.a.vals[O_PLOT].seen)
-		rc = plot_sweep(c.a.vals[O_PLOT].value, c.s, c.n_benches,
-				(const char *const *)c.benches, c.n_keys,
-				(const char *const *)c.keys, c.n_values, c.rows,
-				c.a.vals[O_PLOT_FIGURES].value, c.a.vals[O_PLOT_LOG].value);
+		rc = cli_plot_sweep(c.a.vals[O_PLOT].value, c.s, c.n_benches,
+				    (const char *const *)c.benches, c.n_keys,
+				    (const char *const *)c.keys, c.n_values, c.rows,
+				    c.a.vals[O_PLOT_FIGURES].value, c.a.vals[O_PLOT_LOG].value);
 	if (rc == 0 && c.failures)
 		rc = CLI_FAIL;
 done:
@@ -752,7 +753,7 @@ done:
 		fclose(c.f);
 	cmd_free(&c);
 #ifdef KB_WITH_MPI
-	rc = mpi_sweep_end(c.mpi, rc);
+	rc = cli_mpi_sweep_end(c.mpi, rc);
 #endif
 	return rc;
 }

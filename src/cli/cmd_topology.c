@@ -6,35 +6,6 @@
 #include "cli/cli.h"
 #include "kernbench/topology.h"
 
-int cli_load_topology(const char *cmd, const char *file, const char *const *sets, size_t n_sets,
-		      kb_topology **out)
-{
-	kb_topology *t = NULL;
-	kb_error err;
-	size_t i;
-	int rc;
-
-	kb_error_clear(&err);
-	for (i = 0; i < n_sets; i++) {
-		const char *eq = strchr(sets[i], '=');
-
-		if (!eq || eq == sets[i] || !eq[1])
-			return cli_usage(cmd, "--set '%s': expected KEY=VALUE", sets[i]);
-	}
-	rc = file ? kb_topology_load_file(&t, file, &err) : kb_topology_default(&t, &err);
-	if (rc)
-		return cli_kb_error(&err, rc);
-	for (i = 0; i < n_sets; i++) {
-		rc = kb_topology_set_assignment(t, sets[i], &err);
-		if (rc) {
-			kb_topology_destroy(t);
-			return cli_kb_error(&err, rc);
-		}
-	}
-	*out = t;
-	return CLI_OK;
-}
-
 enum { O_TOPOLOGY, O_SET, O_HASH, O_HELP, N_OPTS };
 
 static const cli_opt opts[N_OPTS] = {

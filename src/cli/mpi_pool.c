@@ -1,6 +1,6 @@
 /*
  * The points of one MPI rank: a pool of threads, each taking a queued point
- * index, running it and putting the finished row (as an mpi_wire_row) on a
+ * index, running it and putting the finished row (as an cli_mpi_wire_row) on a
  * done list for the rank's main thread, which alone talks to MPI.
  *
  * A point runs as a one-point kb_sweep: the point's bench, each swept key
@@ -20,11 +20,11 @@
 typedef struct node {
 	struct node *next;
 	size_t index;
-	mpi_wire_row *row;
+	cli_mpi_wire_row *row;
 } node;
 
-struct mpi_pool {
-	const mpi_point_spec *spec;
+struct cli_mpi_pool {
+	const cli_mpi_point_spec *spec;
 	pthread_mutex_t mu;
 	pthread_cond_t cv_work;    /* a point was queued, or stop */
 	pthread_cond_t cv_done;    /* a row is done */
@@ -36,18 +36,18 @@ struct mpi_pool {
 	unsigned n_threads;
 };
 
-size_t mpi_wire_size(const mpi_wire_row *w)
+size_t cli_mpi_wire_size(const cli_mpi_wire_row *w)
 {
-	return offsetof(mpi_wire_row, error) + (size_t)w->err_len + 1;
+	return offsetof(cli_mpi_wire_row, error) + (size_t)w->err_len + 1;
 }
 
 /* ---- one point --------------------------------------------------------- */
 
-static mpi_wire_row *wire_from_row(const kb_sweep_row *row)
+static cli_mpi_wire_row *wire_from_row(const kb_sweep_row *row)
 {
 	const char *e = row->status ? row->error : "";
 	size_t n = strlen(e);
-	mpi_wire_row *w = calloc(1, offsetof(mpi_wire_row, error) + n + 1);
+	cli_mpi_wire_row *w = calloc(1, offsetof(cli_mpi_wire_row, error) + n + 1);
 	const kb_result *r = row->result;
 
 	if (!w)
@@ -81,7 +81,7 @@ static mpi_wire_row *wire_from_row(const kb_sweep_row *row)
 
 static int take_row(const kb_sweep_row *row, void *payload)
 {
-	mpi_wire_row **out = payload;
+	cli_mpi_wire_row **out = payload;
 
 	free(*out);
 	*out = wire_from_row(row);
@@ -98,9 +98,9 @@ static void free_strs(char *bench, char **values, size_t n)
 	free(values);
 }
 
-int mpi_pool_decode(mpi_pool *p, size_t index, char **bench, char **values)
+int cli_mpi_pool_decode(cli_mpi_pool *p, size_t index, char **bench, char **values)
 {
-	const mpi_point_spec *sp = p->spec;
+	const cli_mpi_point_spec *sp = p->spec;
 	const char *const *v;
 	const char *b;
 	size_t k;
@@ -124,13 +124,13 @@ int mpi_pool_decode(mpi_pool *p, size_t index, char **bench, char **values)
 }
 
 /* Runs point index; NULL when it could not be run at all (memory). */
-static mpi_wire_row *run_one(mpi_pool *p, size_t index)
+static cli_mpi_wire_row *run_one(cli_mpi_pool *p, size_t index)
 {
-	const mpi_point_spec *sp = p->spec;
+	const cli_mpi_point_spec *sp = p->spec;
 	kb_sweep_options o = KB_SWEEP_OPTIONS_INIT;
 	char **values = calloc(sp->n_keys + 1, sizeof(*values));
 	char *bench = NULL;
-	mpi_wire_row *w = NULL;
+	cli_mpi_wire_row *w = NULL;
 	kb_sweep *one = NULL;
 	size_t k;
 	int rc;
@@ -140,7 +140,7 @@ static mpi_wire_row *run_one(mpi_pool *p, size_t index)
 	o.jobs = 1;
 	o.threads = sp->threads;
 	o.data = sp->data;
-	rc = mpi_pool_decode(p, index, &bench, values);
+	rc = cli_mpi_pool_decode(p, index, &bench, values);
 	if (rc == 0)
 		rc = kb_sweep_create(&one, &o, NULL);
 	if (rc == 0)
@@ -167,7 +167,7 @@ static mpi_wire_row *run_one(mpi_pool *p, size_t index)
 
 static void *worker(void *arg)
 {
-	mpi_pool *p = arg;
+	cli_mpi_pool *p = arg;
 
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
@@ -204,9 +204,9 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-int mpi_pool_start(mpi_pool **out, const mpi_point_spec *spec, unsigned jobs)
+int cli_mpi_pool_start(cli_mpi_pool **out, const cli_mpi_point_spec *spec, unsigned jobs)
 {
-	mpi_pool *p = calloc(1, sizeof(*p));
+	cli_mpi_pool *p = calloc(1, sizeof(*p));
 
 	*out = NULL;
 	if (!p)
@@ -217,21 +217,21 @@ int mpi_pool_start(mpi_pool **out, const mpi_point_spec *spec, unsigned jobs)
 	pthread_cond_init(&p->cv_done, NULL);
 	p->tids = calloc(jobs ? jobs : 1, sizeof(*p->tids));
 	if (!p->tids) {
-		mpi_pool_destroy(p);
+		cli_mpi_pool_destroy(p);
 		return KB_ENOMEM;
 	}
 	for (p->n_threads = 0; p->n_threads < jobs; p->n_threads++)
 		if (pthread_create(&p->tids[p->n_threads], NULL, worker, p) != 0)
 			break;
 	if (p->n_threads == 0) {
-		mpi_pool_destroy(p);
+		cli_mpi_pool_destroy(p);
 		return KB_ENOMEM;
 	}
 	*out = p;
 	return 0;
 }
 
-void mpi_pool_push(mpi_pool *p, size_t index)
+void cli_mpi_pool_push(cli_mpi_pool *p, size_t index)
 {
 	node *n = calloc(1, sizeof(*n));
 
@@ -251,9 +251,9 @@ void mpi_pool_push(mpi_pool *p, size_t index)
 	pthread_mutex_unlock(&p->mu);
 }
 
-mpi_wire_row *mpi_pool_pop(mpi_pool *p)
+cli_mpi_wire_row *cli_mpi_pool_pop(cli_mpi_pool *p)
 {
-	mpi_wire_row *w = NULL;
+	cli_mpi_wire_row *w = NULL;
 	node *n;
 
 	pthread_mutex_lock(&p->mu);
@@ -271,7 +271,7 @@ mpi_wire_row *mpi_pool_pop(mpi_pool *p)
 	return w;
 }
 
-size_t mpi_pool_busy(mpi_pool *p)
+size_t cli_mpi_pool_busy(cli_mpi_pool *p)
 {
 	size_t n;
 
@@ -281,7 +281,7 @@ size_t mpi_pool_busy(mpi_pool *p)
 	return n;
 }
 
-void mpi_pool_drop_queued(mpi_pool *p)
+void cli_mpi_pool_drop_queued(cli_mpi_pool *p)
 {
 	node *n;
 
@@ -295,7 +295,7 @@ void mpi_pool_drop_queued(mpi_pool *p)
 	pthread_mutex_unlock(&p->mu);
 }
 
-void mpi_pool_wait(mpi_pool *p, long ns)
+void cli_mpi_pool_wait(cli_mpi_pool *p, long ns)
 {
 	struct timespec ts;
 
@@ -311,7 +311,7 @@ void mpi_pool_wait(mpi_pool *p, long ns)
 	pthread_mutex_unlock(&p->mu);
 }
 
-int mpi_pool_failed(mpi_pool *p)
+int cli_mpi_pool_failed(cli_mpi_pool *p)
 {
 	int f;
 
@@ -321,21 +321,21 @@ int mpi_pool_failed(mpi_pool *p)
 	return f;
 }
 
-void mpi_pool_destroy(mpi_pool *p)
+void cli_mpi_pool_destroy(cli_mpi_pool *p)
 {
 	unsigned t;
-	mpi_wire_row *w;
+	cli_mpi_wire_row *w;
 
 	if (!p)
 		return;
-	mpi_pool_drop_queued(p);
+	cli_mpi_pool_drop_queued(p);
 	pthread_mutex_lock(&p->mu);
 	p->stop = 1;
 	pthread_cond_broadcast(&p->cv_work);
 	pthread_mutex_unlock(&p->mu);
 	for (t = 0; t < p->n_threads; t++)
 		pthread_join(p->tids[t], NULL);
-	while ((w = mpi_pool_pop(p)))
+	while ((w = cli_mpi_pool_pop(p)))
 		free(w);
 	free(p->tids);
 	pthread_mutex_destroy(&p->mu);

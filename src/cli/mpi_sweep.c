@@ -11,7 +11,7 @@
  * Protocol (MPI_COMM_WORLD, every payload MPI_BYTE):
  *   worker -> 0  REQUEST  uint32 n: n more points may be sent (first: -j)
  *   0 -> worker  WORK     uint64 index of a point to run
- *   worker -> 0  RESULT   an mpi_wire_row; also asks for one more point
+ *   worker -> 0  RESULT   an cli_mpi_wire_row; also asks for one more point
  *   0 -> worker  STOP     no more points: finish the running ones, say BYE
  *   worker -> 0  BYE      finished (after STOP)
  *   worker -> 0  FAIL     text: this rank cannot go on (it then stops)
@@ -53,7 +53,7 @@
 
 enum { TAG_REQUEST = 1, TAG_WORK, TAG_RESULT, TAG_STOP, TAG_BYE, TAG_FAIL, TAG_ALIVE };
 
-struct mpi_ctx {
+struct cli_mpi_ctx {
 	int rank, size, local_size;
 };
 
@@ -89,9 +89,9 @@ static int mpi_fail(int code, const char *what)
 	return cli_error("MPI: %s: %s", what, msg);
 }
 
-int mpi_sweep_start(mpi_ctx **out)
+int cli_mpi_sweep_start(cli_mpi_ctx **out)
 {
-	mpi_ctx *m;
+	cli_mpi_ctx *m;
 	MPI_Comm local;
 	int provided = 0, rc;
 
@@ -123,17 +123,17 @@ int mpi_sweep_start(mpi_ctx **out)
 	return 0;
 }
 
-int mpi_sweep_rank(const mpi_ctx *m)
+int cli_mpi_sweep_rank(const cli_mpi_ctx *m)
 {
 	return m ? m->rank : 0;
 }
 
-int mpi_sweep_parallel(const mpi_ctx *m)
+int cli_mpi_sweep_parallel(const cli_mpi_ctx *m)
 {
 	return m && m->size > 1;
 }
 
-unsigned mpi_sweep_jobs(const mpi_ctx *m, unsigned requested)
+unsigned cli_mpi_sweep_jobs(const cli_mpi_ctx *m, unsigned requested)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 
@@ -158,7 +158,7 @@ static int parent_stderr_is_tty(void)
 	return strncmp(target, "/dev/pts/", 9) == 0 || strncmp(target, "/dev/tty", 8) == 0;
 }
 
-int mpi_sweep_progress_wanted(void)
+int cli_mpi_sweep_progress_wanted(void)
 {
 	const char *e = getenv("KERNBENCH_PROGRESS");
 
@@ -167,7 +167,7 @@ int mpi_sweep_progress_wanted(void)
 	return isatty(STDERR_FILENO) || parent_stderr_is_tty();
 }
 
-int mpi_sweep_end(mpi_ctx *m, int status)
+int cli_mpi_sweep_end(cli_mpi_ctx *m, int status)
 {
 	if (!m)
 		return status;
@@ -178,18 +178,18 @@ int mpi_sweep_end(mpi_ctx *m, int status)
 
 /* ---- set-up ------------------------------------------------------------ */
 
-int mpi_sweep_setup_root(mpi_ctx *m, int stop, unsigned jobs)
+int cli_mpi_sweep_setup_root(cli_mpi_ctx *m, int stop, unsigned jobs)
 {
 	int v = stop != 0, rc;
 
-	if (!mpi_sweep_parallel(m))
+	if (!cli_mpi_sweep_parallel(m))
 		return 0;
 	if ((rc = MPI_Bcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD)) != MPI_SUCCESS)
 		return mpi_fail(rc, "set-up");
-	return stop ? 0 : mpi_sweep_setup_done(m, 0, jobs);
+	return stop ? 0 : cli_mpi_sweep_setup_done(m, 0, jobs);
 }
 
-int mpi_sweep_setup_wait(mpi_ctx *m, int *stop)
+int cli_mpi_sweep_setup_wait(cli_mpi_ctx *m, int *stop)
 {
 	int v = 1, rc;
 
@@ -202,7 +202,7 @@ int mpi_sweep_setup_wait(mpi_ctx *m, int *stop)
  * total of the ranks' jobs (the reorder window) back through m. */
 static unsigned long total_jobs;
 
-int mpi_sweep_setup_done(mpi_ctx *m, int status, unsigned jobs)
+int cli_mpi_sweep_setup_done(cli_mpi_ctx *m, int status, unsigned jobs)
 {
 	int in[2] = { status != 0, m->rank }, res[2] = { 0, 0 }, rc;
 	unsigned long j = jobs, sum = 0;
@@ -268,12 +268,12 @@ static int recv_probed(const MPI_Status *st, char **buf, int *len)
 /* ---- rank 0 ------------------------------------------------------------- */
 
 typedef struct root {
-	mpi_ctx *m;
-	mpi_pool *pool;
-	const mpi_point_spec *spec;
+	cli_mpi_ctx *m;
+	cli_mpi_pool *pool;
+	const cli_mpi_point_spec *spec;
 	size_t total, window, next_claim, next_deliver;
 	const unsigned char *skip;
-	mpi_wire_row **ring;
+	cli_mpi_wire_row **ring;
 	unsigned long *credits;   /* per rank: points it may still be sent */
 	double *last_seen;        /* per rank: when it last sent something */
 	char *gone;               /* per rank: said BYE or FAIL */
@@ -291,7 +291,7 @@ static int skipped(const root *R, size_t i)
 }
 
 /* Puts a finished row into the reorder ring (takes it). */
-static void store(root *R, mpi_wire_row *w, int src)
+static void store(root *R, cli_mpi_wire_row *w, int src)
 {
 	size_t i = (size_t)w->index;
 
@@ -309,14 +309,14 @@ static void store(root *R, mpi_wire_row *w, int src)
 /* Passes every ready row that is next in order to on_row. */
 static int deliver_ready(root *R)
 {
-	const mpi_point_spec *sp = R->spec;
+	const cli_mpi_point_spec *sp = R->spec;
 	char **values = calloc(sp->n_keys + 1, sizeof(*values));
 	int rc = 0;
 
 	if (!values)
 		return cli_error("out of memory");
 	while (!R->cb_stopped) {
-		mpi_wire_row *w;
+		cli_mpi_wire_row *w;
 		kb_sweep_row row;
 		kb_result res;
 		char *bench = NULL;
@@ -331,7 +331,7 @@ static int deliver_ready(root *R)
 		if (!w)
 			break;
 		R->ring[i % R->window] = NULL;
-		if ((rc = mpi_pool_decode(R->pool, i, &bench, values)) != 0) {
+		if ((rc = cli_mpi_pool_decode(R->pool, i, &bench, values)) != 0) {
 			rc = cli_error("out of memory");
 			free(w);
 			break;
@@ -400,7 +400,7 @@ static int hand_out(root *R)
 		idx = R->next_claim++;
 		R->credits[r]--;
 		if (r == 0) {
-			mpi_pool_push(R->pool, (size_t)idx);
+			cli_mpi_pool_push(R->pool, (size_t)idx);
 		} else if ((rc = send_bytes(&idx, sizeof(idx), r, TAG_WORK)) != MPI_SUCCESS) {
 			mpi_fail(rc, "sending a point");
 			cli_error("rank %d could not be reached", r);
@@ -451,14 +451,14 @@ static int poll_messages(root *R)
 			}
 			break;
 		case TAG_RESULT:
-			if ((size_t)len < offsetof(mpi_wire_row, error) + 1 ||
-			    mpi_wire_size((mpi_wire_row *)buf) != (size_t)len) {
+			if ((size_t)len < offsetof(cli_mpi_wire_row, error) + 1 ||
+			    cli_mpi_wire_size((cli_mpi_wire_row *)buf) != (size_t)len) {
 				cli_error("rank %d sent a malformed row", src);
 				R->fatal = 1;
 				break;
 			}
 			R->credits[src]++;
-			store(R, (mpi_wire_row *)buf, src);
+			store(R, (cli_mpi_wire_row *)buf, src);
 			buf = NULL;
 			break;
 		case TAG_BYE:
@@ -508,15 +508,15 @@ static int all_gone(const root *R)
 /* Takes the rows of rank 0's own pool; nonzero when there was one. */
 static int take_local(root *R)
 {
-	mpi_wire_row *w;
+	cli_mpi_wire_row *w;
 	int got = 0;
 
-	while ((w = mpi_pool_pop(R->pool))) {
+	while ((w = cli_mpi_pool_pop(R->pool))) {
 		R->credits[0]++;
 		store(R, w, 0);
 		got = 1;
 	}
-	if (mpi_pool_failed(R->pool) && !R->fatal) {
+	if (cli_mpi_pool_failed(R->pool) && !R->fatal) {
 		cli_error("rank 0 failed: out of memory while running a point");
 		R->fatal = 1;
 	}
@@ -532,8 +532,8 @@ static void stop_all(root *R)
 			send_bytes(NULL, 0, r, TAG_STOP);
 }
 
-int mpi_sweep_run(mpi_ctx *m, const mpi_point_spec *spec, unsigned jobs, size_t total,
-		  const unsigned char *skip, kb_sweep_cb on_row, void *payload)
+int cli_mpi_sweep_run(cli_mpi_ctx *m, const cli_mpi_point_spec *spec, unsigned jobs, size_t total,
+		      const unsigned char *skip, kb_sweep_cb on_row, void *payload)
 {
 	root R;
 	size_t i;
@@ -553,7 +553,7 @@ int mpi_sweep_run(mpi_ctx *m, const mpi_point_spec *spec, unsigned jobs, size_t 
 	R.last_seen = calloc((size_t)m->size, sizeof(*R.last_seen));
 	R.gone = calloc((size_t)m->size, 1);
 	if (!R.ring || !R.credits || !R.last_seen || !R.gone ||
-	    mpi_pool_start(&R.pool, spec, jobs)) {
+	    cli_mpi_pool_start(&R.pool, spec, jobs)) {
 		rc = cli_error("out of memory");
 		R.fatal = 1;
 	}
@@ -573,23 +573,23 @@ int mpi_sweep_run(mpi_ctx *m, const mpi_point_spec *spec, unsigned jobs, size_t 
 		active |= hand_out(&R);
 		check_alive(&R);
 		if (!active)
-			mpi_pool_wait(R.pool, POLL_NS);
+			cli_mpi_pool_wait(R.pool, POLL_NS);
 	}
 
 	/* The end: every other rank finishes its running points and says BYE;
 	 * after a failure their rows are still written while they are next. */
 	if (R.gone) {
 		if (R.pool)
-			mpi_pool_drop_queued(R.pool);
+			cli_mpi_pool_drop_queued(R.pool);
 		stop_all(&R);
-		while (!all_gone(&R) || (R.pool && mpi_pool_busy(R.pool))) {
+		while (!all_gone(&R) || (R.pool && cli_mpi_pool_busy(R.pool))) {
 			int active = R.pool ? take_local(&R) : 0;
 
 			active |= poll_messages(&R);
 			deliver_ready(&R);
 			check_alive(&R);
 			if (!active && R.pool)
-				mpi_pool_wait(R.pool, POLL_NS);
+				cli_mpi_pool_wait(R.pool, POLL_NS);
 			else if (!active)
 				nanosleep(&(struct timespec){ 0, POLL_NS }, NULL);
 		}
@@ -606,7 +606,7 @@ int mpi_sweep_run(mpi_ctx *m, const mpi_point_spec *spec, unsigned jobs, size_t 
 				  "(run the same command with --resume to complete the file)",
 				  R.next_deliver, R.total);
 	}
-	mpi_pool_destroy(R.pool);
+	cli_mpi_pool_destroy(R.pool);
 	for (i = 0; R.ring && i < R.window; i++)
 		free(R.ring[i]);
 	free(R.ring);
@@ -619,7 +619,7 @@ int mpi_sweep_run(mpi_ctx *m, const mpi_point_spec *spec, unsigned jobs, size_t 
 /* ---- the other ranks ---------------------------------------------------- */
 
 /* KERNBENCH_MPI_TEST_FAIL=RANK:N makes rank RANK fail after N rows (tests). */
-static long test_fail_after(const mpi_ctx *m)
+static long test_fail_after(const cli_mpi_ctx *m)
 {
 	const char *e = getenv("KERNBENCH_MPI_TEST_FAIL");
 	long rank, n;
@@ -635,23 +635,23 @@ static int worker_fail(const char *msg)
 	return CLI_FAIL;
 }
 
-int mpi_sweep_work(mpi_ctx *m, const mpi_point_spec *spec, unsigned jobs)
+int cli_mpi_sweep_work(cli_mpi_ctx *m, const cli_mpi_point_spec *spec, unsigned jobs)
 {
-	mpi_pool *pool = NULL;
+	cli_mpi_pool *pool = NULL;
 	uint32_t n = jobs;
 	double last_sent;
 	long sent = 0, fail_after = test_fail_after(m);
 	int stopping = 0, rc = 0;
 
-	if (mpi_pool_start(&pool, spec, jobs))
+	if (cli_mpi_pool_start(&pool, spec, jobs))
 		return worker_fail("out of memory (could not start the pool of points)");
 	if ((rc = send_bytes(&n, sizeof(n), 0, TAG_REQUEST)) != MPI_SUCCESS) {
-		mpi_pool_destroy(pool);
+		cli_mpi_pool_destroy(pool);
 		return mpi_fail(rc, "asking rank 0 for points");
 	}
 	last_sent = now_s();
 	for (;;) {
-		mpi_wire_row *w;
+		cli_mpi_wire_row *w;
 		MPI_Status st;
 		int flag = 0, active = 0;
 
@@ -670,10 +670,10 @@ int mpi_sweep_work(mpi_ctx *m, const mpi_point_spec *spec, unsigned jobs)
 				uint64_t idx;
 
 				memcpy(&idx, buf, sizeof(idx));
-				mpi_pool_push(pool, (size_t)idx);
+				cli_mpi_pool_push(pool, (size_t)idx);
 			} else if (st.MPI_TAG == TAG_STOP) {
 				stopping = 1;
-				mpi_pool_drop_queued(pool);
+				cli_mpi_pool_drop_queued(pool);
 			}
 			free(buf);
 		}
@@ -682,8 +682,8 @@ int mpi_sweep_work(mpi_ctx *m, const mpi_point_spec *spec, unsigned jobs)
 			break;
 		}
 		/* Finished rows to rank 0. */
-		while ((w = mpi_pool_pop(pool))) {
-			rc = send_bytes(w, mpi_wire_size(w), 0, TAG_RESULT);
+		while ((w = cli_mpi_pool_pop(pool))) {
+			rc = send_bytes(w, cli_mpi_wire_size(w), 0, TAG_RESULT);
 			free(w);
 			if (rc != MPI_SUCCESS)
 				break;
@@ -699,13 +699,13 @@ int mpi_sweep_work(mpi_ctx *m, const mpi_point_spec *spec, unsigned jobs)
 				rc = mpi_fail(rc, "sending a row to rank 0");
 			break;
 		}
-		if (mpi_pool_failed(pool)) {
+		if (cli_mpi_pool_failed(pool)) {
 			rc = worker_fail("out of memory while running a point");
 			break;
 		}
-		if (stopping && mpi_pool_busy(pool) == 0) {
-			while ((w = mpi_pool_pop(pool))) {  /* finished meanwhile */
-				send_bytes(w, mpi_wire_size(w), 0, TAG_RESULT);
+		if (stopping && cli_mpi_pool_busy(pool) == 0) {
+			while ((w = cli_mpi_pool_pop(pool))) { /* finished meanwhile */
+				send_bytes(w, cli_mpi_wire_size(w), 0, TAG_RESULT);
 				free(w);
 			}
 			send_bytes(NULL, 0, 0, TAG_BYE);
@@ -716,8 +716,8 @@ int mpi_sweep_work(mpi_ctx *m, const mpi_point_spec *spec, unsigned jobs)
 			last_sent = now_s();
 		}
 		if (!active)
-			mpi_pool_wait(pool, POLL_NS);
+			cli_mpi_pool_wait(pool, POLL_NS);
 	}
-	mpi_pool_destroy(pool);
+	cli_mpi_pool_destroy(pool);
 	return rc;
 }

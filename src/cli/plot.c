@@ -3,7 +3,7 @@
  * with its axes, tick values, one polyline plus markers per series; a
  * legend and a title. Axes switch to log10 when all values are positive and
  * span 8x or more (x: a swept key often doubles per step) or 100x or more
- * (y: figures), unless --plot-log says otherwise (plot_data.log_x/log_y).
+ * (y: figures), unless --plot-log says otherwise (cli_plot_data.log_x/log_y).
  */
 #include "cli/plot.h"
 
@@ -75,7 +75,8 @@ static void make_scale(scale *s, const double *vals, size_t n, double p0, double
 		lo = 0;
 		hi = 1;
 	}
-	s->log = mode != PLOT_LOG_OFF && lo > 0 && (mode == PLOT_LOG_ON || hi / lo >= log_at);
+	s->log = mode != CLI_PLOT_LOG_OFF && lo > 0 &&
+		 (mode == CLI_PLOT_LOG_ON || hi / lo >= log_at);
 	if (s->log) {
 		lo = floor(log10(lo));
 		hi = ceil(log10(hi));
@@ -137,7 +138,7 @@ static void axis_y(FILE *f, const panel *p)
 	}
 }
 
-static void axis_x(FILE *f, const panel *p, const plot_data *d, int numeric, const double *xv)
+static void axis_x(FILE *f, const panel *p, const cli_plot_data *d, int numeric, const double *xv)
 {
 	double t[32], y = p->y0 + PANEL_H - MARGIN_B;
 	size_t n, i;
@@ -158,13 +159,13 @@ static void axis_x(FILE *f, const panel *p, const plot_data *d, int numeric, con
 	(void)xv;
 }
 
-static double yval(const plot_data *d, size_t s, size_t x, size_t fig)
+static double yval(const cli_plot_data *d, size_t s, size_t x, size_t fig)
 {
 	return d->y[(s * d->n_x + x) * d->n_fig + fig];
 }
 
 /* Draws one series: a polyline through its points in x order, and markers. */
-static void series(FILE *f, const panel *p, const plot_data *d, size_t s, const double *xv,
+static void series(FILE *f, const panel *p, const cli_plot_data *d, size_t s, const double *xv,
 		   const size_t *order)
 {
 	const char *color = colors[s % (sizeof(colors) / sizeof(colors[0]))];
@@ -189,7 +190,7 @@ static void series(FILE *f, const panel *p, const plot_data *d, size_t s, const 
 }
 
 /* The x coordinates: numbers when every x text is one, else positions. */
-static int x_values(const plot_data *d, double *xv)
+static int x_values(const cli_plot_data *d, double *xv)
 {
 	size_t i;
 	int numeric = d->n_x > 0;
@@ -220,7 +221,7 @@ static void sort_order(size_t *order, const double *xv, size_t n)
 	}
 }
 
-static void draw_panel(FILE *f, panel *p, const plot_data *d, const double *xv, int numeric,
+static void draw_panel(FILE *f, panel *p, const cli_plot_data *d, const double *xv, int numeric,
 		       const size_t *order, double *buf)
 {
 	size_t s, x, n = 0;
@@ -259,7 +260,7 @@ static void draw_panel(FILE *f, panel *p, const plot_data *d, const double *xv, 
 	fputs("</g>\n", f);
 }
 
-static void legend(FILE *f, const plot_data *d, double y0)
+static void legend(FILE *f, const cli_plot_data *d, double y0)
 {
 	size_t s;
 
@@ -275,7 +276,7 @@ static void legend(FILE *f, const plot_data *d, double y0)
 	}
 }
 
-size_t plot_panels(const plot_data *d)
+size_t cli_plot_panels(const cli_plot_data *d)
 {
 	size_t i, n = 0;
 
@@ -284,10 +285,10 @@ size_t plot_panels(const plot_data *d)
 	return n;
 }
 
-static void write_svg(FILE *f, const plot_data *d, const double *xv, int numeric,
+static void write_svg(FILE *f, const cli_plot_data *d, const double *xv, int numeric,
 		      const size_t *order, double *buf)
 {
-	size_t n = plot_panels(d), rows = (n + 1) / 2, i, k = 0;
+	size_t n = cli_plot_panels(d), rows = (n + 1) / 2, i, k = 0;
 	double w = 2 * PANEL_W + 3 * GAP;
 	double h = TITLE_H + (double)rows * (PANEL_H + GAP) + (double)d->n_series * LEGEND_ROW + GAP;
 
@@ -314,7 +315,7 @@ static void write_svg(FILE *f, const plot_data *d, const double *xv, int numeric
 	fputs("</svg>\n", f);
 }
 
-int plot_write_svg(const char *path, const plot_data *d)
+int cli_plot_write_svg(const char *path, const cli_plot_data *d)
 {
 	double *xv = calloc(d->n_x + 1, sizeof(*xv));
 	double *buf = calloc(d->n_x * d->n_series + 1, sizeof(*buf));

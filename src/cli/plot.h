@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-typedef struct plot_data {
+typedef struct cli_plot_data {
 	const char *title;
 	const char *x_label;          /* the first swept key ("point" when none) */
 	size_t n_x;
@@ -19,17 +19,17 @@ typedef struct plot_data {
 	const char *const *fig_names; /* one panel per figure */
 	const int *fig_shown;         /* nonzero: draw this figure's panel */
 	const double *y;              /* [series][x][fig], NaN: no value */
-	int log_x, log_y;             /* PLOT_LOG_AUTO, _ON or _OFF (--plot-log) */
-} plot_data;
+	int log_x, log_y;             /* CLI_PLOT_LOG_AUTO, _ON or _OFF (--plot-log) */
+} cli_plot_data;
 
 /* An axis is log10 automatically (its positive values span 8x or more for x,
  * 100x for y), always (when its values are positive) or never. */
-enum { PLOT_LOG_AUTO = 0, PLOT_LOG_ON, PLOT_LOG_OFF };
+enum { CLI_PLOT_LOG_AUTO = 0, CLI_PLOT_LOG_ON, CLI_PLOT_LOG_OFF };
 
-/* Number of panels plot_write_svg draws. */
-size_t plot_panels(const plot_data *d);
+/* Number of panels cli_plot_write_svg draws. */
+size_t cli_plot_panels(const cli_plot_data *d);
 /* Writes the SVG to path; returns 0, or prints an error and returns 1. */
-int plot_write_svg(const char *path, const plot_data *d);
+int cli_plot_write_svg(const char *path, const cli_plot_data *d);
 
 /*
  * Plots the rows of a sweep (rows[i] for point i, see sweep_out.h): x is the
@@ -38,18 +38,18 @@ int plot_write_svg(const char *path, const plot_data *d);
  * wall_s, which is host noise). Returns 0, or prints an error and returns 1.
  */
 struct kb_sweep;
-struct kept_row;
-int plot_sweep(const char *path, const struct kb_sweep *s, size_t n_benches,
-	       const char *const *benches, size_t n_keys, const char *const *keys,
-	       const size_t *n_values, const struct kept_row *rows, const char *figures,
-	       const char *log_axes);
+struct cli_kept_row;
+int cli_plot_sweep(const char *path, const struct kb_sweep *s, size_t n_benches,
+		   const char *const *benches, size_t n_keys, const char *const *keys,
+		   const size_t *n_values, const struct cli_kept_row *rows, const char *figures,
+		   const char *log_axes);
 /* Checks a --plot-figures list: 0, or a usage error (2) naming the bad figure. */
-int plot_check_figures(const char *figures);
+int cli_plot_check_figures(const char *figures);
 /*
  * --plot-log: "x", "y", "xy" (those axes log, the others linear), "none"
  * (both linear) or "auto" (the default rule); NULL is "auto". Sets *x, *y;
  * returns 0, or a usage error (2).
  */
-int plot_log_axes(const char *text, int *x, int *y);
+int cli_plot_log_axes(const char *text, int *x, int *y);
 
 #endif

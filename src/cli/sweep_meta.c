@@ -30,7 +30,7 @@ static void string_list(FILE *f, const char *const *v, size_t n)
 }
 
 /* The definition as the JSON value recorded under "params". */
-static char *definition(const sweep_def *d)
+static char *definition(const cli_sweep_def *d)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -53,7 +53,7 @@ static char *definition(const sweep_def *d)
 	return buf;
 }
 
-int sweep_meta_write(const char *out, const kb_topology *base, const sweep_def *d)
+int cli_sweep_meta_write(const char *out, const kb_topology *base, const cli_sweep_def *d)
 {
 	kb_provenance_options po = KB_PROVENANCE_OPTIONS_INIT;
 	char *def = definition(d), *meta = NULL, *path = meta_path(out);
@@ -135,7 +135,7 @@ static char *read_all(const char *path)
 	return buf;
 }
 
-int sweep_meta_check(const char *out, const kb_topology *base, int force)
+int cli_sweep_meta_check(const char *out, const kb_topology *base, int force)
 {
 	char *path = meta_path(out), *text = path ? read_all(path) : NULL;
 	char hash[65], old_hash[80], old_version[64];

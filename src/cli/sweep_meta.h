@@ -13,7 +13,7 @@
 
 #include "kernbench/json.h"
 
-typedef struct sweep_def {
+typedef struct cli_sweep_def {
 	const char *const *benches;
 	size_t n_benches;
 	const char *const *params;   /* "NAME=V1,V2" as given */
@@ -22,15 +22,15 @@ typedef struct sweep_def {
 	size_t n_sets;
 	unsigned jobs;
 	int threads, data;
-} sweep_def;
+} cli_sweep_def;
 
 /* Writes OUT.meta.json; 0, or 1 after printing the error. */
-int sweep_meta_write(const char *out, const kb_topology *base, const sweep_def *d);
+int cli_sweep_meta_write(const char *out, const kb_topology *base, const cli_sweep_def *d);
 /*
  * With --resume, before the old output is touched: 0 when OUT.meta.json is
  * absent or records the same topology hash and version; otherwise prints
  * what differs and returns 1, or with force warns and returns 0.
  */
-int sweep_meta_check(const char *out, const kb_topology *base, int force);
+int cli_sweep_meta_check(const char *out, const kb_topology *base, int force);
 
 #endif

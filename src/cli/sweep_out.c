@@ -15,14 +15,14 @@
 #include "cli/cli.h"
 #include "kernbench/json.h"
 
-const char *const out_fig_names[N_FIG] = {
-	"sim_time_ns", "dispatch_per_tile_ns", "commands", "events", "wall_s",
-	"max_abs_err", "max_rel_err"
-};
+const char *const cli_out_fig_names[CLI_N_FIG] = { "sim_time_ns", "dispatch_per_tile_ns",
+						   "commands",    "events",
+						   "wall_s",      "max_abs_err",
+						   "max_rel_err" };
 
-size_t out_n_figs(int data)
+size_t cli_out_n_figs(int data)
 {
-	return data ? N_FIG : FIG_MAX_ABS_ERR;
+	return data ? CLI_N_FIG : CLI_FIG_MAX_ABS_ERR;
 }
 
 static void csv_cell(FILE *f, const char *s)
@@ -40,7 +40,7 @@ static void csv_cell(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-char *out_csv_header(size_t n_keys, const char *const *keys, int data)
+char *cli_out_csv_header(size_t n_keys, const char *const *keys, int data)
 {
 	char *buf = NULL;
 	size_t len = 0, i;
@@ -53,8 +53,8 @@ char *out_csv_header(size_t n_keys, const char *const *keys, int data)
 		fputc(',', f);
 		csv_cell(f, keys[i]);
 	}
-	for (i = 0; i < out_n_figs(data); i++)
-		fprintf(f, ",%s", out_fig_names[i]);
+	for (i = 0; i < cli_out_n_figs(data); i++)
+		fprintf(f, ",%s", cli_out_fig_names[i]);
 	fputs(",oplog_sha256,status,error\n", f);
 	if (fclose(f) != 0) {
 		free(buf);
@@ -64,41 +64,41 @@ char *out_csv_header(size_t n_keys, const char *const *keys, int data)
 }
 
 /* The figures of a row as text ("" where absent), in column order. */
-static void figure_texts(const kb_sweep_row *row, char txt[N_FIG][40])
+static void figure_texts(const kb_sweep_row *row, char txt[CLI_N_FIG][40])
 {
 	const kb_result *r = row->result;
 	int i;
 
-	for (i = 0; i < N_FIG; i++)
+	for (i = 0; i < CLI_N_FIG; i++)
 		txt[i][0] = '\0';
 	if (row->status || !r)
 		return;
-	cli_ps_to_ns((unsigned long long)r->sim_time_ps, txt[FIG_SIM_NS], 40);
+	cli_ps_to_ns((unsigned long long)r->sim_time_ps, txt[CLI_FIG_SIM_NS], 40);
 	if (isfinite(r->dispatch_per_tile_ns))
-		snprintf(txt[FIG_DPT_NS], 40, "%.3f", r->dispatch_per_tile_ns);
-	snprintf(txt[FIG_COMMANDS], 40, "%llu", (unsigned long long)r->commands);
-	snprintf(txt[FIG_EVENTS], 40, "%llu", (unsigned long long)r->events);
-	snprintf(txt[FIG_WALL_S], 40, "%.6f", isfinite(r->wall_s) ? r->wall_s : 0.0);
+		snprintf(txt[CLI_FIG_DPT_NS], 40, "%.3f", r->dispatch_per_tile_ns);
+	snprintf(txt[CLI_FIG_COMMANDS], 40, "%llu", (unsigned long long)r->commands);
+	snprintf(txt[CLI_FIG_EVENTS], 40, "%llu", (unsigned long long)r->events);
+	snprintf(txt[CLI_FIG_WALL_S], 40, "%.6f", isfinite(r->wall_s) ? r->wall_s : 0.0);
 	if (isfinite(r->max_abs_err))
-		snprintf(txt[FIG_MAX_ABS_ERR], 40, "%.9g", r->max_abs_err);
+		snprintf(txt[CLI_FIG_MAX_ABS_ERR], 40, "%.9g", r->max_abs_err);
 	if (isfinite(r->max_rel_err))
-		snprintf(txt[FIG_MAX_REL_ERR], 40, "%.9g", r->max_rel_err);
+		snprintf(txt[CLI_FIG_MAX_REL_ERR], 40, "%.9g", r->max_rel_err);
 }
 
-void out_row_figures(const kb_sweep_row *row, kept_row *k)
+void cli_out_row_figures(const kb_sweep_row *row, cli_kept_row *k)
 {
-	char txt[N_FIG][40];
+	char txt[CLI_N_FIG][40];
 	int i;
 
 	figure_texts(row, txt);
 	k->present = 1;
 	k->ok = row->status == 0;
 	/* From the text, so a resumed row and a fresh one give the same numbers. */
-	for (i = 0; i < N_FIG; i++)
+	for (i = 0; i < CLI_N_FIG; i++)
 		k->fig[i] = txt[i][0] ? strtod(txt[i], NULL) : NAN;
 }
 
-static void csv_row(FILE *f, const kb_sweep_row *row, char txt[N_FIG][40], size_t n_figs)
+static void csv_row(FILE *f, const kb_sweep_row *row, char txt[CLI_N_FIG][40], size_t n_figs)
 {
 	size_t i;
 
@@ -161,7 +161,7 @@ static void short_reals(FILE *f, const char *p, const char *end)
 	}
 }
 
-char *out_typed_keys(const kb_sweep *s, const kb_sweep_row *row)
+char *cli_out_typed_keys(const kb_sweep *s, const kb_sweep_row *row)
 {
 	char *all = kb_sweep_row_to_json(s, row), *from, *to, *keys = NULL;
 	size_t len = 0;
@@ -185,10 +185,10 @@ char *out_typed_keys(const kb_sweep *s, const kb_sweep_row *row)
 	return keys;
 }
 
-static int jsonl_row(FILE *f, const kb_sweep *s, const kb_sweep_row *row,
-		     char txt[N_FIG][40], size_t n_figs)
+static int jsonl_row(FILE *f, const kb_sweep *s, const kb_sweep_row *row, char txt[CLI_N_FIG][40],
+		     size_t n_figs)
 {
-	char *keys = out_typed_keys(s, row);
+	char *keys = cli_out_typed_keys(s, row);
 	size_t i;
 
 	if (!keys)
@@ -198,7 +198,7 @@ static int jsonl_row(FILE *f, const kb_sweep *s, const kb_sweep_row *row,
 	fprintf(f, ",\"keys\":%s", keys);
 	free(keys);
 	for (i = 0; i < n_figs; i++)
-		fprintf(f, ",\"%s\":%s", out_fig_names[i], txt[i][0] ? txt[i] : "null");
+		fprintf(f, ",\"%s\":%s", cli_out_fig_names[i], txt[i][0] ? txt[i] : "null");
 	fputs(",\"oplog_sha256\":", f);
 	if (row->status)
 		fputs("null", f);
@@ -210,9 +210,9 @@ static int jsonl_row(FILE *f, const kb_sweep *s, const kb_sweep_row *row,
 	return 0;
 }
 
-char *out_format_row(out_format fmt, const kb_sweep *s, const kb_sweep_row *row, int data)
+char *cli_out_format_row(cli_out_format fmt, const kb_sweep *s, const kb_sweep_row *row, int data)
 {
-	char txt[N_FIG][40];
+	char txt[CLI_N_FIG][40];
 	char *buf = NULL;
 	size_t len = 0;
 	int bad = 0;
@@ -221,10 +221,10 @@ char *out_format_row(out_format fmt, const kb_sweep *s, const kb_sweep_row *row,
 	if (!f)
 		return NULL;
 	figure_texts(row, txt);
-	if (fmt == OUT_CSV)
-		csv_row(f, row, txt, out_n_figs(data));
+	if (fmt == CLI_OUT_CSV)
+		csv_row(f, row, txt, cli_out_n_figs(data));
 	else
-		bad = jsonl_row(f, s, row, txt, out_n_figs(data));
+		bad = jsonl_row(f, s, row, txt, cli_out_n_figs(data));
 	if (fclose(f) != 0 || bad) {
 		free(buf);
 		return NULL;

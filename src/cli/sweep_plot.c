@@ -1,4 +1,4 @@
-/* From sweep rows to plot_data: series, x values, the figure array. */
+/* From sweep rows to cli_plot_data: series, x values, the figure array. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,11 +10,11 @@
 #include "kernbench/sweep.h"
 
 typedef struct plot_build {
-	plot_data d;
+	cli_plot_data d;
 	char **x_text;
 	char **series;
 	double *y;
-	int shown[N_FIG];
+	int shown[CLI_N_FIG];
 	char title[512];
 } plot_build;
 
@@ -77,27 +77,28 @@ static int labels(plot_build *b, const kb_sweep *s, const char *const *benches,
 	return 0;
 }
 
-/* Index of a figure name of len bytes in out_fig_names, or -1. */
+/* Index of a figure name of len bytes in cli_out_fig_names, or -1. */
 static int fig_index(const char *name, size_t len)
 {
-	for (int f = 0; f < N_FIG; f++)
-		if (strlen(out_fig_names[f]) == len && strncmp(out_fig_names[f], name, len) == 0)
+	for (int f = 0; f < CLI_N_FIG; f++)
+		if (strlen(cli_out_fig_names[f]) == len &&
+		    strncmp(cli_out_fig_names[f], name, len) == 0)
 			return f;
 	return -1;
 }
 
-int plot_log_axes(const char *text, int *x, int *y)
+int cli_plot_log_axes(const char *text, int *x, int *y)
 {
 	static const char *const names[] = { "auto", "none", "x", "y", "xy" };
 	char hint[96] = "";
 
-	*x = *y = PLOT_LOG_AUTO;
+	*x = *y = CLI_PLOT_LOG_AUTO;
 	if (!text || strcmp(text, "auto") == 0)
 		return 0;
 	if (strcmp(text, "none") == 0 || strcmp(text, "x") == 0 || strcmp(text, "y") == 0 ||
 	    strcmp(text, "xy") == 0) {
-		*x = strchr(text, 'x') ? PLOT_LOG_ON : PLOT_LOG_OFF;
-		*y = strchr(text, 'y') ? PLOT_LOG_ON : PLOT_LOG_OFF;
+		*x = strchr(text, 'x') ? CLI_PLOT_LOG_ON : CLI_PLOT_LOG_OFF;
+		*y = strchr(text, 'y') ? CLI_PLOT_LOG_ON : CLI_PLOT_LOG_OFF;
 		return 0;
 	}
 	cli_hint(text, names, sizeof(names) / sizeof(names[0]), hint, sizeof(hint));
@@ -105,7 +106,7 @@ int plot_log_axes(const char *text, int *x, int *y)
 	return CLI_USAGE;
 }
 
-int plot_check_figures(const char *figures)
+int cli_plot_check_figures(const char *figures)
 {
 	for (const char *p = figures;; p++) {
 		size_t len = strcspn(p, ",");
@@ -114,7 +115,7 @@ int plot_check_figures(const char *figures)
 			char *bad = strndup(p, len), hint[96] = "";
 
 			if (bad)
-				cli_hint(bad, out_fig_names, N_FIG, hint, sizeof(hint));
+				cli_hint(bad, cli_out_fig_names, CLI_N_FIG, hint, sizeof(hint));
 			cli_usage("sweep", "--plot-figures: unknown figure '%s'%s", bad ? bad : "", hint);
 			free(bad);
 			return CLI_USAGE;
@@ -126,10 +127,10 @@ int plot_check_figures(const char *figures)
 }
 
 /* Which figures to draw: the list, or every one but wall_s. */
-static void wanted(const char *figures, int want[N_FIG])
+static void wanted(const char *figures, int want[CLI_N_FIG])
 {
-	for (int f = 0; f < N_FIG; f++)
-		want[f] = !figures && f != FIG_WALL_S;
+	for (int f = 0; f < CLI_N_FIG; f++)
+		want[f] = !figures && f != CLI_FIG_WALL_S;
 	for (const char *p = figures; p && *p;) {
 		size_t len = strcspn(p, ",");
 		int f = fig_index(p, len);
@@ -140,32 +141,34 @@ static void wanted(const char *figures, int want[N_FIG])
 	}
 }
 
-static void figures(plot_build *b, const kept_row *rows, size_t inner, const int want[N_FIG])
+static void figures(plot_build *b, const cli_kept_row *rows, size_t inner,
+		    const int want[CLI_N_FIG])
 {
 	size_t per = b->d.n_x * inner, s, x, f;
 
 	for (s = 0; s < b->d.n_series; s++)
 		for (x = 0; x < b->d.n_x; x++) {
-			const kept_row *r = &rows[(s / inner) * per + x * inner + s % inner];
+			const cli_kept_row *r = &rows[(s / inner) * per + x * inner + s % inner];
 
-			for (f = 0; f < N_FIG; f++) {
+			for (f = 0; f < CLI_N_FIG; f++) {
 				double v = r->present && r->ok ? r->fig[f] : NAN;
 
-				b->y[(s * b->d.n_x + x) * N_FIG + f] = v;
+				b->y[(s * b->d.n_x + x) * CLI_N_FIG + f] = v;
 				/* dispatch per tile only when some bench has tiles,
 				 * the error figures only in data mode */
-				if (want[f] && ((f != FIG_DPT_NS && f < FIG_MAX_ABS_ERR) ||
+				if (want[f] && ((f != CLI_FIG_DPT_NS && f < CLI_FIG_MAX_ABS_ERR) ||
 						isfinite(v)))
 					b->shown[f] = 1;
 			}
 		}
 }
 
-int plot_sweep(const char *path, const kb_sweep *s, size_t n_benches, const char *const *benches,
-	       size_t n_keys, const char *const *keys, const size_t *n_values,
-	       const kept_row *rows, const char *fig_list, const char *log_axes)
+int cli_plot_sweep(const char *path, const kb_sweep *s, size_t n_benches,
+		   const char *const *benches, size_t n_keys, const char *const *keys,
+		   const size_t *n_values, const cli_kept_row *rows, const char *fig_list,
+		   const char *log_axes)
 {
-	int want[N_FIG];
+	int want[CLI_N_FIG];
 	plot_build b;
 	size_t total = kb_sweep_points(s), inner, i;
 	int rc;
@@ -176,7 +179,7 @@ int plot_sweep(const char *path, const kb_sweep *s, size_t n_benches, const char
 	b.d.n_series = n_benches * inner;
 	b.x_text = calloc(b.d.n_x, sizeof(char *));
 	b.series = calloc(b.d.n_series, sizeof(char *));
-	b.y = calloc(b.d.n_series * b.d.n_x * N_FIG, sizeof(double));
+	b.y = calloc(b.d.n_series * b.d.n_x * CLI_N_FIG, sizeof(double));
 	if (!b.x_text || !b.series || !b.y || labels(&b, s, benches, n_keys, keys, inner)) {
 		build_free(&b);
 		return cli_error("out of memory");
@@ -191,12 +194,12 @@ int plot_sweep(const char *path, const kb_sweep *s, size_t n_benches, const char
 	b.d.x_label = n_keys ? keys[0] : "(no swept key)";
 	b.d.x_text = (const char *const *)b.x_text;
 	b.d.series = (const char *const *)b.series;
-	b.d.n_fig = N_FIG;
-	b.d.fig_names = out_fig_names;
+	b.d.n_fig = CLI_N_FIG;
+	b.d.fig_names = cli_out_fig_names;
 	b.d.fig_shown = b.shown;
 	b.d.y = b.y;
-	(void)plot_log_axes(log_axes, &b.d.log_x, &b.d.log_y);  /* checked up front */
-	rc = plot_write_svg(path, &b.d);
+	(void)cli_plot_log_axes(log_axes, &b.d.log_x, &b.d.log_y); /* checked up front */
+	rc = cli_plot_write_svg(path, &b.d);
 	build_free(&b);
 	return rc;
 }

@@ -82,7 +82,7 @@ static int lookup_build(lookup *l, const kb_sweep *s, size_t n_keys, const char 
 			return -1;
 		if (l->typed) {
 			kb_sweep_row row = { i, total, bench, n_keys, keys, values, 0, "", NULL };
-			char *typed = out_typed_keys(s, &row);
+			char *typed = cli_out_typed_keys(s, &row);
 
 			l->v[i].key = typed ? join_key(bench, 1, (const char *const *)&typed) : NULL;
 			free(typed);
@@ -230,12 +230,12 @@ static int read_all(const char *path, char **data, size_t *len, int *exists)
 
 typedef struct resume_ctx {
 	const char *path;
-	out_format fmt;
+	cli_out_format fmt;
 	int data;  /* --data: the error figures are columns too */
 	size_t n_keys;
 	const char *const *keys;
 	lookup points;
-	kept_row *rows;
+	cli_kept_row *rows;
 	size_t line;
 } resume_ctx;
 
@@ -250,7 +250,7 @@ static int take_row(resume_ctx *c, const char *bench, const char *const *values,
 		    const char *end)
 {
 	size_t i = lookup_find(&c->points, bench, c->n_keys, values), k;
-	kept_row *r;
+	cli_kept_row *r;
 
 	if (i == (size_t)-1)
 		return cli_error("%s:%zu: this row is not a point of this sweep (bench '%s'); "
@@ -266,7 +266,7 @@ static int take_row(resume_ctx *c, const char *bench, const char *const *values,
 	if (strcmp(status, "ok") != 0 && strcmp(status, "error") != 0)
 		return cli_error("%s:%zu: status '%.40s' is neither 'ok' nor 'error'", c->path,
 				 c->line, status);
-	for (k = 0; k < out_n_figs(c->data) && strcmp(status, "ok") == 0; k++) {
+	for (k = 0; k < cli_out_n_figs(c->data) && strcmp(status, "ok") == 0; k++) {
 		char *e = NULL;
 		double v = figs[k] && *figs[k] ? strtod(figs[k], &e) : 0;
 
@@ -279,15 +279,15 @@ static int take_row(resume_ctx *c, const char *bench, const char *const *values,
 		return cli_error("out of memory");
 	r->present = 1;
 	r->ok = strcmp(status, "ok") == 0;
-	for (k = 0; k < N_FIG; k++)
-		r->fig[k] = k < out_n_figs(c->data) ? fig_value(figs[k]) : NAN;
+	for (k = 0; k < CLI_N_FIG; k++)
+		r->fig[k] = k < cli_out_n_figs(c->data) ? fig_value(figs[k]) : NAN;
 	return 0;
 }
 
 static int csv_rows(resume_ctx *c, const char *data, size_t len, size_t *keep_len)
 {
 	const char *p = data + *keep_len, *end = data + len, *next;
-	size_t want = 1 + c->n_keys + out_n_figs(c->data) + 3;
+	size_t want = 1 + c->n_keys + cli_out_n_figs(c->data) + 3;
 	fields f = { NULL, 0 };
 	int rc = 0;
 
@@ -311,7 +311,7 @@ static int csv_rows(resume_ctx *c, const char *data, size_t len, size_t *keep_le
 
 static int csv_file(resume_ctx *c, const char *data, size_t len, size_t *keep_len)
 {
-	char *header = out_csv_header(c->n_keys, c->keys, c->data);
+	char *header = cli_out_csv_header(c->n_keys, c->keys, c->data);
 	size_t hlen;
 	int rc = 0;
 
@@ -432,8 +432,8 @@ typedef struct jrow {
 	char *bench, *status;
 	char **keys, **values;
 	size_t n;
-	char *figs[N_FIG];
-	char *typed_keys;  /* the "keys" object's text, as out_typed_keys gives it */
+	char *figs[CLI_N_FIG];
+	char *typed_keys; /* the "keys" object's text, as cli_out_typed_keys gives it */
 } jrow;
 
 static void jrow_free(jrow *r)
@@ -446,7 +446,7 @@ static void jrow_free(jrow *r)
 	}
 	free(r->keys);
 	free(r->values);
-	for (i = 0; i < N_FIG; i++)
+	for (i = 0; i < CLI_N_FIG; i++)
 		free(r->figs[i]);
 	free(r->bench);
 	free(r->status);
@@ -534,9 +534,9 @@ static int json_member(const char **p, jrow *r, size_t cap)
 	if (*(*p)++ != ':')
 		goto done;
 	json_skip_ws(p);
-	for (k = 0; k < N_FIG && strcmp(name, out_fig_names[k]); k++)
+	for (k = 0; k < CLI_N_FIG && strcmp(name, cli_out_fig_names[k]); k++)
 		;
-	if (k < N_FIG)
+	if (k < CLI_N_FIG)
 		rc = json_scalar(p, &r->figs[k]);
 	else if (strcmp(name, "keys") == 0)
 		rc = json_keys(p, r, cap);
@@ -630,11 +630,12 @@ static int jsonl_file(resume_ctx *c, const char *data, size_t len, size_t *keep_
 	return rc;
 }
 
-int out_read_resume(const char *path, out_format fmt, const kb_sweep *s, size_t n_keys,
-		    const char *const *keys, int data_mode, kept_row *rows, size_t *keep_len,
-		    int *exists)
+int cli_out_read_resume(const char *path, cli_out_format fmt, const kb_sweep *s, size_t n_keys,
+			const char *const *keys, int data_mode, cli_kept_row *rows,
+			size_t *keep_len, int *exists)
 {
-	resume_ctx c = { path, fmt, data_mode, n_keys, keys, { NULL, 0, fmt == OUT_JSONL }, rows, 0 };
+	resume_ctx c = { path, fmt, data_mode, n_keys, keys, { NULL, 0, fmt == CLI_OUT_JSONL },
+			 rows, 0 };
 	char *data = NULL;
 	size_t len = 0;
 	int rc;
@@ -645,7 +646,7 @@ int out_read_resume(const char *path, out_format fmt, const kb_sweep *s, size_t 
 		return rc;
 	if (lookup_build(&c.points, s, n_keys, keys))
 		rc = cli_error("out of memory");
-	else if (fmt == OUT_CSV)
+	else if (fmt == CLI_OUT_CSV)
 		rc = csv_file(&c, data, len, keep_len);
 	else
 		rc = jsonl_file(&c, data, len, keep_len);
