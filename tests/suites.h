@@ -14,6 +14,13 @@ Suite *tl_suite(void);
 Suite *tcm_suite(void);
 Suite *bench_suite(void);
 Suite *data_suite(void);
+TCase *data_math_tcase(void);          /* check_data_math.c */
+TCase *data_softmax_merge_tcase(void); /* check_data_math.c */
+TCase *data_decode_tcase(void);        /* check_data_bench.c */
+TCase *data_gemm_tcase(void);          /* check_data_bench.c */
+TCase *data_dump_tcase(void);          /* check_data_bench.c */
+TCase *data_timing_tcase(void);        /* check_data_timing.c */
+TCase *data_memory_tcase(void);        /* check_data_memory.c */
 Suite *parallel_suite(void);
 Suite *api_suite(void);
 Suite *limits_suite(void);
