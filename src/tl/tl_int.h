@@ -1,4 +1,4 @@
-/* Private state of the tl context, shared by tl.c and composite.c. */
+/* Private state of the tl context, shared by the files of src/tl. */
 #ifndef KB_TL_TL_INT_H
 #define KB_TL_TL_INT_H
 

@@ -1,0 +1,295 @@
+/*
+ * The lowering of tl operations into PE commands (the compiler analog of
+ * ADR-0065 D7): a command with its hazard sets, handed to PE_CPU in program
+ * order; the simple operations (ref, alloc, full, load, store, wait, CPU
+ * overhead, send and receive). Composite lowering lives in composite.c.
+ */
+#include "tl/tl_int.h"
+
+#include <stdlib.h>
+
+/* ---- commands ---- */
+
+kb_cmd *kb__tl_cmd_new(kb_tl *tl, kb_cmd_kind kind)
+{
+	kb_cmd *c = calloc(1, sizeof(*c));
+
+	if (!c) {
+		kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory for a command");
+		return NULL;
+	}
+	c->kind = kind;
+	c->pe = tl->cfg.pe;
+	c->id = tl->next_cmd;
+	c->file = tl->op_file;
+	c->line = tl->op_line;
+	return c;
+}
+
+static int push_u64(uint64_t **v, uint32_t *n, uint64_t x)
+{
+	uint64_t *nv;
+
+	for (uint32_t i = 0; i < *n; i++)
+		if ((*v)[i] == x)
+			return 0;
+	nv = realloc(*v, (*n + 1) * sizeof(**v));
+	if (!nv)
+		return -1;
+	nv[(*n)++] = x;
+	*v = nv;
+	return 0;
+}
+
+/* Records that c reads h: a hazard-set entry, and (read-only use) an
+ * implicit wait for h's producer. */
+int kb__cmd_read(kb_cmd *c, const kb_hslot *h, int implicit_wait)
+{
+	if (h->fence > c->fence)
+		c->fence = h->fence;
+	if (push_u64(&c->reads, &c->n_reads, h->view.id))
+		return -1;
+	if (implicit_wait && h->writer >= 0)
+		return push_u64(&c->deps, &c->n_deps, (uint64_t)h->writer);
+	return 0;
+}
+
+int kb__cmd_write(kb_cmd *c, const kb_hslot *h)
+{
+	if (h->fence > c->fence)
+		c->fence = h->fence;
+	return push_u64(&c->writes, &c->n_writes, h->view.id);
+}
+
+/* Hands the command to PE_CPU; it now belongs to the consumer. */
+int kb__tl_emit(kb_tl *tl, kb_cmd *c)
+{
+	c->lbytes = kb__cmd_lbytes(c);
+	if (c->kind < KB_CMD_WAIT)
+		tl->dispatch_ps += kb__dispatch_ps(&tl->cfg.cost, c);
+	tl->next_cmd++;
+	if (tl->cfg.emit(tl->cfg.emit_ctx, c)) {
+		tl->cancelled = 1;
+		return KB_ESTATE;
+	}
+	return KB_OK;
+}
+
+KB_API kb_tl_tensor *kb_tl_ref_at(kb_tl *tl, uint64_t addr, kb_dtype dt, int rank,
+				  const int64_t *shape, const char *file, int line)
+{
+	kb_tl_tensor *out = NULL;
+	uint64_t bytes;
+
+	if (kb__tl_begin(tl, "kb_tl_ref", file, line) || kb__tl_check_shape(tl, rank, shape, dt, &bytes))
+		return NULL;
+	if (addr > tl->cfg.hbm_bytes || bytes > tl->cfg.hbm_bytes - addr) {
+		kb__tl_fail(tl, KB_V_SPACE, "HBM range 0x%llx + %llu bytes is outside HBM (%llu bytes)",
+			    (unsigned long long)addr, (unsigned long long)bytes,
+			    (unsigned long long)tl->cfg.hbm_bytes);
+		return NULL;
+	}
+	kb__tl_new_handle(tl, KB_SPACE_HBM, addr, dt, rank, shape, &out);
+	return out;
+}
+
+KB_API kb_tl_tensor *kb_tl_alloc_at(kb_tl *tl, kb_dtype dt, int rank, const int64_t *shape,
+				    const char *file, int line)
+{
+	kb_tl_tensor *out = NULL;
+
+	if (kb__tl_begin(tl, "kb_tl_alloc", file, line))
+		return NULL;
+	kb__tl_new_tcm(tl, dt, rank, shape, &out);
+	return out;
+}
+
+KB_API kb_tl_tensor *kb_tl_full_at(kb_tl *tl, kb_dtype dt, int rank, const int64_t *shape,
+				   double value, const char *file, int line)
+{
+	kb_tl_tensor *out = NULL;
+	kb_hslot *h;
+	kb_cmd *c;
+
+	if (kb__tl_begin(tl, "kb_tl_full", file, line))
+		return NULL;
+	h = kb__tl_new_tcm(tl, dt, rank, shape, &out);
+	if (!h)
+		return NULL;
+	c = kb__tl_cmd_new(tl, KB_CMD_FILL);
+	if (!c)
+		return NULL;
+	c->dst = h->view;
+	c->fill_value = value;
+	if (kb__cmd_write(c, h)) {
+		kb__cmd_free(c);
+		kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory");
+		return NULL;
+	}
+	h->writer = (int64_t)c->id;
+	return kb__tl_emit(tl, c) ? NULL : out;
+}
+
+static int same_shape(const kb_tview *a, const kb_tview *b)
+{
+	return kb__tview_rows(a) == kb__tview_rows(b) && kb__tview_cols(a) == kb__tview_cols(b);
+}
+
+KB_API kb_tl_tensor *kb_tl_load_at(kb_tl *tl, kb_tl_tensor *src, kb_tl_tensor *dst,
+				   const char *file, int line)
+{
+	kb_hslot *s, *d;
+	kb_cmd *c;
+
+	if (kb__tl_begin(tl, "kb_tl_load", file, line) || !(s = kb__tl_slot(tl, src, "load source")))
+		return NULL;
+	if (s->view.space != KB_SPACE_HBM) {
+		kb__tl_fail(tl, KB_V_SPACE, "load source must live in HBM (it is already in TCM)");
+		return NULL;
+	}
+	if (dst) {
+		if (!(d = kb__tl_slot(tl, dst, "load destination")))
+			return NULL;
+		if (d->view.space != KB_SPACE_TCM || !same_shape(&d->view, &s->view) ||
+		    d->view.dtype != s->view.dtype) {
+			kb__tl_fail(tl, d->view.space != KB_SPACE_TCM ? KB_V_SPACE :
+				    d->view.dtype != s->view.dtype ? KB_V_DTYPE : KB_V_SHAPE,
+				    "load destination must be a TCM tensor of the source's shape and dtype");
+			return NULL;
+		}
+	} else {
+		d = kb__tl_new_tcm(tl, (kb_dtype)s->view.dtype, s->view.rank, s->view.shape, &dst);
+		if (!d)
+			return NULL;
+	}
+	c = kb__tl_cmd_new(tl, KB_CMD_LOAD);
+	if (!c)
+		return NULL;
+	c->src = s->view;
+	c->dst = d->view;
+	if (kb__cmd_read(c, s, 1) || kb__cmd_write(c, d)) {
+		kb__cmd_free(c);
+		kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory");
+		return NULL;
+	}
+	d->writer = (int64_t)c->id;
+	return kb__tl_emit(tl, c) ? NULL : dst;
+}
+
+KB_API int kb_tl_store_at(kb_tl *tl, kb_tl_tensor *dst_hbm, kb_tl_tensor *src_tcm,
+			  const char *file, int line)
+{
+	kb_hslot *s, *d;
+	kb_cmd *c;
+
+	if (kb__tl_begin(tl, "kb_tl_store", file, line))
+		return KB_EVALIDATE;
+	if (!(d = kb__tl_slot(tl, dst_hbm, "store destination")) ||
+	    !(s = kb__tl_slot(tl, src_tcm, "store source")))
+		return KB_EVALIDATE;
+	if (d->view.space != KB_SPACE_HBM || s->view.space != KB_SPACE_TCM)
+		return kb__tl_fail(tl, KB_V_SPACE, "store moves a TCM tensor to an HBM tensor");
+	if (!same_shape(&d->view, &s->view) || d->view.dtype != s->view.dtype)
+		return kb__tl_fail(tl, same_shape(&d->view, &s->view) ? KB_V_DTYPE : KB_V_SHAPE,
+				   "store source and destination differ in shape or dtype");
+	c = kb__tl_cmd_new(tl, KB_CMD_STORE);
+	if (!c)
+		return KB_EVALIDATE;
+	c->src = s->view;
+	c->dst = d->view;
+	if (kb__cmd_read(c, s, 1) || kb__cmd_write(c, d)) {
+		kb__cmd_free(c);
+		return kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory");
+	}
+	d->writer = (int64_t)c->id;
+	return kb__tl_emit(tl, c);
+}
+
+KB_API int kb_tl_wait_at(kb_tl *tl, kb_tl_tensor *t, const char *file, int line)
+{
+	kb_hslot *h;
+	kb_cmd *c;
+
+	if (kb__tl_begin(tl, "kb_tl_wait", file, line) || !(h = kb__tl_slot(tl, t, "tensor")))
+		return KB_EVALIDATE;
+	if (h->writer < 0)
+		return KB_OK;
+	c = kb__tl_cmd_new(tl, KB_CMD_WAIT);
+	if (!c)
+		return KB_EVALIDATE;
+	if (kb__cmd_read(c, h, 1)) {
+		kb__cmd_free(c);
+		return kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory");
+	}
+	/* A wait is not a hardware command: it keeps no id of its own. */
+	c->id = UINT64_MAX;
+	if (tl->cfg.emit(tl->cfg.emit_ctx, c)) {
+		tl->cancelled = 1;
+		return KB_ESTATE;
+	}
+	return KB_OK;
+}
+
+KB_API int kb_tl_cpu_overhead_at(kb_tl *tl, double cycles, const char *file, int line)
+{
+	kb_cmd *c;
+
+	if (kb__tl_begin(tl, "kb_tl_cpu_overhead", file, line))
+		return KB_EVALIDATE;
+	if (!(cycles >= 0.0) || cycles > 1e12)
+		return kb__tl_fail(tl, KB_V_SHAPE, "CPU overhead of %g cycles is not in 0..1e12", cycles);
+	c = kb__tl_cmd_new(tl, KB_CMD_CPU);
+	if (!c)
+		return KB_EVALIDATE;
+	c->cpu_cycles = cycles;
+	return kb__tl_emit(tl, c);
+}
+
+static int ipcq_cmd(kb_tl *tl, kb_cmd_kind kind, kb_tl_tensor *t, uint32_t peer, uint32_t tag)
+{
+	kb_hslot *h = kb__tl_slot(tl, t, kind == KB_CMD_SEND ? "send source" : "receive destination");
+	kb_cmd *c;
+	int rc;
+
+	if (!h)
+		return KB_EVALIDATE;
+	if (h->view.space != KB_SPACE_TCM)
+		return kb__tl_fail(tl, KB_V_SPACE, "IPCQ tensors must live in TCM");
+	if (peer >= tl->cfg.n_pes || peer == tl->cfg.pe)
+		return kb__tl_fail(tl, KB_V_MISSING_OPERAND, "peer PE %u is not another PE of this machine (0..%u)",
+				   peer, tl->cfg.n_pes - 1);
+	c = kb__tl_cmd_new(tl, kind);
+	if (!c)
+		return KB_EVALIDATE;
+	c->peer_pe = peer;
+	c->tag = tag;
+	if (kind == KB_CMD_SEND) {
+		c->src = h->view;
+		rc = kb__cmd_read(c, h, 1);
+	} else {
+		c->dst = h->view;
+		rc = kb__cmd_write(c, h);
+		h->writer = (int64_t)c->id;
+	}
+	if (rc) {
+		kb__cmd_free(c);
+		return kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory");
+	}
+	return kb__tl_emit(tl, c);
+}
+
+KB_API int kb_tl_send_at(kb_tl *tl, kb_tl_tensor *src, uint32_t dst_pe, uint32_t tag,
+			 const char *file, int line)
+{
+	if (kb__tl_begin(tl, "kb_tl_send", file, line))
+		return KB_EVALIDATE;
+	return ipcq_cmd(tl, KB_CMD_SEND, src, dst_pe, tag);
+}
+
+KB_API int kb_tl_recv_at(kb_tl *tl, kb_tl_tensor *dst, uint32_t src_pe, uint32_t tag,
+			 const char *file, int line)
+{
+	if (kb__tl_begin(tl, "kb_tl_recv", file, line))
+		return KB_EVALIDATE;
+	return ipcq_cmd(tl, KB_CMD_RECV, dst, src_pe, tag);
+}

@@ -1,0 +1,194 @@
+/*
+ * The tl context's errors (the first one stops the kernel and is reported
+ * with its call site) and its tensor handles: 64-bit values that name a
+ * slot and its generation, so a stale or foreign handle is an error, never
+ * a wild read.
+ */
+#include "tl/tl_int.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+
+/* ---- errors ---- */
+
+int kb__tl_fail(kb_tl *tl, int detail, const char *fmt, ...)
+{
+	char msg[600];
+	va_list ap;
+
+	if (tl->failed)
+		return KB_EVALIDATE;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	tl->failed = 1;
+	kb_error_clear(&tl->error);
+	tl->error.detail = detail;
+	snprintf(tl->error.source, sizeof(tl->error.source), "%s:%d", tl->op_file, tl->op_line);
+	tl->error.line = tl->op_line;
+	kb__err(&tl->error, KB_EVALIDATE, "%s:%d: pe%u: tl op #%llu %s: %s (%s)", tl->op_file,
+		tl->op_line, tl->cfg.pe, (unsigned long long)tl->op_count, tl->op_name, msg,
+		kb_validation_name(detail));
+	/* Tell PE_CPU where the kernel stopped; it fails the run when it gets there. */
+	if (!tl->cancelled) {
+		kb_cmd *c = calloc(1, sizeof(*c));
+		kb_error *e = malloc(sizeof(*e));
+
+		if (c && e) {
+			*e = tl->error;
+			c->kind = KB_CMD_ERROR;
+			c->pe = tl->cfg.pe;
+			c->id = tl->next_cmd;
+			c->error = e;
+			if (tl->cfg.emit(tl->cfg.emit_ctx, c))
+				tl->cancelled = 1;
+		} else {
+			free(c);
+			free(e);
+		}
+	}
+	return KB_EVALIDATE;
+}
+
+/* Every public operation starts here: counts it, remembers the call site. */
+int kb__tl_begin(kb_tl *tl, const char *name, const char *file, int line)
+{
+	if (!tl)
+		return -1;
+	if (tl->failed || tl->cancelled)
+		return -1;
+	tl->op_count++;
+	tl->op_name = name;
+	tl->op_file = file ? file : "?";
+	tl->op_line = line;
+	return 0;
+}
+
+/* ---- handles ---- */
+
+/* 64-bit handle value: tag (24 bits) | generation (16) | slot + 1 (24). */
+#define SLOT_BITS 24
+#define GEN_BITS 16
+#define TAG_BITS 24
+
+static kb_tl_tensor *encode(const kb_tl *tl, uint32_t slot, uint32_t gen)
+{
+	uint64_t v = ((uint64_t)(tl->cfg.tag & ((1u << TAG_BITS) - 1)) << (SLOT_BITS + GEN_BITS)) |
+		     ((uint64_t)(gen & ((1u << GEN_BITS) - 1)) << SLOT_BITS) | (slot + 1);
+
+	return (kb_tl_tensor *)(uintptr_t)v;
+}
+
+kb_hslot *kb__tl_slot(kb_tl *tl, const kb_tl_tensor *t, const char *what)
+{
+	uint64_t v = (uint64_t)(uintptr_t)t;
+	uint32_t slot, gen;
+
+	if (!t) {
+		kb__tl_fail(tl, KB_V_BAD_HANDLE, "%s is NULL (did an earlier op fail?)", what);
+		return NULL;
+	}
+	if ((uint32_t)(v >> (SLOT_BITS + GEN_BITS)) != (tl->cfg.tag & ((1u << TAG_BITS) - 1))) {
+		kb__tl_fail(tl, KB_V_BAD_HANDLE,
+			    "%s belongs to another kernel instance or simulation", what);
+		return NULL;
+	}
+	slot = (uint32_t)(v & ((1u << SLOT_BITS) - 1)) - 1;
+	gen = (uint32_t)(v >> SLOT_BITS) & ((1u << GEN_BITS) - 1);
+	if (slot >= tl->n_slots || !KB_SLOT(tl, slot)->live ||
+	    (KB_SLOT(tl, slot)->gen & ((1u << GEN_BITS) - 1)) != gen) {
+		kb__tl_fail(tl, KB_V_BAD_HANDLE,
+			    "%s is no longer valid (its scratch scope has ended)", what);
+		return NULL;
+	}
+	return KB_SLOT(tl, slot);
+}
+
+static int64_t shape_elems(int rank, const int64_t *shape)
+{
+	int64_t n = 1;
+
+	for (int i = 0; i < rank; i++) {
+		if (shape[i] <= 0 || n > INT64_MAX / shape[i])
+			return -1;
+		n *= shape[i];
+	}
+	return n;
+}
+
+int kb__tl_check_shape(kb_tl *tl, int rank, const int64_t *shape, kb_dtype dt, uint64_t *bytes)
+{
+	int64_t n;
+
+	if (rank < 1 || rank > KB_TL_MAX_RANK || !shape)
+		return kb__tl_fail(tl, KB_V_SHAPE, "rank %d is not in 1..%d", rank, KB_TL_MAX_RANK);
+	if (!kb_dtype_size(dt))
+		return kb__tl_fail(tl, KB_V_DTYPE, "unknown dtype %d", (int)dt);
+	n = shape_elems(rank, shape);
+	if (n < 0 || (uint64_t)n > (UINT64_C(1) << 50))
+		return kb__tl_fail(tl, KB_V_SHAPE, "shape has a non-positive or enormous dimension");
+	*bytes = (uint64_t)n * kb_dtype_size(dt);
+	return KB_OK;
+}
+
+kb_hslot *kb__tl_new_handle(kb_tl *tl, kb_space space, uint64_t addr, kb_dtype dt, int rank,
+			    const int64_t *shape, kb_tl_tensor **out)
+{
+	kb_hslot *h;
+	uint32_t slot;
+
+	if (tl->free_slot != UINT32_MAX) {
+		slot = tl->free_slot;
+		tl->free_slot = KB_SLOT(tl, slot)->next_free;
+	} else {
+		if (tl->n_slots == tl->cap_slots) {
+			size_t nc = tl->cap_slots / KB_TL_CHUNK + 1;
+			kb_hslot **c;
+
+			if (tl->cap_slots + KB_TL_CHUNK >= (1u << SLOT_BITS))
+				goto oom;
+			c = realloc(tl->chunks, nc * sizeof(*c));
+			if (!c)
+				goto oom;
+			tl->chunks = c;
+			c[nc - 1] = calloc(KB_TL_CHUNK, sizeof(kb_hslot));
+			if (!c[nc - 1])
+				goto oom;
+			tl->cap_slots += KB_TL_CHUNK;
+		}
+		slot = (uint32_t)tl->n_slots++;
+		KB_SLOT(tl, slot)->gen = 0;
+	}
+	h = KB_SLOT(tl, slot);
+	h->gen++;
+	h->live = 1;
+	h->scope = tl->depth;
+	h->writer = -1;
+	h->fence = 0;
+	h->owns_alloc = 0;
+	h->next_free = UINT32_MAX;
+	memset(&h->view, 0, sizeof(h->view));
+	h->view.id = ++tl->next_id;
+	h->view.addr = addr;
+	h->view.space = (uint8_t)space;
+	h->view.dtype = (uint8_t)dt;
+	h->view.rank = (uint8_t)rank;
+	for (int i = 0; i < rank; i++)
+		h->view.shape[i] = shape[i];
+	h->view.ld = shape[rank - 1];
+	if (kb__scope_track(tl, slot))
+		goto oom_slot;
+	*out = encode(tl, slot, h->gen);
+	return h;
+oom_slot:
+	h->live = 0;
+	h->next_free = tl->free_slot;
+	tl->free_slot = slot;
+oom:
+	kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory for handles");
+	return NULL;
+}
