@@ -116,7 +116,9 @@ START_TEST(topology_errors)
 	ck_assert_int_eq(kb_topology_set(keep, NULL, "1", &err), KB_EINVAL);
 	ck_assert_int_eq(kb_topology_get_number(keep, "clusters", NULL, &err), KB_EINVAL);
 	ck_assert_ptr_null(kb_topology_dump(NULL));
-	ck_assert_ptr_null(kb_topology_clone(NULL));
+	ck_assert_int_eq(kb_topology_clone(NULL, keep, &err), KB_EINVAL);
+	ck_assert_int_eq(kb_topology_clone(&keep, NULL, &err), KB_EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.message, "kb_topology_clone"));
 	/* The error object is optional. */
 	ck_assert_int_eq(kb_topology_set(keep, "no.such.key", "1", NULL), KB_EKEY);
 	kb_topology_destroy(keep);
@@ -506,7 +508,10 @@ START_TEST(null_args)
 	kb_simulation_destroy(sim);
 
 	ck_assert_int_eq(kb_bench_run(NULL, NULL, NULL, NULL, NULL, &err) != 0, 1);
-	ck_assert_int_eq(kb_params_create(NULL), KB_EINVAL);
+	ck_assert_int_eq(kb_params_create(NULL, &err), KB_EINVAL);
+	ck_assert_int_eq(err.code, KB_EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.message, "kb_params_create"));
+	ck_assert_int_eq(kb_params_create(NULL, NULL), KB_EINVAL);
 	ck_assert_int_eq(kb_sweep_create(NULL, NULL, &err), KB_EINVAL);
 }
 END_TEST
@@ -698,13 +703,13 @@ START_TEST(bench_run_errors)
 	kb_error err;
 
 	ck_assert_int_eq(kb_bench_run("no_such_bench", NULL, NULL, NULL, &res, &err), KB_ENOTFOUND);
-	ck_assert_int_eq(kb_params_create(&p), KB_OK);
+	ck_assert_int_eq(kb_params_create(&p, &err), KB_OK);
 	ck_assert_int_eq(kb_params_set_assignment(p, "no_equals_sign", &err), KB_EINVAL);
 	ck_assert_int_eq(kb_params_set(p, "nope", "1", &err), KB_OK);
 	ck_assert_int_eq(kb_bench_run("gemm", p, NULL, NULL, &res, &err), KB_ENOTFOUND);
 	ck_assert_ptr_nonnull(strstr(err.message, "nope"));
 	kb_params_destroy(p);
-	ck_assert_int_eq(kb_params_create(&p), KB_OK);
+	ck_assert_int_eq(kb_params_create(&p, &err), KB_OK);
 	ck_assert_int_eq(kb_params_set(p, "M", "0", &err), KB_OK);
 	ck_assert_int_eq(kb_bench_run("gemm", p, NULL, NULL, &res, &err), KB_ERANGE);
 	kb_params_destroy(p);

@@ -85,7 +85,7 @@ static char *policy_run(const char *name, const char *const *params, const char 
 	kb_run_options o = KB_RUN_OPTIONS_INIT;
 	char *dir = kbt_tmpdir();
 	kb_error err;
-	int rc = kb_params_create(&p);
+	int rc = kb_params_create(&p, &err);
 
 	ck_assert_ptr_nonnull(dir);
 	for (size_t i = 0; !rc && params && params[i]; i++)

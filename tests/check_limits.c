@@ -239,7 +239,7 @@ START_TEST(test_trim_everywhere)
 		ck_assert_msg(strstr(r.params_json, "\"lps\":2"), "'%s': %s", forms[i], r.params_json);
 		kb_result_clear(&r);
 	}
-	ck_assert_int_eq(kb_params_create(&p), KB_OK);
+	ck_assert_int_eq(kb_params_create(&p, &err), KB_OK);
 	ck_assert_int_ne(kb_params_set(p, "lps", " ", &err), KB_OK);
 	kb_params_destroy(p);
 }

@@ -60,7 +60,7 @@ static void run_ok(const char *bench, const char *const *params, const kb_run_op
 	kb_error err;
 	int rc;
 
-	ck_assert_int_eq(kb_params_create(&p), 0);
+	ck_assert_int_eq(kb_params_create(&p, &err), 0);
 	for (size_t i = 0; params && params[i]; i++)
 		ck_assert_int_eq(kb_params_set_assignment(p, params[i], &err), 0);
 	rc = kb_bench_run(bench, p, NULL, o, res, &err);
@@ -76,7 +76,7 @@ static int run_fail(const char *bench, const char *const *params, const kb_run_o
 	kb_result res;
 	int rc;
 
-	ck_assert_int_eq(kb_params_create(&p), 0);
+	ck_assert_int_eq(kb_params_create(&p, err), 0);
 	for (size_t i = 0; params && params[i]; i++)
 		ck_assert_int_eq(kb_params_set_assignment(p, params[i], err), 0);
 	rc = kb_bench_run(bench, p, NULL, o, &res, err);

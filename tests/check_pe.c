@@ -599,7 +599,7 @@ static void run_bench_policy(const char *bench, const char *const *params, const
 	kb_error err;
 	int rc;
 
-	ck_assert_int_eq(kb_params_create(&p), KB_OK);
+	ck_assert_int_eq(kb_params_create(&p, &err), KB_OK);
 	for (size_t i = 0; params[i]; i++)
 		ck_assert_int_eq(kb_params_set_assignment(p, params[i], &err), KB_OK);
 	if (policy) {

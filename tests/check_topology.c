@@ -577,8 +577,10 @@ END_TEST
 
 START_TEST(test_clone_independence)
 {
-	kb_topology *t = load_ok("{" SCHEMA "}"), *c = kb_topology_clone(t);
+	kb_topology *t = load_ok("{" SCHEMA "}"), *c = NULL, *untouched = t;
+	kb_error err;
 
+	ck_assert_int_eq(kb_topology_clone(&c, t, &err), KB_OK);
 	ck_assert_ptr_nonnull(c);
 	ck_assert_ptr_ne(c, t);
 	set_ok(c, "pe.gemm.tile_m", "32");
@@ -589,7 +591,10 @@ START_TEST(test_clone_independence)
 	kb_topology_destroy(t);
 	ck_assert(get(c, "pe.gemm.tile_m") == 32);
 	kb_topology_destroy(c);
-	ck_assert_ptr_null(kb_topology_clone(NULL));
+	ck_assert_int_eq(kb_topology_clone(&untouched, NULL, &err), KB_EINVAL);
+	ck_assert_int_eq(err.code, KB_EINVAL);
+	ck_assert_ptr_eq(untouched, t);
+	ck_assert_int_eq(kb_topology_clone(NULL, t, NULL), KB_EINVAL);
 	kb_topology_destroy(NULL);
 	kb_free(NULL);
 }

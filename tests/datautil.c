@@ -115,7 +115,7 @@ int kbt_data_bench(const char *name, const char *const *params, int data, int th
 {
 	kb_params *p = NULL;
 	kb_run_options o = KB_RUN_OPTIONS_INIT;
-	int rc = kb_params_create(&p);
+	int rc = kb_params_create(&p, err);
 
 	for (size_t i = 0; !rc && params && params[i]; i++)
 		rc = kb_params_set_assignment(p, params[i], err);

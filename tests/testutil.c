@@ -10,7 +10,7 @@ int kbt_run(const char *bench, const char *const *params, const char *const *set
 	kb_params *p = NULL;
 	kb_topology *t = NULL;
 	kb_run_options o = KB_RUN_OPTIONS_INIT;
-	int rc = kb_params_create(&p);
+	int rc = kb_params_create(&p, err);
 
 	for (size_t i = 0; !rc && params && params[i]; i++)
 		rc = kb_params_set_assignment(p, params[i], err);

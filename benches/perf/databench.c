@@ -45,7 +45,7 @@ static int run(const char *bench, const char *skv, int data, sample *s)
 	kb_result r;
 	kb_error err;
 	double t0 = now_s();
-	int rc = kb_params_create(&p);
+	int rc = kb_params_create(&p, &err);
 
 	if (!rc)
 		rc = kb_params_set_assignment(p, skv, &err);

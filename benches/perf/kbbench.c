@@ -40,7 +40,7 @@ static int run(const char *bench, const char *const *params, int threads, kb_res
 	kb_params *p = NULL;
 	kb_run_options o = KB_RUN_OPTIONS_INIT;
 	kb_error err;
-	int rc = kb_params_create(&p);
+	int rc = kb_params_create(&p, &err);
 
 	for (size_t i = 0; !rc && params[i]; i++)
 		rc = kb_params_set_assignment(p, params[i], &err);

@@ -117,9 +117,10 @@ typedef struct kb_run_options {
 } kb_run_options;
 #define KB_RUN_OPTIONS_INIT { KB_THREADS_AUTO, 0, NULL, NULL, NULL, NULL, NULL, 0, NULL }
 
-/* A list of "name=value" parameter assignments. */
+/* A list of "name=value" parameter assignments. kb_params_create makes an
+ * empty one into *out; errors: KB_EINVAL (out NULL), KB_ENOMEM. */
 typedef struct kb_params kb_params;
-KB_API int kb_params_create(kb_params **out);
+KB_API int kb_params_create(kb_params **out, kb_error *err);
 /* Adds or replaces "name=value"; KB_EINVAL on a malformed assignment. */
 KB_API int kb_params_set(kb_params *p, const char *name, const char *value, kb_error *err);
 KB_API int kb_params_set_assignment(kb_params *p, const char *name_eq_value, kb_error *err);

@@ -52,10 +52,11 @@ KB_API int kb_topology_load_file(kb_topology **out, const char *path, kb_error *
 KB_API int kb_topology_load_string(kb_topology **out, const char *json_text, kb_error *err);
 
 /*
- * Returns an independent copy of t, or NULL when t is NULL or memory runs
- * out. Any thread; t may be read concurrently by others.
+ * An independent copy of t into *out. Errors: KB_EINVAL (out or t NULL),
+ * KB_ENOMEM. *out is untouched on error. Any thread; t may be read
+ * concurrently by others.
  */
-KB_API kb_topology *kb_topology_clone(const kb_topology *t);
+KB_API int kb_topology_clone(kb_topology **out, const kb_topology *t, kb_error *err);
 
 /*
  * Sets the number at dotted_key (e.g. "pe.dma.setup_cycles") from its text.

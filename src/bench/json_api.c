@@ -237,8 +237,7 @@ static int params_from(kb_params **out, const char *params_json, kb_error *err)
 	*out = NULL;
 	if (!o)
 		return err ? err->code : KB_EPARSE;
-	if (kb_params_create(out))
-		rc = kb__err(err, KB_ENOMEM, "out of memory");
+	rc = kb_params_create(out, err);
 	json_object_foreach(o, k, v) {
 		char text[256];
 

@@ -21,15 +21,16 @@ struct kb_params {
 	size_t n, cap;
 };
 
-KB_API int kb_params_create(kb_params **out)
+KB_API int kb_params_create(kb_params **out, kb_error *err)
 {
 	kb_params *p;
 
+	kb_error_clear(err);
 	if (!out)
-		return KB_EINVAL;
+		return kb__err(err, KB_EINVAL, "kb_params_create: out is NULL");
 	p = calloc(1, sizeof(*p));
 	if (!p)
-		return KB_ENOMEM;
+		return kb__err(err, KB_ENOMEM, "out of memory");
 	*out = p;
 	return 0;
 }

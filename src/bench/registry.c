@@ -327,9 +327,7 @@ KB_API int kb_bench_run(const char *bench, const kb_params *params, const kb_top
 	ctx.info = &def->info;
 	ctx.params = params;
 	ctx.opt = opt;
-	rc = topo ? ((ctx.topo = kb_topology_clone(topo)) ? KB_OK
-							   : kb__err(err, KB_ENOMEM, "out of memory"))
-		  : kb_topology_default(&ctx.topo, err);
+	rc = topo ? kb_topology_clone(&ctx.topo, topo, err) : kb_topology_default(&ctx.topo, err);
 	if (rc)
 		return rc;
 	/* Provenance first: a bench may grow its copy of the topology, and the

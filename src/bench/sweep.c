@@ -266,14 +266,15 @@ KB_API int kb_sweep_add_set(kb_sweep *s, const char *key, const char *values, kb
 KB_API int kb_sweep_set_topology(kb_sweep *s, const kb_topology *topo, kb_error *err)
 {
 	kb_topology *copy = NULL;
+	int rc;
 
 	kb_error_clear(err);
 	if (!s)
 		return kb__err(err, KB_EINVAL, "kb_sweep_set_topology: NULL argument");
 	if (s->running)
 		return kb__err(err, KB_ESTATE, "the sweep is running");
-	if (topo && !(copy = kb_topology_clone(topo)))
-		return kb__err(err, KB_ENOMEM, "out of memory");
+	if (topo && (rc = kb_topology_clone(&copy, topo, err)))
+		return rc;
 	kb_topology_destroy(s->topo);
 	s->topo = copy;
 	return 0;

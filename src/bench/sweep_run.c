@@ -103,11 +103,8 @@ static int point_inputs(const run_ctx *c, const char *const *values, kb_params *
 	size_t k;
 	int rc;
 
-	if ((rc = kb_params_create(params)))
-		return kb__err(err, rc, "out of memory");
-	*topo = kb_topology_clone(c->base);
-	if (!*topo)
-		return kb__err(err, KB_ENOMEM, "out of memory");
+	if ((rc = kb_params_create(params, err)) || (rc = kb_topology_clone(topo, c->base, err)))
+		return rc;
 	for (k = 0; k < s->n_keys; k++) {
 		if (s->keys[k].is_set)
 			rc = kb_topology_set(*topo, s->keys[k].name, values[k], err);

@@ -44,8 +44,8 @@ static int build_params(const cli_args *a, const kb_bench_info **bench, kb_param
 		return cli_usage("run", "unknown bench '%s'%s (see 'kernbench list')", a->pos[0],
 				 cli_hint_bench(a->pos[0], hint, sizeof(hint)));
 	}
-	if (kb_params_create(out))
-		return cli_error("out of memory");
+	if ((rc = kb_params_create(out, &err)))
+		return cli_kb_error(&err, rc);
 	for (i = 0; i < pv->n_list; i++) {
 		const char *value;
 		char *name;

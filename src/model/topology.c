@@ -677,16 +677,19 @@ KB_API int kb_topology_load_file(kb_topology **out, const char *path, kb_error *
 	return rc;
 }
 
-KB_API kb_topology *kb_topology_clone(const kb_topology *t)
+KB_API int kb_topology_clone(kb_topology **out, const kb_topology *t, kb_error *err)
 {
 	kb_topology *c;
 
-	if (!t)
-		return NULL;
+	kb_error_clear(err);
+	if (!out || !t)
+		return kb__err(err, KB_EINVAL, "kb_topology_clone: NULL argument");
 	c = malloc(sizeof(*c));
-	if (c)
-		*c = *t;
-	return c;
+	if (!c)
+		return kb__err(err, KB_ENOMEM, "out of memory");
+	*c = *t;
+	*out = c;
+	return 0;
 }
 
 /* True when s is non-empty and uses only characters of a decimal number. */

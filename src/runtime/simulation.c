@@ -74,12 +74,7 @@ KB_API int kb_simulation_create(kb_simulation **out, const kb_topology *topo,
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return kb__err(err, KB_ENOMEM, "out of memory creating a simulation");
-	if (topo) {
-		s->topo = kb_topology_clone(topo);
-		rc = s->topo ? KB_OK : kb__err(err, KB_ENOMEM, "out of memory copying the topology");
-	} else {
-		rc = kb_topology_default(&s->topo, err);
-	}
+	rc = topo ? kb_topology_clone(&s->topo, topo, err) : kb_topology_default(&s->topo, err);
 	if (rc)
 		goto fail;
 	s->tp = kb__topology_params(s->topo);

@@ -75,7 +75,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(text, data, size);
 	text[size] = '\0';
-	if (kb_topology_default(&t, &err) || kb_params_create(&p) || kb_sweep_create(&s, &so, &err) ||
+	if (kb_topology_default(&t, &err) || kb_params_create(&p, &err) || kb_sweep_create(&s, &so, &err) ||
 	    kb_sweep_add_bench(s, "synthetic", &err))
 		abort();
 	for (line = text; line && n < MAX_LINES; line = next, n++) {
