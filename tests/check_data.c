@@ -32,5 +32,6 @@ Suite *data_suite(void)
 	suite_add_tcase(s, data_timing_tcase());
 	suite_add_tcase(s, data_memory_tcase());
 	suite_add_tcase(s, data_dump_tcase());
+	suite_add_tcase(s, data_golden_tcase());
 	return s;
 }

@@ -21,6 +21,7 @@ TCase *data_gemm_tcase(void);          /* check_data_bench.c */
 TCase *data_dump_tcase(void);          /* check_data_bench.c */
 TCase *data_timing_tcase(void);        /* check_data_timing.c */
 TCase *data_memory_tcase(void);        /* check_data_memory.c */
+TCase *data_golden_tcase(void);        /* check_data_golden.c */
 Suite *parallel_suite(void);
 Suite *api_suite(void);
 Suite *limits_suite(void);
