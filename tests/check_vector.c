@@ -82,6 +82,13 @@ START_TEST(test_gemm_vector_vs_scalar)
 			gemm_case(&r, m, 130, 7, trans, 1);
 			gemm_case(&r, m, 64, 24, trans, 0);
 		}
+	/* Transposed b with m <= n packs a instead: whole and partial blocks
+	 * of 8 rows, column tails around the 4-column micro-tile, k chunks. */
+	for (int64_t m = 8; m <= 25; m += 3) {
+		gemm_case(&r, m, 64, 64, 1, 0);
+		gemm_case(&r, m, 130, m + 3, 1, 1);
+		gemm_case(&r, m, 7, 2 * m + 1, 1, 2);
+	}
 	/* Tiles larger than the saved-acc buffer check their inputs instead. */
 	gemm_case(&r, 65, 10, 70, 0, 2);
 	gemm_case(&r, 65, 10, 70, 1, 2);

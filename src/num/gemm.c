@@ -108,6 +108,8 @@ static void column_block(float *acc, int64_t ldacc, const float *a, int64_t lda,
 static void scalar_nn(float *acc, const float *a, const float *b, int64_t m, int64_t k,
 		      int64_t j0, int64_t n, int64_t lda, int64_t ldb, int64_t ldacc)
 {
+	if (j0 >= n) /* no columns left: the i-p loops would run for nothing */
+		return;
 	for (int64_t i = 0; i < m; i++) {
 		float *crow = acc + i * ldacc;
 
@@ -154,8 +156,8 @@ static void gemm_nn(float *acc, const float *a, const float *b, int64_t m, int64
  * with j along the row, and p chunks run in increasing order, each adding
  * onto the acc values the previous chunk stored.
  */
-static void gemm_nt(float *acc, const float *a, const float *b, int64_t m, int64_t k,
-		    int64_t n, int64_t lda, int64_t ldb, int64_t ldacc)
+static void gemm_nt_bpanel(float *acc, const float *a, const float *b, int64_t m, int64_t k,
+			   int64_t n, int64_t lda, int64_t ldb, int64_t ldacc)
 {
 	float panel[KC * NR];
 	int64_t j = 0;
@@ -174,6 +176,71 @@ static void gemm_nt(float *acc, const float *a, const float *b, int64_t m, int64
 		}
 	}
 	scalar_nt(acc, a, b, m, k, j, n, lda, ldb, ldacc);
+}
+
+/*
+ * B transposed, the other way round: C^T = B A^T. NR rows of a (the few
+ * query rows of decode) are copied, KC values at a time, into a panel with
+ * i along the row, and the micro-kernels run down the rows of b (which are
+ * unit stride along p, as they are), MR columns of acc at a time, held
+ * transposed: ct[jj][ii] is acc[i0+ii][j+jj]. Each element still sees
+ * acc = acc + a*b in increasing p (b*a is the same product). Rows of the
+ * last block past m are zeros in the panel and are never stored. Packing
+ * a costs NR*k copies per block of rows against n*k for b, so this is the
+ * path when m <= n.
+ */
+static void gather_t(float *ct, const float *acc, int64_t ldacc, int64_t rows, int64_t cols)
+{
+	for (int64_t jj = 0; jj < cols; jj++)
+		for (int64_t ii = 0; ii < NR; ii++)
+			ct[jj * NR + ii] = ii < rows ? acc[ii * ldacc + jj] : 0.0f;
+}
+
+static void scatter_t(float *acc, int64_t ldacc, const float *ct, int64_t rows, int64_t cols)
+{
+	for (int64_t jj = 0; jj < cols; jj++)
+		for (int64_t ii = 0; ii < rows; ii++)
+			acc[ii * ldacc + jj] = ct[jj * NR + ii];
+}
+
+static void gemm_nt_apanel(float *acc, const float *a, const float *b, int64_t m, int64_t k,
+			   int64_t n, int64_t lda, int64_t ldb, int64_t ldacc)
+{
+	float panel[KC * NR], ct[MR * NR];
+
+	for (int64_t i = 0; i < m; i += NR) {
+		int64_t rows = m - i < NR ? m - i : NR;
+
+		for (int64_t p0 = 0; p0 < k; p0 += KC) {
+			int64_t kc = k - p0 < KC ? k - p0 : KC, j = 0;
+
+			for (int64_t ii = 0; ii < NR; ii++) {
+				const float *arow = a + (i + ii) * lda + p0;
+
+				for (int64_t pp = 0; pp < kc; pp++)
+					panel[pp * NR + ii] = ii < rows ? arow[pp] : 0.0f;
+			}
+			for (; j + MR <= n; j += MR) {
+				gather_t(ct, acc + i * ldacc + j, ldacc, rows, MR);
+				micro4(ct, NR, b + j * ldb + p0, ldb, panel, NR, kc);
+				scatter_t(acc + i * ldacc + j, ldacc, ct, rows, MR);
+			}
+			for (; j < n; j++) {
+				gather_t(ct, acc + i * ldacc + j, ldacc, rows, 1);
+				micro1(ct, b + j * ldb + p0, panel, NR, kc);
+				scatter_t(acc + i * ldacc + j, ldacc, ct, rows, 1);
+			}
+		}
+	}
+}
+
+static void gemm_nt(float *acc, const float *a, const float *b, int64_t m, int64_t k,
+		    int64_t n, int64_t lda, int64_t ldb, int64_t ldacc)
+{
+	if (m >= NR && m <= n)
+		gemm_nt_apanel(acc, a, b, m, k, n, lda, ldb, ldacc);
+	else
+		gemm_nt_bpanel(acc, a, b, m, k, n, lda, ldb, ldacc);
 }
 
 /* Whether rows x cols values at x (row stride ld) hold a NaN. */
