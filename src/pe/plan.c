@@ -245,6 +245,8 @@ void kb__plan_free(kb_plan *p)
 	free(p->stage_buf);
 	free(p->acc);
 	free(p->run);
+	free(p->scratch[0]);
+	free(p->scratch[1]);
 	for (int i = 0; i < KB_OP_MAX_OPERANDS; i++)
 		free(p->opnd[i]);
 	free(p);

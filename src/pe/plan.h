@@ -65,6 +65,8 @@ typedef struct kb_plan {
 	float *acc;              /* slots x tm x tn fp32 accumulators */
 	float *run;              /* GEMM-less composite: the running value */
 	float *opnd[KB_OP_MAX_OPERANDS];  /* GEMM-less composite: operands of the op being streamed */
+	float *scratch[2];       /* fp32 scratch of the GEMM (0) and MATH (1) engine, grown on use */
+	size_t scratch_n[2];     /* their sizes in floats */
 	uint64_t stage_stride;   /* bytes per staging slot */
 	struct kb_plan *next;    /* scheduler's in-flight list */
 } kb_plan;

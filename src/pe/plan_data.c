@@ -3,8 +3,10 @@
  * finishes it (so in simulated-time order).
  *
  * GEMM tiles: DMA_READ copies an HBM operand tile into the step's staging
- * slot; FETCH moves no data of its own (its cost is the TCM read port; the
- * GEMM reads its operands from the staging slot or from TCM in place);
+ * slot, widened to fp32 on the way (exact for every storage dtype, so the
+ * GEMM reads the staged tile in place instead of converting it again);
+ * FETCH moves no data of its own (its cost is the TCM read port; the GEMM
+ * reads its operands from the staging slot, or converts them from TCM);
  * GEMM accumulates in fp32 into the output tile's accumulator; K_TILE and
  * OUTPUT_TILE ops apply to the accumulator; STORE converts it to the output
  * dtype, into TCM or into the staging slot; DMA_WRITE copies that to HBM.
@@ -95,6 +97,28 @@ static kb_math_extra extras_of(const kb_opspec *op)
 	return ex;
 }
 
+/*
+ * The plan's fp32 scratch of one engine (0 GEMM, 1 MATH), at least n floats.
+ * Each engine runs one stage at a time, so a stage owns its engine's
+ * scratch until it returns; growing it once per plan replaces a malloc per
+ * stage (a few per KV tile on decode).
+ */
+static float *scratch(kb_plan *p, int which, size_t n, kb_error *err)
+{
+	float *b;
+
+	if (n <= p->scratch_n[which])
+		return p->scratch[which];
+	b = realloc(p->scratch[which], n * sizeof(float));
+	if (!b) {
+		kb__err(err, KB_ENOMEM, "out of memory for %zu floats of scratch", n);
+		return NULL;
+	}
+	p->scratch[which] = b;
+	p->scratch_n[which] = n;
+	return b;
+}
+
 /* ---- GEMM tile loop ---- */
 
 typedef struct tile {
@@ -133,26 +157,23 @@ static uint8_t *slot_area(const kb_plan *p, uint32_t slot, int which)
 	return which == 0 ? base : which == 1 ? base + a : base + a + b;
 }
 
-/* A staging area seen as a contiguous region in host memory. */
-static void staged_rows(const kb_region *r, uint8_t *area, kb_dtype dt, float *dst)
-{
-	size_t es = kb_dtype_size(dt), cols = r->row_bytes / es;
-
-	for (uint64_t i = 0; i < r->rows; i++)
-		kb__load_f32(dst + i * cols, area + i * r->row_bytes, dt, cols);
-}
-
+/*
+ * GEMM operand o of a tile as fp32 rows of its tile width: the staged copy
+ * in place when the operand streams from HBM, else converted from TCM into
+ * tmp.
+ */
 static int gemm_operand(kb_plan *p, const kb_opspec *g, int o, const tile *t, uint32_t slot,
-			float *dst, kb_error *err)
+			float *tmp, const float **src, kb_error *err)
 {
 	kb_region r = operand_tile(p, g, o, t);
 	kb_dtype dt = (kb_dtype)g->operands[o].t.dtype;
 
 	if (g->operands[o].t.space == KB_SPACE_HBM) {
-		staged_rows(&r, slot_area(p, slot, o), dt, dst);
+		*src = (const float *)(const void *)slot_area(p, slot, o);
 		return KB_OK;
 	}
-	return read_f32(p->m->mem, &r, dt, dst, o ? "gemm operand b" : "gemm operand a", err);
+	*src = tmp;
+	return read_f32(p->m->mem, &r, dt, tmp, o ? "gemm operand b" : "gemm operand a", err);
 }
 
 static int tile_epilogue(kb_plan *p, const kb_opspec *op, const tile *t, float *acc, kb_error *err)
@@ -161,7 +182,7 @@ static int tile_epilogue(kb_plan *p, const kb_opspec *op, const tile *t, float *
 	kb_nshape sh[2] = { { 2, { t->me, t->ne } }, { 2, { t->me, t->ne } } };
 	const float *in[2] = { acc, NULL };
 	kb_math_extra ex = extras_of(op);
-	float *opnd = NULL;
+	float *opnd;
 	int rc;
 
 	if (op->n_operands) {
@@ -181,19 +202,16 @@ static int tile_epilogue(kb_plan *p, const kb_opspec *op, const tile *t, float *
 			r = region(&row, p->pe, 0, (int64_t)t->ni * p->tn, 1, t->ne);
 			sh[1] = (kb_nshape){ 2, { 1, t->ne } };
 		}
-		opnd = malloc((size_t)(t->me * t->ne) * sizeof(float));
+		opnd = scratch(p, 1, (size_t)(t->me * t->ne), err);
 		if (!opnd)
-			return kb__err(err, KB_ENOMEM, "out of memory");
+			return KB_ENOMEM;
 		rc = read_f32(p->m->mem, &r, (kb_dtype)v->dtype, opnd, kb__math_kind_name((kb_math_kind)op->kind), err);
 		if (rc)
-			goto done;
+			return rc;
 		in[1] = opnd;
 	}
 	(void)g;
-	rc = kb__math_apply((kb_math_kind)op->kind, in, sh, 1 + op->n_operands, acc, &sh[0], &ex, err);
-done:
-	free(opnd);
-	return rc;
+	return kb__math_apply((kb_math_kind)op->kind, in, sh, 1 + op->n_operands, acc, &sh[0], &ex, err);
 }
 
 static int exec_loop(kb_plan *p, uint64_t step, const kb_stage_ref *st, uint32_t slot,
@@ -210,33 +228,28 @@ static int exec_loop(kb_plan *p, uint64_t step, const kb_stage_ref *st, uint32_t
 	switch (st->kind) {
 	case KB_ST_DMA_READ: {
 		kb_region r = operand_tile(p, g, st->operand, &t);
-		kb_region d = { KB_MEM_TCM, 0, 0, r.rows, r.row_bytes, r.row_bytes, 1 };
-		const void *s;
 
-		(void)d;
-		rc = kb__mem_read(m, &r, &s, "dma_read", err);
-		for (uint64_t i = 0; !rc && i < r.rows; i++)
-			memcpy(slot_area(p, slot, st->operand) + i * r.row_bytes,
-			       (const uint8_t *)s + i * r.pitch, r.row_bytes);
-		return rc;
+		/* the slot holds fp32 rows of the tile's width (slot_area) */
+		return read_f32(m, &r, (kb_dtype)g->operands[st->operand].t.dtype,
+				(float *)(void *)slot_area(p, slot, st->operand), "dma_read", err);
 	}
 	case KB_ST_FETCH:
 		return KB_OK;
 	case KB_ST_GEMM: {
-		float *fa = malloc((size_t)(t.me * t.ke + t.ke * t.ne) * sizeof(float));
+		float *fa = scratch(p, 0, (size_t)(t.me * t.ke + t.ke * t.ne), err);
+		const float *a, *b;
 
 		if (!fa)
-			return kb__err(err, KB_ENOMEM, "out of memory");
-		rc = gemm_operand(p, g, 0, &t, slot, fa, err);
+			return KB_ENOMEM;
+		rc = gemm_operand(p, g, 0, &t, slot, fa, &a, err);
 		if (!rc)
-			rc = gemm_operand(p, g, 1, &t, slot, fa + t.me * t.ke, err);
+			rc = gemm_operand(p, g, 1, &t, slot, fa + t.me * t.ke, &b, err);
 		if (!rc) {
 			if (t.ki == 0)
 				memset(acc, 0, (size_t)(t.me * t.ne) * sizeof(float));
-			kb__gemm_tile(acc, fa, fa + t.me * t.ke, t.me, t.ke, t.ne, t.ke,
-				      g->trans_b ? t.ke : t.ne, t.ne, g->trans_b);
+			kb__gemm_tile(acc, a, b, t.me, t.ke, t.ne, t.ke, g->trans_b ? t.ke : t.ne,
+				      t.ne, g->trans_b);
 		}
-		free(fa);
 		return rc;
 	}
 	case KB_ST_MATH:
@@ -270,25 +283,10 @@ static int exec_loop(kb_plan *p, uint64_t step, const kb_stage_ref *st, uint32_t
  * TCM output once it is final, i.e. when the next op has an output of its
  * own; an HBM output is written by its DMA_WRITE stage. */
 
-/* Reads operand i of op: streamed by its DMA_READ, or from memory. */
-static int read_operand(kb_plan *p, const kb_opspec *op, int i, float **buf, kb_nshape *sh,
-			kb_error *err)
+/* Whether operand i of op was streamed by the DMA_READ just before it. */
+static int streamed(const kb_plan *p, int i)
 {
-	const kb_tview *v = &op->operands[i].t;
-	kb_region r = whole(v, p->pe);
-
-	*sh = nshape_of(v);
-	if (p->gemm < 0 && p->opnd[i]) {
-		/* the DMA_READ just before this op staged it */
-		*buf = p->opnd[i];
-		p->opnd[i] = NULL;
-		return KB_OK;
-	}
-	*buf = malloc((size_t)kb__tview_elems(v) * sizeof(float));
-	if (!*buf)
-		return kb__err(err, KB_ENOMEM, "out of memory");
-	return read_f32(p->m->mem, &r, (kb_dtype)v->dtype, *buf,
-			kb__math_kind_name((kb_math_kind)op->kind), err);
+	return p->gemm < 0 && p->opnd[i];
 }
 
 static int exec_math_op(kb_plan *p, int idx, kb_error *err)
@@ -296,15 +294,28 @@ static int exec_math_op(kb_plan *p, int idx, kb_error *err)
 	const kb_cmd *c = p->cmd;
 	const kb_opspec *op = &c->ops[idx];
 	int mathonly = p->gemm < 0, running = !op->has_out;
-	float *bufs[KB_OP_MAX_OPERANDS + 1] = { 0 };
+	float *taken[KB_OP_MAX_OPERANDS] = { 0 };
 	kb_nshape sh[KB_OP_MAX_OPERANDS + 1];
 	const float *in[KB_OP_MAX_OPERANDS + 1];
 	kb_math_extra ex = extras_of(op);
 	const kb_tview *outv = running ? kb__plan_running_out(c, p->gemm, idx) : &op->out;
 	kb_nshape osh = nshape_of(outv);
-	float *out = NULL;
+	size_t nout = (size_t)kb__tview_elems(outv), need = 0;
+	float *out, *next;
 	int n = 0, rc = KB_OK;
 
+	/* One scratch holds the running value read back (after a GEMM), the
+	 * operands read from memory and the output, side by side. */
+	if (running && !mathonly)
+		need += nout;
+	for (int i = 0; i < op->n_operands; i++)
+		if (!streamed(p, i))
+			need += (size_t)kb__tview_elems(&op->operands[i].t);
+	if (!mathonly)
+		need += nout;
+	next = scratch(p, 1, need ? need : 1, err);
+	if (!next)
+		return KB_ENOMEM;
 	if (running) {
 		sh[0] = osh;
 		if (mathonly) {
@@ -312,25 +323,32 @@ static int exec_math_op(kb_plan *p, int idx, kb_error *err)
 		} else {
 			kb_region r = whole(outv, p->pe);
 
-			bufs[0] = malloc((size_t)kb__tview_elems(outv) * sizeof(float));
-			if (!bufs[0])
-				return kb__err(err, KB_ENOMEM, "out of memory");
-			rc = read_f32(p->m->mem, &r, (kb_dtype)outv->dtype, bufs[0], "post-loop op", err);
-			in[n++] = bufs[0];
+			rc = read_f32(p->m->mem, &r, (kb_dtype)outv->dtype, next, "post-loop op", err);
+			in[n++] = next;
+			next += nout;
 		}
 	}
 	for (int i = 0; !rc && i < op->n_operands; i++) {
-		rc = read_operand(p, op, i, &bufs[n], &sh[n], err);
-		in[n] = bufs[n];
-		n++;
+		const kb_tview *v = &op->operands[i].t;
+
+		sh[n] = nshape_of(v);
+		if (streamed(p, i)) {
+			/* the DMA_READ just before this op staged it; this op frees it */
+			taken[i] = p->opnd[i];
+			p->opnd[i] = NULL;
+			in[n++] = taken[i];
+		} else {
+			kb_region r = whole(v, p->pe);
+
+			rc = read_f32(p->m->mem, &r, (kb_dtype)v->dtype, next,
+				      kb__math_kind_name((kb_math_kind)op->kind), err);
+			in[n++] = next;
+			next += kb__tview_elems(v);
+		}
 	}
 	if (rc)
 		goto done;
-	out = mathonly ? p->run : malloc((size_t)kb__tview_elems(outv) * sizeof(float));
-	if (!out) {
-		rc = kb__err(err, KB_ENOMEM, "out of memory");
-		goto done;
-	}
+	out = mathonly ? p->run : next;
 	rc = kb__math_apply((kb_math_kind)op->kind, in, sh, n, out, &osh, &ex, err);
 	if (!rc && (!mathonly || ((idx + 1 == (int)c->n_ops || c->ops[idx + 1].has_out) &&
 				  outv->space == KB_SPACE_TCM))) {
@@ -340,11 +358,8 @@ static int exec_math_op(kb_plan *p, int idx, kb_error *err)
 			       kb__math_kind_name((kb_math_kind)op->kind), err);
 	}
 done:
-	if (!mathonly)
-		free(out);
-	for (int i = 0; i <= KB_OP_MAX_OPERANDS; i++)
-		if (bufs[i] != p->run)
-			free(bufs[i]);
+	for (int i = 0; i < KB_OP_MAX_OPERANDS; i++)
+		free(taken[i]);
 	return rc;
 }
 
