@@ -94,6 +94,9 @@ typedef struct kb_cmd {
 	/* Hazard sets for the scheduler's strict-FIFO tracker (handle ids). */
 	uint64_t *reads, *writes;
 	uint32_t n_reads, n_writes;
+	/* deps, reads, writes and ops live in the command's own allocation
+	 * (one malloc per command), each id array with room for cap_ids. */
+	uint32_t cap_ids;
 	/* COMPOSITE */
 	kb_opspec *ops;
 	uint32_t n_ops;
@@ -130,6 +133,10 @@ typedef struct kb_cost_model {
 double kb__dispatch_cycles(const kb_cost_model *m, const kb_cmd *cmd);
 uint64_t kb__dispatch_ps(const kb_cost_model *m, const kb_cmd *cmd);
 
+/* A command with room for n_ops ops and cap_ids ids in each of deps,
+ * reads and writes, in one allocation; zeroed but for the arrays. NULL:
+ * out of memory. */
+kb_cmd *kb__cmd_alloc(uint32_t n_ops, uint32_t cap_ids);
 /* Frees a command and what it owns. Accepts NULL. */
 void kb__cmd_free(kb_cmd *cmd);
 

@@ -10,9 +10,9 @@
 
 /* ---- commands ---- */
 
-kb_cmd *kb__tl_cmd_new(kb_tl *tl, kb_cmd_kind kind)
+kb_cmd *kb__tl_cmd_new_n(kb_tl *tl, kb_cmd_kind kind, uint32_t n_ops, uint32_t cap_ids)
 {
-	kb_cmd *c = calloc(1, sizeof(*c));
+	kb_cmd *c = kb__cmd_alloc(n_ops, cap_ids);
 
 	if (!c) {
 		kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory for a command");
@@ -26,18 +26,21 @@ kb_cmd *kb__tl_cmd_new(kb_tl *tl, kb_cmd_kind kind)
 	return c;
 }
 
-static int push_u64(uint64_t **v, uint32_t *n, uint64_t x)
+/* Every command but a composite reads and writes at most two handles. */
+kb_cmd *kb__tl_cmd_new(kb_tl *tl, kb_cmd_kind kind)
 {
-	uint64_t *nv;
+	return kb__tl_cmd_new_n(tl, kind, 0, 2);
+}
 
+/* Adds x to a set of ids held in the command (room: cap). */
+static int push_id(uint64_t *v, uint32_t *n, uint32_t cap, uint64_t x)
+{
 	for (uint32_t i = 0; i < *n; i++)
-		if ((*v)[i] == x)
+		if (v[i] == x)
 			return 0;
-	nv = realloc(*v, (*n + 1) * sizeof(**v));
-	if (!nv)
+	if (*n >= cap)
 		return -1;
-	nv[(*n)++] = x;
-	*v = nv;
+	v[(*n)++] = x;
 	return 0;
 }
 
@@ -47,10 +50,10 @@ int kb__cmd_read(kb_cmd *c, const kb_hslot *h, int implicit_wait)
 {
 	if (h->fence > c->fence)
 		c->fence = h->fence;
-	if (push_u64(&c->reads, &c->n_reads, h->view.id))
+	if (push_id(c->reads, &c->n_reads, c->cap_ids, h->view.id))
 		return -1;
 	if (implicit_wait && h->writer >= 0)
-		return push_u64(&c->deps, &c->n_deps, (uint64_t)h->writer);
+		return push_id(c->deps, &c->n_deps, c->cap_ids, (uint64_t)h->writer);
 	return 0;
 }
 
@@ -58,7 +61,7 @@ int kb__cmd_write(kb_cmd *c, const kb_hslot *h)
 {
 	if (h->fence > c->fence)
 		c->fence = h->fence;
-	return push_u64(&c->writes, &c->n_writes, h->view.id);
+	return push_id(c->writes, &c->n_writes, c->cap_ids, h->view.id);
 }
 
 /* Hands the command to PE_CPU; it now belongs to the consumer. */

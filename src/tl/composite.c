@@ -16,14 +16,6 @@
 #include "tl/tl_int.h"
 
 #define MAX_OPS 48
-#define MAX_BIND 16
-
-/* Names bound while lowering one composite: recipe operands and scratch. */
-typedef struct binding {
-	const char *name;
-	kb_hslot *h;
-} binding;
-
 typedef struct lowering {
 	kb_tl *tl;
 	kb_opspec ops[MAX_OPS];
@@ -195,49 +187,50 @@ static int same_2d(const kb_tview *a, const kb_tview *b)
 	return kb__tview_rows(a) == kb__tview_rows(b) && kb__tview_cols(a) == kb__tview_cols(b);
 }
 
-static kb_hslot *lookup(binding *b, int nb, const char *name)
-{
-	for (int i = 0; i < nb; i++)
-		if (strcmp(b[i].name, name) == 0)
-			return b[i].h;
-	return NULL;
-}
-
-/* Binds the call's named args to the recipe's operand contract. */
-static int bind_recipe_operands(lowering *lw, const kb_recipe *r, const kb_tl_recipe_call *call,
-				binding *b, int *nb)
+/* Binds the call's named args to the recipe's operand contract: slot k of
+ * the recipe gets the handle of the arg named like operand k. */
+static int bind_recipe_operands(lowering *lw, const kb_recipe *r, const kb_recipe_ids *ids,
+				const kb_tl_recipe_call *call, kb_hslot **slot)
 {
 	kb_tl *tl = lw->tl;
+	int8_t of[KB_TL_MAX_ARGS];   /* operand each arg names */
+	int n_args = 0;
 
-	for (int i = 0; i < KB_TL_MAX_ARGS && call->args[i].name; i++) {
-		int known = 0;
+	for (; n_args < KB_TL_MAX_ARGS && call->args[n_args].name; n_args++) {
+		const char *name = call->args[n_args].name;
 
-		for (int k = 0; k < KB_RECIPE_MAX_OPERANDS && r->operands[k].name; k++)
-			known |= strcmp(r->operands[k].name, call->args[i].name) == 0;
-		if (!known) {
+		of[n_args] = -1;
+		for (int k = 0; k < ids->n_operands && of[n_args] < 0; k++)
+			if (r->operands[k].name == name || strcmp(r->operands[k].name, name) == 0)
+				of[n_args] = (int8_t)k;
+		if (of[n_args] < 0) {
 			const char *names[KB_RECIPE_MAX_OPERANDS];
-			size_t n = 0;
 			char hint[160];
 
-			for (int k = 0; k < KB_RECIPE_MAX_OPERANDS && r->operands[k].name; k++)
-				names[n++] = r->operands[k].name;
+			for (int k = 0; k < ids->n_operands; k++)
+				names[k] = r->operands[k].name;
 			return kb__tl_fail(tl, KB_V_MISSING_OPERAND, "recipe %s has no operand '%s'%s",
-					   r->name, call->args[i].name,
-					   name_hint(hint, sizeof(hint), call->args[i].name, names, n));
+					   r->name, name,
+					   name_hint(hint, sizeof(hint), name, names, (size_t)ids->n_operands));
 		}
 	}
-	for (int k = 0; k < KB_RECIPE_MAX_OPERANDS && r->operands[k].name; k++) {
+	for (int k = 0; k < ids->n_operands; k++) {
 		const char *name = r->operands[k].name;
 		kb_hslot *h = NULL;
-		char what[96];
 
-		for (int i = 0; i < KB_TL_MAX_ARGS && call->args[i].name; i++)
-			if (strcmp(call->args[i].name, name) == 0) {
+		for (int i = 0; i < n_args; i++) {
+			if (of[i] != k)
+				continue;
+			h = kb__tl_slot_find(tl, call->args[i].t);
+			if (!h) {
+				/* Only now the text kb__tl_slot's message needs. */
+				char what[96];
+
 				snprintf(what, sizeof(what), "recipe %s operand '%s'", r->name, name);
-				h = kb__tl_slot(tl, call->args[i].t, what);
-				if (!h)
-					return KB_EVALIDATE;
+				kb__tl_slot(tl, call->args[i].t, what);
+				return KB_EVALIDATE;
 			}
+		}
 		if (!h)
 			return kb__tl_fail(tl, KB_V_MISSING_OPERAND, "recipe %s needs operand '%s'",
 					   r->name, name);
@@ -249,16 +242,17 @@ static int bind_recipe_operands(lowering *lw, const kb_recipe *r, const kb_tl_re
 			add_unique(lw->rw, &lw->n_rw, h);
 		else
 			add_unique(lw->reads, &lw->n_reads, h);
-		b[(*nb)++] = (binding){ name, h };
+		slot[k] = h;
 	}
 	return KB_OK;
 }
 
-static int alloc_recipe_scratch(lowering *lw, const kb_recipe *r, binding *b, int *nb)
+static int alloc_recipe_scratch(lowering *lw, const kb_recipe *r, const kb_recipe_ids *ids,
+				kb_hslot **slot)
 {
-	for (int k = 0; k < KB_RECIPE_MAX_SCRATCH && r->scratch[k].name; k++) {
+	for (int k = 0; k < ids->n_scratch; k++) {
 		const kb_recipe_scratch *sc = &r->scratch[k];
-		kb_hslot *like = lookup(b, *nb, sc->like), *h;
+		kb_hslot *like = slot[ids->like[k]], *h;
 		int64_t shape[KB_TL_MAX_RANK];
 		kb_tl_tensor *t;
 
@@ -273,17 +267,18 @@ static int alloc_recipe_scratch(lowering *lw, const kb_recipe *r, binding *b, in
 		if (!h)
 			return KB_EVALIDATE;
 		add_unique(lw->writes, &lw->n_writes, h);
-		b[(*nb)++] = (binding){ sc->name, h };
+		slot[ids->n_operands + k] = h;
 	}
 	return KB_OK;
 }
 
-/* One recipe micro-op as a flat KERNEL-scope MATH OpSpec. */
-static int expand_step(lowering *lw, const kb_recipe *r, const kb_recipe_step *st, binding *b,
-		       int nb)
+/* One recipe micro-op (step i) as a flat KERNEL-scope MATH OpSpec. */
+static int expand_step(lowering *lw, const kb_recipe *r, const kb_recipe_ids *ids, int i_step,
+		       kb_hslot *const *slot)
 {
+	const kb_recipe_step *st = &r->steps[i_step];
 	const kb_hslot *in[3];
-	kb_hslot *dst = lookup(b, nb, st->dst);
+	kb_hslot *dst = slot[ids->dst[i_step]];
 	int n = kb__math_arity(st->kind);
 	kb_nshape want;
 	kb_opspec *op = new_op(lw, (uint16_t)st->kind, KB_SCOPE_KERNEL);
@@ -292,7 +287,7 @@ static int expand_step(lowering *lw, const kb_recipe *r, const kb_recipe_step *s
 	if (!op)
 		return KB_EVALIDATE;
 	for (int i = 0; i < n; i++) {
-		in[i] = lookup(b, nb, st->src[i]);
+		in[i] = slot[ids->src[i_step][i]];
 		op_operand(op, n == 1 ? unary_names[0] : nary_names[i], in[i]);
 	}
 	op->has_out = 1;
@@ -331,8 +326,8 @@ static int expand_step(lowering *lw, const kb_recipe *r, const kb_recipe_step *s
 static int lower_prologue(lowering *lw, const kb_tl_recipe_call *call, kb_hslot **primary)
 {
 	const kb_recipe *r = kb__recipe_find(call->recipe);
-	binding b[MAX_BIND];
-	int nb = 0;
+	const kb_recipe_ids *ids = r ? kb__recipe_ids(r) : NULL;
+	kb_hslot *slot[KB_RECIPE_MAX_SLOTS];
 
 	if (!r) {
 		char known[256] = "";
@@ -351,16 +346,20 @@ static int lower_prologue(lowering *lw, const kb_tl_recipe_call *call, kb_hslot 
 				   call->recipe ? call->recipe : "(null)", best ? "did you mean '" : "",
 				   best ? best : "", best ? "'? " : "", known);
 	}
-	if (bind_recipe_operands(lw, r, call, b, &nb) || alloc_recipe_scratch(lw, r, b, &nb))
+	if (!ids)
+		return kb__tl_fail(lw->tl, KB_V_UNKNOWN_RECIPE,
+				   "recipe %s names a slot it does not have (a bug in src/tl/recipes.c)",
+				   r->name);
+	if (bind_recipe_operands(lw, r, ids, call, slot) || alloc_recipe_scratch(lw, r, ids, slot))
 		return KB_EVALIDATE;
-	for (int i = 0; i < KB_RECIPE_MAX_STEPS && r->steps[i].dst; i++)
-		if (expand_step(lw, r, &r->steps[i], b, nb))
+	for (int i = 0; i < ids->n_steps; i++)
+		if (expand_step(lw, r, ids, i, slot))
 			return KB_EVALIDATE;
-	if (r->primary_out) {
+	if (ids->primary >= 0) {
 		if (*primary)
 			return kb__tl_fail(lw->tl, KB_V_AUTOBIND_CONFLICT,
 					   "two prologue recipes both produce a primary output");
-		*primary = lookup(b, nb, r->primary_out);
+		*primary = slot[ids->primary];
 	}
 	return KB_OK;
 }
@@ -474,9 +473,11 @@ static int lower_epilogue(lowering *lw, const kb_tl_op *e, const kb_hslot *out)
 					   "epilogue %s takes %d operand(s); '%s' is not one of them%s",
 					   e->op, need, e->args[i].name, hint);
 		}
-		snprintf(what, sizeof(what), "epilogue %s operand '%s'", e->op, nm);
-		if (!(h = kb__tl_slot(lw->tl, e->args[i].t, what)))
+		if (!(h = kb__tl_slot_find(lw->tl, e->args[i].t))) {
+			snprintf(what, sizeof(what), "epilogue %s operand '%s'", e->op, nm);
+			kb__tl_slot(lw->tl, e->args[i].t, what);
 			return KB_EVALIDATE;
+		}
 		if (h->view.space != KB_SPACE_TCM)
 			return kb__tl_fail(lw->tl, KB_V_SPACE,
 					   "epilogue %s operand '%s' lives in HBM; tl.load it into TCM first",
@@ -570,15 +571,15 @@ static int build_cmd(lowering *lw, kb_hslot *out)
 				   lw->ops[bad].kind == KB_OP_GEMM ? "gemm"
 								 : kb__math_kind_name((kb_math_kind)lw->ops[bad].kind),
 				   max, max == KB_PLAN_MAX_STAGES ? "stages per tile" : "KERNEL-scope ops before or after the GEMM");
-	if (!(c = kb__tl_cmd_new(tl, KB_CMD_COMPOSITE)))
-		return KB_EVALIDATE;
 	for (uint32_t i = 0; i < lw->n_rw; i++)
 		in_rw |= lw->rw[i] == out;
 	if (!in_rw)
 		add_unique(lw->writes, &lw->n_writes, out);
-	c->ops = malloc(lw->n_ops * sizeof(*c->ops));
-	if (!c->ops)
-		goto oom;
+	/* Room for every id: reads and deps come from reads and rw, writes
+	 * from rw and writes. */
+	if (!(c = kb__tl_cmd_new_n(tl, KB_CMD_COMPOSITE, lw->n_ops,
+				   lw->n_reads + lw->n_rw + lw->n_writes)))
+		return KB_EVALIDATE;
 	memcpy(c->ops, lw->ops, lw->n_ops * sizeof(*c->ops));
 	c->n_ops = lw->n_ops;
 	c->n_rw = lw->n_rw;

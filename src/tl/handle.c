@@ -83,6 +83,19 @@ static kb_tl_tensor *encode(const kb_tl *tl, uint32_t slot, uint32_t gen)
 	return (kb_tl_tensor *)(uintptr_t)v;
 }
 
+kb_hslot *kb__tl_slot_find(kb_tl *tl, const kb_tl_tensor *t)
+{
+	uint64_t v = (uint64_t)(uintptr_t)t;
+	uint32_t slot = (uint32_t)(v & ((1u << SLOT_BITS) - 1)) - 1;
+	uint32_t gen = (uint32_t)(v >> SLOT_BITS) & ((1u << GEN_BITS) - 1);
+
+	if (!t || (uint32_t)(v >> (SLOT_BITS + GEN_BITS)) != (tl->cfg.tag & ((1u << TAG_BITS) - 1)) ||
+	    slot >= tl->n_slots || !KB_SLOT(tl, slot)->live ||
+	    (KB_SLOT(tl, slot)->gen & ((1u << GEN_BITS) - 1)) != gen)
+		return NULL;
+	return KB_SLOT(tl, slot);
+}
+
 kb_hslot *kb__tl_slot(kb_tl *tl, const kb_tl_tensor *t, const char *what)
 {
 	uint64_t v = (uint64_t)(uintptr_t)t;

@@ -1,6 +1,7 @@
 /* The recipe table (ADR-0065 D5). */
 #include "tl/recipes.h"
 
+#include <pthread.h>
 #include <string.h>
 
 #define NO KB_RECIPE_NO_AXIS
@@ -49,4 +50,69 @@ size_t kb__recipe_count(void)
 const kb_recipe *kb__recipe_get(size_t i)
 {
 	return i < kb__recipe_count() ? &recipes[i] : NULL;
+}
+
+#define N_RECIPES (sizeof(recipes) / sizeof(recipes[0]))
+
+static kb_recipe_ids ids[N_RECIPES];
+static int ids_ok[N_RECIPES];
+static pthread_once_t ids_once = PTHREAD_ONCE_INIT;
+
+/* Slot of name in r: operands, then scratch; -1: none. */
+static int slot_of(const kb_recipe *r, const char *name)
+{
+	int n = 0;
+
+	for (int k = 0; k < KB_RECIPE_MAX_OPERANDS && r->operands[k].name; k++, n++)
+		if (name && strcmp(r->operands[k].name, name) == 0)
+			return n;
+	for (int k = 0; k < KB_RECIPE_MAX_SCRATCH && r->scratch[k].name; k++, n++)
+		if (name && strcmp(r->scratch[k].name, name) == 0)
+			return n;
+	return -1;
+}
+
+static int resolve(const kb_recipe *r, kb_recipe_ids *d)
+{
+	int ok = 1;
+
+	memset(d, 0, sizeof(*d));
+	while (d->n_operands < KB_RECIPE_MAX_OPERANDS && r->operands[d->n_operands].name)
+		d->n_operands++;
+	while (d->n_scratch < KB_RECIPE_MAX_SCRATCH && r->scratch[d->n_scratch].name) {
+		d->like[d->n_scratch] = (int8_t)slot_of(r, r->scratch[d->n_scratch].like);
+		/* a scratch takes its shape from an operand, or an earlier scratch */
+		ok &= d->like[d->n_scratch] >= 0 && d->like[d->n_scratch] < d->n_operands + d->n_scratch;
+		d->n_scratch++;
+	}
+	while (d->n_steps < KB_RECIPE_MAX_STEPS && r->steps[d->n_steps].dst) {
+		const kb_recipe_step *st = &r->steps[d->n_steps];
+
+		for (int i = 0; i < kb__math_arity(st->kind) && i < 3; i++) {
+			d->src[d->n_steps][i] = (int8_t)slot_of(r, st->src[i]);
+			ok &= d->src[d->n_steps][i] >= 0;
+		}
+		d->dst[d->n_steps] = (int8_t)slot_of(r, st->dst);
+		ok &= d->dst[d->n_steps] >= 0 && kb__math_arity(st->kind) <= 3;
+		d->n_steps++;
+	}
+	d->primary = (int8_t)(r->primary_out ? slot_of(r, r->primary_out) : -1);
+	ok &= !r->primary_out || d->primary >= 0;
+	return ok;
+}
+
+static void resolve_all(void)
+{
+	for (size_t i = 0; i < N_RECIPES; i++)
+		ids_ok[i] = resolve(&recipes[i], &ids[i]);
+}
+
+const kb_recipe_ids *kb__recipe_ids(const kb_recipe *r)
+{
+	size_t i = (size_t)(r - recipes);
+
+	if (i >= N_RECIPES)
+		return NULL;
+	pthread_once(&ids_once, resolve_all);
+	return ids_ok[i] ? &ids[i] : NULL;
 }

@@ -8,6 +8,7 @@
 #define KB_TL_RECIPES_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "num/math_op.h"
 
@@ -49,7 +50,26 @@ typedef struct kb_recipe {
 
 #define KB_RECIPE_NO_AXIS (-100)
 
+/*
+ * A recipe with its names resolved to slot numbers, once per process:
+ * slots 0 .. n_operands-1 are the operands in table order, the scratch
+ * follows. Lowering binds slots by number, so no name is compared per
+ * command (issue 13).
+ */
+typedef struct kb_recipe_ids {
+	int n_operands, n_scratch, n_steps;
+	int8_t like[KB_RECIPE_MAX_SCRATCH];   /* slot a scratch takes its shape from */
+	int8_t src[KB_RECIPE_MAX_STEPS][3];
+	int8_t dst[KB_RECIPE_MAX_STEPS];
+	int8_t primary;                        /* slot of primary_out; -1: none */
+} kb_recipe_ids;
+
+#define KB_RECIPE_MAX_SLOTS (KB_RECIPE_MAX_OPERANDS + KB_RECIPE_MAX_SCRATCH)
+
 const kb_recipe *kb__recipe_find(const char *name);
+/* r's slot numbers (r from this table); NULL when the table entry names a
+ * slot it does not have (a bug in the table). Any thread. */
+const kb_recipe_ids *kb__recipe_ids(const kb_recipe *r);
 size_t kb__recipe_count(void);
 const kb_recipe *kb__recipe_get(size_t i);
 

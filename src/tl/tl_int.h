@@ -52,6 +52,9 @@ struct kb_tl {
 int kb__tl_fail(kb_tl *tl, int detail, const char *fmt, ...) KB_PRINTF(3, 4);
 int kb__tl_begin(kb_tl *tl, const char *name, const char *file, int line);
 kb_hslot *kb__tl_slot(kb_tl *tl, const kb_tl_tensor *t, const char *what);
+/* The same check without recording an error: NULL when t is not a live
+ * handle of this context (then kb__tl_slot says why). */
+kb_hslot *kb__tl_slot_find(kb_tl *tl, const kb_tl_tensor *t);
 int kb__tl_check_shape(kb_tl *tl, int rank, const int64_t *shape, kb_dtype dt, uint64_t *bytes);
 kb_hslot *kb__tl_new_handle(kb_tl *tl, kb_space space, uint64_t addr, kb_dtype dt, int rank,
 			    const int64_t *shape, kb_tl_tensor **out);
@@ -59,6 +62,8 @@ kb_hslot *kb__tl_new_tcm(kb_tl *tl, kb_dtype dt, int rank, const int64_t *shape,
 			 kb_tl_tensor **out);
 int kb__scope_track(kb_tl *tl, uint32_t slot);
 kb_cmd *kb__tl_cmd_new(kb_tl *tl, kb_cmd_kind kind);
+/* A command with room for n_ops ops and cap_ids handle ids per set. */
+kb_cmd *kb__tl_cmd_new_n(kb_tl *tl, kb_cmd_kind kind, uint32_t n_ops, uint32_t cap_ids);
 int kb__cmd_read(kb_cmd *c, const kb_hslot *h, int implicit_wait);
 int kb__cmd_write(kb_cmd *c, const kb_hslot *h);
 int kb__tl_emit(kb_tl *tl, kb_cmd *c);
