@@ -19,6 +19,7 @@ typedef struct chan {
 	int busy;
 	kb_event cur;
 	kb_time t0;
+	kb_stage_cost cost;      /* of cur, computed once when it starts */
 } chan;
 
 typedef struct kb_engine {
@@ -58,7 +59,6 @@ static int start_next(kb_lp *lp, kb_engine *e, int ch)
 {
 	chan *c = &e->ch[ch];
 	const kb_stage_ref *st;
-	kb_stage_cost cost;
 	kb_plan *p;
 	kb_event done = { .type = KB_EV_ENG_DONE, .aux = (uint32_t)ch };
 
@@ -70,24 +70,23 @@ static int start_next(kb_lp *lp, kb_engine *e, int ch)
 	c->busy = 1;
 	c->t0 = kb__lp_now(lp);
 	st = stage_of(&c->cur, &p);
-	kb__plan_cost(p, (kb_phase)c->cur.w[3], c->cur.w[1], st, &cost);
-	return kb__pe_after(lp, e->ps->m, cost.cycles, cost.op, kb__stage_keys(st->kind), &done);
+	kb__plan_cost(p, (kb_phase)c->cur.w[3], c->cur.w[1], st, &c->cost);
+	return kb__pe_after(lp, e->ps->m, c->cost.cycles, c->cost.op, kb__stage_keys(st->kind), &done);
 }
 
 static int log_stage(kb_lp *lp, kb_engine *e, const chan *c, kb_plan *p, const kb_stage_ref *st)
 {
-	kb_stage_cost cost;
+	const kb_stage_cost *cost = &c->cost;
 	kb_oplog_field f[3];
 	int n = 0;
 
-	kb__plan_cost(p, (kb_phase)c->cur.w[3], c->cur.w[1], st, &cost);
 	f[n++] = KB_FIELD_U("step", c->cur.w[1]);
-	if (cost.n >= 0)
-		f[n++] = KB_FIELD_I("n", cost.n);
+	if (cost->n >= 0)
+		f[n++] = KB_FIELD_I("n", cost->n);
 	if (st->kind == KB_ST_DMA_READ && st->op >= 0)
 		f[n++] = KB_FIELD_S("operand", p->cmd->ops[st->op].operands[st->operand].name);
-	return kb__pe_log(e->ps, e->eng, cost.op, p->cmd->id, c->t0, kb__lp_now(lp),
-			  cost.bytes, f, n);
+	return kb__pe_log(e->ps, e->eng, cost->op, p->cmd->id, c->t0, kb__lp_now(lp),
+			  cost->bytes, f, n);
 }
 
 static int finish(kb_lp *lp, kb_engine *e, int ch)

@@ -185,13 +185,22 @@ static int alloc_data(kb_plan *p)
 
 int kb__plan_create(kb_plan **out, kb_cmd *cmd, const kb_machine *m, kb_error *err)
 {
-	kb_plan *p = calloc(1, sizeof(*p));
+	return kb__plan_create_from(out, NULL, cmd, m, err);
+}
+
+int kb__plan_create_from(kb_plan **out, kb_plan **spare, kb_cmd *cmd, const kb_machine *m,
+			 kb_error *err)
+{
+	kb_plan *p = spare && *spare ? *spare : malloc(sizeof(*p));
 	int rc = 0;
 
 	*out = NULL;
 	if (!p)
 		return kb__err(err, KB_ENOMEM, "out of memory planning command %llu",
 			       (unsigned long long)cmd->id);
+	if (spare && *spare == p)
+		*spare = p->next;
+	memset(p, 0, sizeof(*p));
 	p->cmd = cmd;
 	p->pe = cmd->pe;
 	p->m = m;
@@ -238,10 +247,8 @@ int kb__plan_check_ops(const kb_opspec *ops, uint32_t n_ops, int *op, uint32_t *
 	return rc ? -1 : 0;
 }
 
-void kb__plan_free(kb_plan *p)
+static void free_data(kb_plan *p)
 {
-	if (!p)
-		return;
 	free(p->stage_buf);
 	free(p->acc);
 	free(p->run);
@@ -249,7 +256,33 @@ void kb__plan_free(kb_plan *p)
 	free(p->scratch[1]);
 	for (int i = 0; i < KB_OP_MAX_OPERANDS; i++)
 		free(p->opnd[i]);
+}
+
+void kb__plan_free(kb_plan *p)
+{
+	if (!p)
+		return;
+	free_data(p);
 	free(p);
+}
+
+void kb__plan_recycle(kb_plan *p, kb_plan **spare)
+{
+	if (!p)
+		return;
+	free_data(p);
+	p->next = *spare;
+	*spare = p;
+}
+
+void kb__plan_free_spare(kb_plan **spare)
+{
+	while (*spare) {
+		kb_plan *p = *spare;
+
+		*spare = p->next;
+		free(p);
+	}
 }
 
 void kb__plan_step_tile(const kb_plan *p, uint64_t step, uint32_t *mi, uint32_t *ni, uint32_t *ki)

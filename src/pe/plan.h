@@ -74,6 +74,13 @@ typedef struct kb_plan {
 /* Builds the plan of a command (the scheduler calls it on admission). */
 int kb__plan_create(kb_plan **out, kb_cmd *cmd, const kb_machine *m, kb_error *err);
 void kb__plan_free(kb_plan *p);
+/* The same from a list of spare plans (linked by next; its owner's thread
+ * only), which kb__plan_recycle fills: a decode run admits a plan per
+ * command, and a kb_plan is too big for malloc's fast path. */
+int kb__plan_create_from(kb_plan **out, kb_plan **spare, kb_cmd *cmd, const kb_machine *m,
+			 kb_error *err);
+void kb__plan_recycle(kb_plan *p, kb_plan **spare);
+void kb__plan_free_spare(kb_plan **spare);
 
 /* Emit's check of a composite's op list against the plan's limits (DDD
  * §6.9): 0 when it fits; else -1, with *op the op whose stage (or step) is

@@ -27,6 +27,7 @@ typedef struct kb_sched {
 	queued *q;
 	size_t q_head, q_n, q_cap;
 	kb_plan *inflight;       /* admitted, not finished, in admission order */
+	kb_plan *spare;          /* finished plans, for the next ones */
 } kb_sched;
 
 static int has(const uint64_t *v, uint32_t n, uint64_t x)
@@ -120,7 +121,7 @@ static int finish_cmd(kb_lp *lp, kb_sched *s, kb_plan *p)
 	*pp = p->next;
 	rc = kb__lp_send(lp, kb__pe_lp(s->ps->pe, KB_ENG_CPU), s->ps->m->lat_pe, &ev);
 	kb__cmd_free(p->cmd);
-	kb__plan_free(p);
+	kb__plan_recycle(p, &s->spare);
 	return rc;
 }
 
@@ -214,7 +215,7 @@ static int try_admit(kb_lp *lp, kb_sched *s)
 			if (rc)
 				return kb__lp_fail(lp, rc, "cannot buffer an op_log record");
 		}
-		rc = kb__plan_create(&p, q.cmd, m, &err);
+		rc = kb__plan_create_from(&p, &s->spare, q.cmd, m, &err);
 		if (rc)
 			return kb__lp_fail(lp, rc, "%s", err.message);
 		q_remove(s, i);
@@ -330,6 +331,7 @@ static void sched_final(void *st)
 	for (size_t i = 0; i < s->q_n; i++)
 		kb__cmd_free(s->q[(s->q_head + i) % s->q_cap].cmd);
 	free(s->q);
+	kb__plan_free_spare(&s->spare);
 }
 
 const kb_lp_type kb__sched_type = {
