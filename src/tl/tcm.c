@@ -32,6 +32,16 @@ static void pull(kb_tcm *t, uint32_t x)
 	n->best = b > l ? (b > r ? b : r) : (l > r ? l : r);
 }
 
+/* pull, saying whether the subtree's maximum changed: when it did not,
+ * nothing above needs recomputing. */
+static int pull_changed(kb_tcm *t, uint32_t x)
+{
+	uint64_t old = t->pool[x].best;
+
+	pull(t, x);
+	return t->pool[x].best != old;
+}
+
 static void set_block(kb_tcm_node *n, uint64_t off, uint64_t size)
 {
 	uint64_t a = align_up(off);
@@ -75,16 +85,26 @@ static uint32_t merge(kb_tcm *t, uint32_t a, uint32_t b)
 	return b;
 }
 
-/* Recomputes the subtree maxima on the path to the block at `key`. */
+/* Recomputes the subtree maxima on the path to the block at `key`, from
+ * that block up, as far as they change; returns whether x's did. */
+static int refresh_at(kb_tcm *t, uint32_t x, uint64_t key)
+{
+	int changed;
+
+	if (x == NIL)
+		return 0;
+	if (key < t->pool[x].off)
+		changed = refresh_at(t, t->pool[x].left, key);
+	else if (key > t->pool[x].off)
+		changed = refresh_at(t, t->pool[x].right, key);
+	else
+		changed = 1;
+	return changed && pull_changed(t, x);
+}
+
 static void refresh(kb_tcm *t, uint32_t x, uint64_t key)
 {
-	if (x == NIL)
-		return;
-	if (key < t->pool[x].off)
-		refresh(t, t->pool[x].left, key);
-	else if (key > t->pool[x].off)
-		refresh(t, t->pool[x].right, key);
-	pull(t, x);
+	refresh_at(t, x, key);
 }
 
 static uint32_t next_prio(kb_tcm *t)
@@ -96,9 +116,31 @@ static uint32_t next_prio(kb_tcm *t)
 	return (uint32_t)((t->rng * UINT64_C(2685821657736338717)) >> 32);
 }
 
+/* Puts node nx into the subtree at *x: down the search path while the
+ * priorities allow (raising the maxima on the way: the subtree gains nx),
+ * then nx takes the place of the subtree, split around it. The split
+ * touches only the two spines below that place, O(1) expected, where a
+ * split of the whole tree and two merges cost the depth three times
+ * (profile of decode opt2: the treap was 15% of a run). */
+static void insert_node(kb_tcm *t, uint32_t *x, uint32_t nx)
+{
+	kb_tcm_node *n = &t->pool[nx];
+
+	while (*x != NIL && t->pool[*x].prio >= n->prio) {
+		kb_tcm_node *c = &t->pool[*x];
+
+		if (n->usable > c->best)
+			c->best = n->usable;
+		x = n->off < c->off ? &c->left : &c->right;
+	}
+	split(t, *x, n->off, &n->left, &n->right);
+	pull(t, nx);
+	*x = nx;
+}
+
 static int insert(kb_tcm *t, uint64_t off, uint64_t size, uint64_t fence)
 {
-	uint32_t x, l, r;
+	uint32_t x;
 
 	if (t->free_node == NIL) {
 		uint32_t cap = t->cap ? 2 * t->cap : 64;
@@ -122,24 +164,35 @@ static int insert(kb_tcm *t, uint64_t off, uint64_t size, uint64_t fence)
 	t->pool[x].left = t->pool[x].right = NIL;
 	t->pool[x].prio = next_prio(t);
 	pull(t, x);
-	split(t, t->root, off, &l, &r);
-	t->root = merge(t, merge(t, l, x), r);
+	insert_node(t, &t->root, x);
 	t->n++;
 	return 0;
 }
 
+/* Takes the block at `key` out of the subtree at *x: its children merge
+ * in its place (O(1) expected), and the maxima above are recomputed as far
+ * as they change. Returns whether the subtree's maximum changed. */
+static int erase(kb_tcm *t, uint32_t *x, uint64_t key)
+{
+	uint32_t y = *x;
+	int changed;
+
+	if (y == NIL)
+		return 0;
+	if (key == t->pool[y].off) {
+		*x = merge(t, t->pool[y].left, t->pool[y].right);
+		t->pool[y].left = t->free_node;
+		t->free_node = y;
+		t->n--;
+		return 1;
+	}
+	changed = erase(t, key < t->pool[y].off ? &t->pool[y].left : &t->pool[y].right, key);
+	return changed && pull_changed(t, y);
+}
+
 static void remove_at(kb_tcm *t, uint64_t off)
 {
-	uint32_t l, m, r;
-
-	split(t, t->root, off, &l, &m);
-	split(t, m, off + 1, &m, &r);
-	if (m != NIL) {
-		t->pool[m].left = t->free_node;
-		t->free_node = m;
-		t->n--;
-	}
-	t->root = merge(t, l, r);
+	erase(t, &t->root, off);
 }
 
 /* First block whose end lies above addr. */
