@@ -45,6 +45,11 @@ struct kb_oplog {
 	kb_oplog_cb callback;
 	void *payload;
 	uint64_t records;
+	/* Merged records, newline-terminated, waiting to be hashed and written
+	 * in one go: a SHA-256 update and an fwrite per record (and one more
+	 * of each for the newline) cost more than the copy. */
+	char out[1 << 16];
+	size_t out_n;
 	int failed;
 	int merging_ready;       /* which buffer of each lane merge() reads */
 	kb_error error;
@@ -145,18 +150,28 @@ static int lane_reserve(lane_buf *lane, size_t text_len)
 }
 
 /* A bounded text builder: formatting records is the hot path of the log,
- * so it avoids printf. */
+ * so it avoids printf, and copies whole strings (the keys' lengths are
+ * known when compiling) rather than byte by byte. */
 typedef struct tbuf {
 	char *p, *end;
 	int over;
 } tbuf;
 
-static void put_str(tbuf *b, const char *s)
+static inline void put_mem(tbuf *b, const char *s, size_t n)
 {
-	while (*s && b->p < b->end)
-		*b->p++ = *s++;
-	if (*s)
+	if ((size_t)(b->end - b->p) < n) {
 		b->over = 1;
+		return;
+	}
+	memcpy(b->p, s, n);
+	b->p += n;
+}
+
+#define PUT_LIT(b, lit) put_mem((b), (lit), sizeof(lit) - 1)
+
+static inline void put_str(tbuf *b, const char *s)
+{
+	put_mem(b, s, strlen(s));
 }
 
 /* Two digits per division: times and ids have 6 to 14 digits. */
@@ -165,12 +180,36 @@ static const char digits2[201] =
 	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
 	"8081828384858687888990919293949596979899";
 
+static unsigned n_digits(uint64_t v)
+{
+	unsigned n = 1;
+
+	for (;;) {
+		if (v < 10)
+			return n;
+		if (v < 100)
+			return n + 1;
+		if (v < 1000)
+			return n + 2;
+		if (v < 10000)
+			return n + 3;
+		v /= 10000;
+		n += 4;
+	}
+}
+
+/* Writes the digits in place, from the last one back. */
 static void put_u64(tbuf *b, uint64_t v)
 {
-	char tmp[24];
-	char *q = tmp + sizeof(tmp);
-	size_t n;
+	unsigned n = n_digits(v);
+	char *q;
 
+	if ((size_t)(b->end - b->p) < n) {
+		b->over = 1;
+		return;
+	}
+	b->p += n;
+	q = b->p;
 	while (v >= 100) {
 		unsigned d = (unsigned)(v % 100) * 2;
 
@@ -184,19 +223,12 @@ static void put_u64(tbuf *b, uint64_t v)
 	} else {
 		*--q = (char)('0' + v);
 	}
-	n = (size_t)(tmp + sizeof(tmp) - q);
-	if ((size_t)(b->end - b->p) < n) {
-		b->over = 1;
-		return;
-	}
-	memcpy(b->p, q, n);
-	b->p += n;
 }
 
 static void put_i64(tbuf *b, int64_t v)
 {
 	if (v < 0) {
-		put_str(b, "-");
+		PUT_LIT(b, "-");
 		put_u64(b, (uint64_t)0 - (uint64_t)v);
 	} else {
 		put_u64(b, (uint64_t)v);
@@ -227,9 +259,9 @@ static void put_json_str(tbuf *b, const char *s)
 static void put_fields(tbuf *b, const kb_oplog_field *f, int n)
 {
 	for (int i = 0; i < n; i++) {
-		put_str(b, ",\"");
+		PUT_LIT(b, ",\"");
 		put_str(b, f[i].key);
-		put_str(b, "\":");
+		PUT_LIT(b, "\":");
 		switch (f[i].type) {
 		case KB_FIELD_U64:
 			put_u64(b, f[i].v.u);
@@ -238,9 +270,9 @@ static void put_fields(tbuf *b, const kb_oplog_field *f, int n)
 			put_i64(b, f[i].v.i);
 			break;
 		case KB_FIELD_STR:
-			put_str(b, "\"");
+			PUT_LIT(b, "\"");
 			put_json_str(b, f[i].v.s ? f[i].v.s : "");
-			put_str(b, "\"");
+			PUT_LIT(b, "\"");
 			break;
 		}
 	}
@@ -252,43 +284,46 @@ static int format_record(char *buf, size_t len, const kb_oplog_record *r,
 {
 	tbuf b = { buf, buf + len, 0 };
 
-	put_str(&b, "{\"t0\":");
+	PUT_LIT(&b, "{\"t0\":");
 	put_u64(&b, r->t0_ps);
-	put_str(&b, ",\"t1\":");
+	PUT_LIT(&b, ",\"t1\":");
 	put_u64(&b, r->t1_ps);
-	put_str(&b, ",\"pe\":");
+	PUT_LIT(&b, ",\"pe\":");
 	put_u64(&b, r->pe);
-	put_str(&b, ",\"eng\":\"");
+	PUT_LIT(&b, ",\"eng\":\"");
 	put_str(&b, r->eng);
-	put_str(&b, "\",\"op\":\"");
+	PUT_LIT(&b, "\",\"op\":\"");
 	put_str(&b, r->op);
-	put_str(&b, "\",\"cmd\":");
+	PUT_LIT(&b, "\",\"cmd\":");
 	put_u64(&b, r->cmd);
 	if (r->kind) {
-		put_str(&b, ",\"kind\":\"");
+		PUT_LIT(&b, ",\"kind\":\"");
 		put_str(&b, r->kind);
-		put_str(&b, "\",\"lbytes\":");
+		PUT_LIT(&b, "\",\"lbytes\":");
 		put_i64(&b, r->lbytes);
 	}
 	if (r->bytes >= 0) {
-		put_str(&b, ",\"bytes\":");
+		PUT_LIT(&b, ",\"bytes\":");
 		put_i64(&b, r->bytes);
 	}
 	put_fields(&b, fields, n_fields);
-	put_str(&b, "}");
+	PUT_LIT(&b, "}");
 	return b.over ? -1 : (int)(b.p - buf);
 }
+
+/* The longest record: formatting stops (an error) past it. */
+#define MAX_RECORD 1024
 
 int kb__oplog_emit(kb_oplog_lane *lane, const kb_oplog_record *rec, const kb_oplog_field *fields,
 		   int n_fields)
 {
-	char buf[1024];
-	int n = format_record(buf, sizeof(buf), rec, fields, n_fields);
-	lane_entry *e;
-
 	lane_buf *b = &lane->cur;
+	lane_entry *e;
+	int n;
 
-	if (n < 0 || lane_reserve(b, (size_t)n)) {
+	/* Room for the longest record, then it is formatted in place. */
+	if (lane_reserve(b, MAX_RECORD) ||
+	    (n = format_record(b->text + b->text_n, MAX_RECORD, rec, fields, n_fields)) < 0) {
 		atomic_store_explicit(&lane->oom, 1, memory_order_relaxed);
 		return KB_ENOMEM;
 	}
@@ -297,7 +332,6 @@ int kb__oplog_emit(kb_oplog_lane *lane, const kb_oplog_record *rec, const kb_opl
 	e->rec.json = NULL;
 	e->text_off = b->text_n;
 	e->text_len = (uint32_t)n;
-	memcpy(b->text + b->text_n, buf, (size_t)n);
 	b->text_n += (size_t)n;
 	return KB_OK;
 }
@@ -345,17 +379,35 @@ static void write_error(kb_oplog *log, const char *what, const char *path)
 		strerror(errno ? errno : EIO));
 }
 
+/* Hashes and writes what the merge has gathered. */
+static void drain_out(kb_oplog *log)
+{
+	if (!log->out_n)
+		return;
+	kb__sha256_update(&log->sha, log->out, log->out_n);
+	if (log->file && !log->failed && fwrite(log->out, 1, log->out_n, log->file) != log->out_n)
+		write_error(log, "op_log", log->path);
+	log->out_n = 0;
+}
+
 static int sink_record(kb_oplog *log, kb_oplog_record *rec, const char *text, size_t len)
 {
 	rec->json = text;
 	rec->json_len = len;
-	kb__sha256_update(&log->sha, text, len);
-	kb__sha256_update(&log->sha, "\n", 1);
-	log->records++;
-	if (log->file && !log->failed) {
-		if (fwrite(text, 1, len, log->file) != len || fputc('\n', log->file) == EOF)
+	if (log->out_n + len + 1 > sizeof(log->out))
+		drain_out(log);
+	if (len + 1 > sizeof(log->out)) {
+		kb__sha256_update(&log->sha, text, len);
+		kb__sha256_update(&log->sha, "\n", 1);
+		if (log->file && !log->failed &&
+		    (fwrite(text, 1, len, log->file) != len || fputc('\n', log->file) == EOF))
 			write_error(log, "op_log", log->path);
+	} else {
+		memcpy(log->out + log->out_n, text, len);
+		log->out[log->out_n + len] = '\n';
+		log->out_n += len + 1;
 	}
+	log->records++;
 	if (log->trace && !log->failed && kb__trace_record(log->trace, rec))
 		write_error(log, "trace", kb__trace_path(log->trace));
 	if (log->callback && !log->failed) {
@@ -413,6 +465,7 @@ static int merge(kb_oplog *log, int ready, kb_time bound, kb_error *err)
 			log->heap[0] = log->heap[--hn];
 		heap_down(log, hn, 0);
 	}
+	drain_out(log);
 	for (size_t i = 0; i < log->n_lanes; i++)
 		buf_compact(merge_buf(log, (uint32_t)i));
 	if (log->file && !log->failed && fflush(log->file) == EOF)
