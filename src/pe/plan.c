@@ -2,6 +2,7 @@
 #include "pe/plan.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -183,6 +184,15 @@ static int alloc_data(kb_plan *p)
 	return 0;
 }
 
+/* kb__plan_create_from zeroes around the stage arrays, which must lie
+ * between gemm and n_pre and between N's tile counts and n_mid. */
+_Static_assert(offsetof(kb_plan, pre) < offsetof(kb_plan, post) &&
+		       offsetof(kb_plan, post) < offsetof(kb_plan, n_pre) &&
+		       offsetof(kb_plan, n_pre) < offsetof(kb_plan, mid) &&
+		       offsetof(kb_plan, mid) < offsetof(kb_plan, last) &&
+		       offsetof(kb_plan, last) < offsetof(kb_plan, n_mid),
+	       "kb_plan: pre, post, n_pre, mid, last, n_mid in this order");
+
 int kb__plan_create(kb_plan **out, kb_cmd *cmd, const kb_machine *m, kb_error *err)
 {
 	return kb__plan_create_from(out, NULL, cmd, m, err);
@@ -200,7 +210,11 @@ int kb__plan_create_from(kb_plan **out, kb_plan **spare, kb_cmd *cmd, const kb_m
 			       (unsigned long long)cmd->id);
 	if (spare && *spare == p)
 		*spare = p->next;
-	memset(p, 0, sizeof(*p));
+	/* All but the stage arrays, which are read only below their counts:
+	 * zeroing the whole ~1.3 KB per command was 4% of decode opt2. */
+	memset(p, 0, offsetof(kb_plan, pre));
+	memset(&p->n_pre, 0, offsetof(kb_plan, mid) - offsetof(kb_plan, n_pre));
+	memset(&p->n_mid, 0, sizeof(*p) - offsetof(kb_plan, n_mid));
 	p->cmd = cmd;
 	p->pe = cmd->pe;
 	p->m = m;
