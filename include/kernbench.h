@@ -14,6 +14,7 @@
 #include "kernbench/bench.h"
 #include "kernbench/sweep.h"
 #include "kernbench/simulation.h"
+#include "kernbench/registry.h"
 #include "kernbench/tl.h"
 #include "kernbench/json.h"
 

@@ -21,7 +21,7 @@ static const struct {
 	{ "pe", pe_suite },
 	{ "bench", bench_suite },       { "data", data_suite },
 	{ "parallel", parallel_suite }, { "api", api_suite },
-	{ "limits", limits_suite },
+	{ "limits", limits_suite },     { "registry", registry_suite },
 };
 
 int main(int argc, char **argv)

@@ -25,5 +25,6 @@ TCase *data_golden_tcase(void);        /* check_data_golden.c */
 Suite *parallel_suite(void);
 Suite *api_suite(void);
 Suite *limits_suite(void);
+Suite *registry_suite(void);
 
 #endif

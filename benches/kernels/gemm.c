@@ -159,7 +159,8 @@ static const kb_param_info params[] = {
 };
 
 const kb_bench_def kb__bench_gemm = {
+	KB_BENCH_ABI,
 	{ "gemm", "C = epilogue(A @ B) through one GEMM composite", params,
 	  sizeof(params) / sizeof(params[0]) },
-	run_gemm,
+	run_gemm, NULL, NULL,
 };

@@ -437,13 +437,15 @@ static const kb_param_info params[] = {
 };
 
 const kb_bench_def kb__bench_decode_opt2 = {
+	KB_BENCH_ABI,
 	{ "gqa_decode_opt2", "GQA decode, two composites per KV tile (softmax_merge recipe, ADR-0065)",
 	  params, sizeof(params) / sizeof(params[0]) },
-	run_opt2,
+	run_opt2, NULL, NULL,
 };
 
 const kb_bench_def kb__bench_decode_opt3 = {
+	KB_BENCH_ABI,
 	{ "gqa_decode_opt3", "GQA decode, software-pipelined baseline (12 commands per KV tile)",
 	  params, sizeof(params) / sizeof(params[0]) },
-	run_opt3,
+	run_opt3, NULL, NULL,
 };

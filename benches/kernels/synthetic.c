@@ -181,7 +181,8 @@ static const kb_param_info params[] = {
 };
 
 const kb_bench_def kb__bench_synthetic = {
+	KB_BENCH_ABI,
 	{ "synthetic", "PHOLD-style model of the simulation core alone", params,
 	  sizeof(params) / sizeof(params[0]) },
-	run_synthetic,
+	run_synthetic, NULL, NULL,
 };

@@ -1,5 +1,5 @@
-/* The built-in benches: lookup, parameter validation, the run wrapper and
- * the result's JSON. */
+/* Running a bench of a registry: parameter validation, the run wrapper
+ * (provenance, outputs, the bench's own run) and the result's JSON. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -16,42 +16,9 @@
 #include "bench/params.h"
 #include "bench/provenance.h"
 
-static const kb_bench_def *const benches[] = {
-	&kb__bench_synthetic,
-	&kb__bench_gemm,
-	&kb__bench_decode_opt2,
-	&kb__bench_decode_opt3,
-};
-#define N_BENCHES (sizeof(benches) / sizeof(benches[0]))
-
-KB_API size_t kb_bench_count(void)
-{
-	return N_BENCHES;
-}
-
-KB_API const kb_bench_info *kb_bench_get(size_t i)
-{
-	return i < N_BENCHES ? &benches[i]->info : NULL;
-}
-
-static const kb_bench_def *find_def(const char *name)
-{
-	for (size_t i = 0; name && i < N_BENCHES; i++)
-		if (strcmp(benches[i]->info.name, name) == 0)
-			return benches[i];
-	return NULL;
-}
-
-KB_API const kb_bench_info *kb_bench_find(const char *name)
-{
-	const kb_bench_def *d = find_def(name);
-
-	return d ? &d->info : NULL;
-}
-
 /* " (did you mean 'x'?)" when one of the names is close to name, else
  * " (known: a, b, ...)". */
-static void names_hint(char *buf, size_t n, const char *name, size_t count,
+void kb__names_hint(char *buf, size_t n, const char *name, size_t count,
 		       const char *(*name_at)(const void *set, size_t i), const void *set)
 {
 	kb__suggest sg;
@@ -73,23 +40,9 @@ static void names_hint(char *buf, size_t n, const char *name, size_t count,
 		snprintf(buf + used, n - used, ")");
 }
 
-static const char *bench_name_at(const void *set, size_t i)
-{
-	(void)set;
-	return benches[i]->info.name;
-}
-
 static const char *param_name_at(const void *set, size_t i)
 {
 	return ((const kb_bench_info *)set)->params[i].name;
-}
-
-int kb__bench_unknown(kb_error *err, const char *bench)
-{
-	char hint[400];
-
-	names_hint(hint, sizeof(hint), bench ? bench : "", N_BENCHES, bench_name_at, NULL);
-	return kb__err(err, KB_ENOTFOUND, "unknown bench '%.100s'%s", bench ? bench : "(null)", hint);
 }
 
 static const kb_param_info *param_info(const kb_bench_info *b, const char *name)
@@ -171,7 +124,7 @@ static void bound_text(char *buf, size_t n, const kb_param_info *pi, double x)
 
 /* One value against its parameter's type and range. Errors name the
  * parameter in err->source. */
-static int check_value(const kb_bench_info *b, const kb_param_info *pi, const char *v, kb_error *err)
+int kb__param_check(const char *bench, const kb_param_info *pi, const char *v, kb_error *err)
 {
 	char *end, lo[32], hi[32];
 	double x;
@@ -179,7 +132,7 @@ static int check_value(const kb_bench_info *b, const kb_param_info *pi, const ch
 	if (pi->type == KB_PARAM_STRING) {
 		if (pi->choices && !choice_ok(pi->choices, v))
 			return kb__err_at(err, KB_ERANGE, pi->name, 0, 0,
-					  "%s: parameter %s = '%s' is not one of %s", b->name, pi->name, v,
+					  "%s: parameter %s = '%s' is not one of %s", bench, pi->name, v,
 					  pi->choices);
 		return KB_OK;
 	}
@@ -190,19 +143,19 @@ static int check_value(const kb_bench_info *b, const kb_param_info *pi, const ch
 		x = (double)i;
 		if (!*v || *end || errno)
 			return kb__err_at(err, KB_EPARSE, pi->name, 0, 0,
-					  "%s: parameter %s = '%s' is not an integer", b->name, pi->name, v);
+					  "%s: parameter %s = '%s' is not an integer", bench, pi->name, v);
 	} else {
 		x = strtod(v, &end);
 		if (!*v || *end || errno || !isfinite(x))
 			return kb__err_at(err, KB_EPARSE, pi->name, 0, 0,
-					  "%s: parameter %s = '%s' is not a finite number", b->name, pi->name,
+					  "%s: parameter %s = '%s' is not a finite number", bench, pi->name,
 					  v);
 	}
 	if (x < pi->min || x > pi->max) {
 		bound_text(lo, sizeof(lo), pi, pi->min);
 		bound_text(hi, sizeof(hi), pi, pi->max);
 		return kb__err_at(err, KB_ERANGE, pi->name, 0, 0,
-				  "%s: parameter %s = %s is out of range [%s, %s]", b->name, pi->name, v, lo,
+				  "%s: parameter %s = %s is out of range [%s, %s]", bench, pi->name, v, lo,
 				  hi);
 	}
 	return KB_OK;
@@ -217,11 +170,11 @@ static int check_params(const kb_bench_info *b, const kb_params *p, kb_error *er
 		if (!pi) {
 			char hint[400];
 
-			names_hint(hint, sizeof(hint), name, b->n_params, param_name_at, b);
+			kb__names_hint(hint, sizeof(hint), name, b->n_params, param_name_at, b);
 			return kb__err_at(err, KB_ENOTFOUND, name, 0, 0, "%s has no parameter '%s'%s",
 					  b->name, name, hint);
 		}
-		if (check_value(b, pi, kb__params_value(p, i), err))
+		if (kb__param_check(b->name, pi, kb__params_value(p, i), err))
 			return err ? err->code : KB_EINVAL;
 	}
 	return KB_OK;
@@ -296,7 +249,22 @@ static int write_meta(const char *dir, const json_t *meta, kb_error *err)
 KB_API int kb_bench_run(const char *bench, const kb_params *params, const kb_topology *topo,
 			const kb_run_options *opt, kb_result *res, kb_error *err)
 {
-	const kb_bench_def *def = find_def(bench);
+	const kb_registry *reg = kb__builtin_registry();
+
+	if (!reg) {
+		kb_error_clear(err);
+		if (res)
+			memset(res, 0, sizeof(*res));
+		return kb__err(err, KB_ENOMEM, "out of memory");
+	}
+	return kb_registry_run(reg, bench, params, topo, opt, res, err);
+}
+
+KB_API int kb_registry_run(const kb_registry *reg, const char *bench, const kb_params *params,
+			   const kb_topology *topo, const kb_run_options *opt, kb_result *res,
+			   kb_error *err)
+{
+	const kb_bench_def *def = NULL;
 	kb_run_options dflt = KB_RUN_OPTIONS_INIT;
 	kb_bench_ctx ctx = { 0 };
 	char *ptext;
@@ -307,8 +275,9 @@ KB_API int kb_bench_run(const char *bench, const kb_params *params, const kb_top
 	if (!res)
 		return kb__err(err, KB_EINVAL, "kb_bench_run: res is NULL");
 	memset(res, 0, sizeof(*res));
-	if (!def)
-		return kb__bench_unknown(err, bench);
+	rc = kb_registry_lookup(reg, bench, &def, err);
+	if (rc)
+		return rc;
 	rc = check_params(&def->info, params, err);
 	if (rc)
 		return rc;
@@ -324,8 +293,10 @@ KB_API int kb_bench_run(const char *bench, const kb_params *params, const kb_top
 		if (rc)
 			return rc;
 	}
+	ctx.def = def;
 	ctx.info = &def->info;
 	ctx.params = params;
+	kb__rng_seed(&ctx.rng, 1);
 	ctx.opt = opt;
 	rc = topo ? kb_topology_clone(&ctx.topo, topo, err) : kb_topology_default(&ctx.topo, err);
 	if (rc)
@@ -347,6 +318,7 @@ KB_API int kb_bench_run(const char *bench, const kb_params *params, const kb_top
 		res->meta_json = keep;
 	}
 	kb_topology_destroy(ctx.topo);
+	free(ctx.dump);
 	if (!rc && opt->dump_dir)
 		rc = write_meta(opt->dump_dir, meta, err);
 	json_decref(meta);

@@ -1,0 +1,339 @@
+/*
+ * Bench registration (kernbench/registry.h): registries with and without
+ * the built-ins, the checks on a definition, and a bench written against
+ * the public API alone run through a registry in timing and data mode,
+ * with its check and its dumped tensors.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <kernbench.h>
+
+#include "suites.h"
+#include "testutil.h"
+
+/* ---- a bench of our own: C = A @ B through one composite -------------- */
+
+typedef struct mm_args {
+	int64_t m, k, n;
+	uint64_t a, b, c;
+	double *ha, *hb;
+} mm_args;
+
+static void mm_kernel(kb_tl *tl, void *p)
+{
+	const mm_args *g = p;
+	int64_t sa[2] = { g->m, g->k }, sb[2] = { g->k, g->n }, sc[2] = { g->m, g->n };
+	kb_tl_composite_desc d = { .op = "gemm" };
+
+	d.a = kb_tl_ref(tl, g->a, KB_FP32, 2, sa);
+	d.b = kb_tl_ref(tl, g->b, KB_FP32, 2, sb);
+	d.out = kb_tl_ref(tl, g->c, KB_FP32, 2, sc);
+	kb_tl_composite(tl, &d);
+}
+
+static int mm_checks;
+
+static int mm_check(kb_bench_ctx *ctx, kb_simulation *sim, void *state, kb_result *res,
+		    kb_error *err)
+{
+	const mm_args *g = state;
+	size_t n = (size_t)(g->m * g->n);
+	double *want = calloc(n, sizeof(*want));
+	int rc;
+
+	(void)ctx;
+	if (!want)
+		return KB_ENOMEM;
+	for (int64_t i = 0; i < g->m; i++)
+		for (int64_t j = 0; j < g->n; j++)
+			for (int64_t k = 0; k < g->k; k++)
+				want[i * g->n + j] += g->ha[i * g->k + k] * g->hb[k * g->n + j];
+	rc = kb_bench_compare(sim, KB_FP32, g->c, want, n, res, err);
+	free(want);
+	mm_checks++;
+	return rc;
+}
+
+static int mm_run(kb_bench_ctx *ctx, kb_result *res, kb_error *err)
+{
+	mm_args g = { kb_bench_param_int(ctx, "M"), kb_bench_param_int(ctx, "K"),
+		      kb_bench_param_int(ctx, "N"), 0, 0, 0, NULL, NULL };
+	int64_t sa[2] = { g.m, g.k }, sb[2] = { g.k, g.n }, sc[2] = { g.m, g.n };
+	kb_simulation *sim = NULL;
+	int rc;
+
+	ck_assert_ptr_nonnull(kb_bench_options(ctx));
+	ck_assert_str_eq(kb_bench_def_of(ctx)->info.name, "mm");
+	ck_assert_ptr_eq(kb_bench_payload(ctx), &mm_checks);
+	kb_bench_seed(ctx, (uint64_t)kb_bench_param_int(ctx, "seed"));
+	rc = kb_bench_simulation(ctx, 1, &sim, err);
+	if (!rc)
+		rc = kb_bench_input(ctx, sim, KB_FP32, 2, sa, 1.0, &g.a, &g.ha, err);
+	if (!rc)
+		rc = kb_bench_input(ctx, sim, KB_FP32, 2, sb, 1.0, &g.b, &g.hb, err);
+	if (!rc)
+		rc = kb_simulation_alloc(sim, KB_FP32, 2, sc, 0, &g.c, err);
+	if (!rc)
+		rc = kb_bench_tensor(ctx, "a", KB_FP32, 2, sa, g.a, err);
+	if (!rc)
+		rc = kb_bench_tensor(ctx, "c", KB_FP32, 2, sc, g.c, err);
+	if (!rc)
+		rc = kb_simulation_launch(sim, mm_kernel, &g, 0, 1, err);
+	if (!rc)
+		rc = kb_bench_simulate(ctx, sim, &g, res, err);
+	kb_simulation_destroy(sim);
+	free(g.ha);
+	free(g.hb);
+	return rc;
+}
+
+static const kb_param_info mm_params[] = {
+	{ "M", KB_PARAM_INT, "32", "rows", NULL, 1, 4096 },
+	{ "K", KB_PARAM_INT, "48", "inner", NULL, 1, 4096 },
+	{ "N", KB_PARAM_INT, "16", "columns", NULL, 1, 4096 },
+	{ "seed", KB_PARAM_INT, "7", "inputs", NULL, 0, 1e9 },
+};
+
+static kb_bench_def mm_def(void)
+{
+	kb_bench_def d = KB_BENCH_DEF_INIT;
+
+	d.info.name = "mm";
+	d.info.help = "C = A @ B";
+	d.info.params = mm_params;
+	d.info.n_params = sizeof(mm_params) / sizeof(mm_params[0]);
+	d.run = mm_run;
+	d.check = mm_check;
+	d.payload = &mm_checks;
+	return d;
+}
+
+/* ---- tests -------------------------------------------------------------- */
+
+START_TEST(builtins_through_a_registry)
+{
+	kb_registry_options o = KB_REGISTRY_OPTIONS_INIT;
+	kb_registry *reg = NULL, *empty = NULL;
+	const kb_bench_def *d;
+	kb_error err;
+
+	ck_assert_int_eq(kb_registry_create(&reg, NULL, &err), 0);
+	ck_assert_uint_eq(kb_registry_count(reg), kb_bench_count());
+	ck_assert_uint_ge(kb_registry_count(reg), 4);
+	for (size_t i = 0; i < kb_registry_count(reg); i++)
+		ck_assert_str_eq(kb_registry_at(reg, i)->info.name, kb_bench_get(i)->name);
+	ck_assert_ptr_null(kb_registry_at(reg, kb_registry_count(reg)));
+	ck_assert_int_eq(kb_registry_lookup(reg, "gemm", &d, &err), 0);
+	ck_assert_str_eq(d->info.name, "gemm");
+	ck_assert_uint_eq(d->abi, KB_BENCH_ABI);
+	ck_assert_int_eq(kb_registry_lookup(reg, "gem", &d, &err), KB_ENOTFOUND);
+	ck_assert_ptr_null(d);
+	ck_assert_ptr_nonnull(strstr(err.message, "did you mean 'gemm'"));
+	o.builtins = 0;
+	ck_assert_int_eq(kb_registry_create(&empty, &o, &err), 0);
+	ck_assert_uint_eq(kb_registry_count(empty), 0);
+	ck_assert_int_eq(kb_registry_lookup(empty, "gemm", &d, &err), KB_ENOTFOUND);
+	kb_registry_destroy(empty);
+	kb_registry_destroy(reg);
+	kb_registry_destroy(NULL);
+}
+END_TEST
+
+/* The built-in registry path and the explicit registry give the same run. */
+START_TEST(registry_run_matches_bench_run)
+{
+	kb_registry *reg = NULL;
+	kb_result a, b;
+	kb_error err;
+
+	ck_assert_int_eq(kb_registry_create(&reg, NULL, &err), 0);
+	ck_assert_int_eq(kb_registry_run(reg, "gemm", NULL, NULL, NULL, &a, &err), 0);
+	ck_assert_int_eq(kb_bench_run("gemm", NULL, NULL, NULL, &b, &err), 0);
+	ck_assert_str_eq(a.oplog_sha256, b.oplog_sha256);
+	ck_assert_str_eq(a.bench, "gemm");
+	kb_result_clear(&a);
+	kb_result_clear(&b);
+	kb_registry_destroy(reg);
+}
+END_TEST
+
+static int add_expect(kb_registry *reg, const kb_bench_def *d, int code, const char *text)
+{
+	kb_error err;
+	int rc = kb_registry_add(reg, d, &err);
+
+	ck_assert_int_eq(rc, code);
+	if (text)
+		ck_assert_msg(strstr(err.message, text), "'%s' not in '%s'", text, err.message);
+	return rc;
+}
+
+START_TEST(invalid_definitions_are_refused)
+{
+	kb_param_info p[2] = { mm_params[0], mm_params[1] };
+	kb_bench_def d = mm_def();
+	kb_registry *reg = NULL;
+	kb_error err;
+
+	ck_assert_int_eq(kb_registry_create(&reg, NULL, &err), 0);
+	d.abi = KB_BENCH_ABI + 1;
+	add_expect(reg, &d, KB_ERANGE, "ABI");
+	d = mm_def();
+	d.info.name = "has space";
+	add_expect(reg, &d, KB_EINVAL, "has space");
+	d.info.name = "";
+	add_expect(reg, &d, KB_EINVAL, "not valid");
+	d = mm_def();
+	d.run = NULL;
+	add_expect(reg, &d, KB_EINVAL, "no run function");
+	d = mm_def();
+	d.info.name = "gemm";
+	add_expect(reg, &d, KB_ESTATE, "'gemm' is already registered");
+	d = mm_def();
+	d.info.params = p;
+	d.info.n_params = 2;
+	p[1].default_value = "99999";
+	add_expect(reg, &d, KB_EINVAL, "K");
+	p[1] = mm_params[1];
+	p[1].name = "M";
+	add_expect(reg, &d, KB_EINVAL, "'M' is defined twice");
+	p[1] = mm_params[1];
+	p[1].default_value = NULL;
+	add_expect(reg, &d, KB_EINVAL, "no default");
+	p[1] = mm_params[1];
+	p[1].type = KB_PARAM_STRING;
+	p[1].choices = "a|b";
+	p[1].default_value = "c";
+	add_expect(reg, &d, KB_EINVAL, "not one of a|b");
+	p[1] = mm_params[1];
+	p[1].min = 5;
+	p[1].max = 1;
+	add_expect(reg, &d, KB_EINVAL, "empty range");
+	ck_assert_uint_eq(kb_registry_count(reg), kb_bench_count());
+	kb_registry_destroy(reg);
+}
+END_TEST
+
+/* The registry copies what it is given: a definition built in a buffer
+ * the caller reuses stays as it was added. */
+START_TEST(definitions_are_copied)
+{
+	char name[16] = "mm", pname[8] = "M";
+	kb_param_info p[1] = { mm_params[0] };
+	kb_bench_def d = mm_def();
+	kb_registry_options o = KB_REGISTRY_OPTIONS_INIT;
+	kb_registry *reg = NULL;
+	const kb_bench_def *got;
+	kb_error err;
+
+	o.builtins = 0;
+	p[0].name = pname;
+	d.info.name = name;
+	d.info.params = p;
+	d.info.n_params = 1;
+	ck_assert_int_eq(kb_registry_create(&reg, &o, &err), 0);
+	ck_assert_int_eq(kb_registry_add(reg, &d, &err), 0);
+	strcpy(name, "zz");
+	strcpy(pname, "Q");
+	p[0].default_value = "1";
+	ck_assert_int_eq(kb_registry_lookup(reg, "mm", &got, &err), 0);
+	ck_assert_str_eq(got->info.params[0].name, "M");
+	ck_assert_str_eq(got->info.params[0].default_value, "32");
+	ck_assert_ptr_ne(got->info.name, name);
+	kb_registry_destroy(reg);
+}
+END_TEST
+
+START_TEST(own_bench_runs_checks_and_dumps)
+{
+	kb_bench_def d = mm_def();
+	kb_run_options ro = KB_RUN_OPTIONS_INIT;
+	kb_registry *reg = NULL;
+	kb_params *p = NULL;
+	kb_result res;
+	kb_error err;
+	char *dir = kbt_tmpdir(), path[4096];
+
+	ck_assert_int_eq(kb_registry_create(&reg, NULL, &err), 0);
+	ck_assert_int_eq(kb_registry_add(reg, &d, &err), 0);
+	/* Timing mode: no check, no values drawn. */
+	mm_checks = 0;
+	ck_assert_int_eq(kb_registry_run(reg, "mm", NULL, NULL, &ro, &res, &err), 0);
+	ck_assert_int_eq(mm_checks, 0);
+	ck_assert_str_eq(res.bench, "mm");
+	ck_assert_uint_gt(res.commands, 0);
+	ck_assert(isnan(res.max_abs_err));
+	ck_assert_ptr_nonnull(strstr(res.params_json, "\"M\":32"));
+	kb_result_clear(&res);
+	/* Data mode: the check runs and the declared tensors are dumped. */
+	ro.data = 1;
+	ro.dump_dir = dir;
+	ck_assert_int_eq(kb_params_create(&p), 0);
+	ck_assert_int_eq(kb_params_set(p, "M", "20", &err), 0);
+	ck_assert_int_eq(kb_registry_run(reg, "mm", p, NULL, &ro, &res, &err), 0);
+	ck_assert_int_eq(mm_checks, 1);
+	ck_assert(isfinite(res.max_abs_err));
+	ck_assert_double_lt(res.max_abs_err, 1e-3);
+	kb_result_clear(&res);
+	snprintf(path, sizeof(path), "%s/a.npy", dir);
+	ck_assert_int_eq(access(path, R_OK), 0);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/c.npy", dir);
+	ck_assert_int_eq(access(path, R_OK), 0);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/meta.json", dir);
+	unlink(path);
+	rmdir(dir);
+	/* Its parameters are checked like a built-in's. */
+	ck_assert_int_eq(kb_params_set(p, "M", "0", &err), 0);
+	ck_assert_int_eq(kb_registry_run(reg, "mm", p, NULL, NULL, &res, &err), KB_ERANGE);
+	ck_assert_str_eq(err.source, "M");
+	/* And a registry without it does not know it. */
+	ck_assert_int_eq(kb_bench_run("mm", NULL, NULL, NULL, &res, &err), KB_ENOTFOUND);
+	kb_params_destroy(p);
+	kb_registry_destroy(reg);
+	free(dir);
+}
+END_TEST
+
+START_TEST(plugin_errors_name_the_file)
+{
+	kb_registry *reg = NULL;
+	kb_error err;
+
+	ck_assert_int_eq(kb_registry_create(&reg, NULL, &err), 0);
+	ck_assert_int_eq(kb_registry_load_plugin(reg, "/nonexistent/libx.so", &err), KB_EIO);
+	ck_assert_ptr_nonnull(strstr(err.message, "/nonexistent/libx.so"));
+	ck_assert_str_eq(err.source, "/nonexistent/libx.so");
+	/* Not a shared object. */
+	ck_assert_int_eq(kb_registry_load_plugin(reg, KB_SRCDIR "/README.md", &err), KB_EIO);
+	ck_assert_ptr_nonnull(strstr(err.message, "README.md"));
+	ck_assert_int_eq(kb_registry_load_path(reg, NULL, &err), 0);
+	ck_assert_int_eq(kb_registry_load_path(reg, "::", &err), 0);
+	ck_assert_int_eq(kb_registry_load_path(reg, ":/nonexistent/y.so", &err), KB_EIO);
+	ck_assert_ptr_nonnull(strstr(err.message, "/nonexistent/y.so"));
+	ck_assert_uint_eq(kb_registry_count(reg), kb_bench_count());
+	kb_registry_destroy(reg);
+}
+END_TEST
+
+Suite *registry_suite(void)
+{
+	Suite *s = suite_create("registry");
+	TCase *tc = tcase_create("registry");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, builtins_through_a_registry);
+	tcase_add_test(tc, registry_run_matches_bench_run);
+	tcase_add_test(tc, invalid_definitions_are_refused);
+	tcase_add_test(tc, definitions_are_copied);
+	tcase_add_test(tc, own_bench_runs_checks_and_dumps);
+	tcase_add_test(tc, plugin_errors_name_the_file);
+	suite_add_tcase(s, tc);
+	return s;
+}
