@@ -273,7 +273,7 @@ START_TEST(own_bench_runs_checks_and_dumps)
 	/* Data mode: the check runs and the declared tensors are dumped. */
 	ro.data = 1;
 	ro.dump_dir = dir;
-	ck_assert_int_eq(kb_params_create(&p), 0);
+	ck_assert_int_eq(kb_params_create(&p, &err), 0);
 	ck_assert_int_eq(kb_params_set(p, "M", "20", &err), 0);
 	ck_assert_int_eq(kb_registry_run(reg, "mm", p, NULL, &ro, &res, &err), 0);
 	ck_assert_int_eq(mm_checks, 1);
