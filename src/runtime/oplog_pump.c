@@ -1,8 +1,10 @@
 /* The op_log side of the core's window hook. See oplog_pump.h. */
 #include "runtime/oplog_pump.h"
 
-/* Buffered records above which a window's records are written. */
-#define FLUSH_RECORDS 4096
+/* Buffered records above which a window's records are written: about
+ * 60 KB of text, merged while in cache (4096 was 15-20% slower on
+ * sequential decode, issue 13). */
+#define FLUSH_RECORDS 512
 
 /* Writes what an earlier window sealed. */
 static int pump_overlap(void *ctx, kb_error *err)
