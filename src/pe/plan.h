@@ -49,7 +49,11 @@ typedef struct kb_plan {
 	uint32_t mt, kt, nt;
 	uint64_t n_steps;
 	kb_stage_ref mid[KB_PLAN_MAX_STAGES], last[KB_PLAN_MAX_STAGES];
+	/* Elements each MATH op touches (its cost, DDD 5.3), worked out at
+	 * admission while the ops are in cache; valid for ops below n_op_n. */
+	int64_t op_n[KB_PLAN_MAX_STEPS];
 	uint32_t n_mid, n_last;
+	uint32_t n_op_n;
 	int over_op;             /* op of the first stage over a limit, -1: none */
 	uint32_t over_max;       /* that limit */
 	int last_op;             /* op of the latest MATH stage pushed */
