@@ -1,9 +1,4 @@
-/*
- * Public facts about the library: its version and the element types it
- * knows (kernbench/common.h).
- */
-#include <string.h>
-
+/* The library's version and the git revision it was built from. */
 #include "kernbench/common.h"
 #include "kernbench/version.h"
 #include "base/gitrev.h"
@@ -16,37 +11,6 @@ KB_API const char *kb_version(void)
 KB_API unsigned kb_version_hex(void)
 {
 	return KB_VERSION_HEX;
-}
-
-KB_API size_t kb_dtype_size(kb_dtype dt)
-{
-	switch (dt) {
-	case KB_FP32: return 4;
-	case KB_FP16: case KB_BF16: return 2;
-	default: return 0;
-	}
-}
-
-KB_API const char *kb_dtype_name(kb_dtype dt)
-{
-	switch (dt) {
-	case KB_FP32: return "fp32";
-	case KB_FP16: return "fp16";
-	case KB_BF16: return "bf16";
-	default: return NULL;
-	}
-}
-
-KB_API int kb_dtype_parse(const char *name, kb_dtype *out)
-{
-	static const kb_dtype all[] = { KB_FP32, KB_FP16, KB_BF16 };
-	for (size_t i = 0; name && i < sizeof(all) / sizeof(all[0]); i++) {
-		if (strcmp(name, kb_dtype_name(all[i])) == 0) {
-			*out = all[i];
-			return KB_OK;
-		}
-	}
-	return KB_EINVAL;
 }
 
 KB_API const char *kb_git_revision(void)
