@@ -1,9 +1,10 @@
 /*
- * The vectorised numerics kernels against straightforward scalar
- * references, bit for bit (memcmp, so -0, NaN payloads and infinities
- * count): the GEMM tile (both B layouts, every tail of the micro-tile, p
- * chunks of the transposed panel) and the block conversions to and from
- * fp16/bf16 (every 16-bit pattern, every fp32 rounding boundary).
+ * The vectorised numerics kernels, both the library's and the baseline
+ * build (vec_baseline.c), against straightforward scalar references, bit
+ * for bit (memcmp, so -0, NaN payloads and infinities count): the GEMM
+ * tile (both B layouts, both packings of a transposed B, every tail of the
+ * micro-tile, p chunks of the panels) and the block conversions to and
+ * from fp16/bf16 (every 16-bit pattern, every fp32 rounding boundary).
  * A tcase of the numerics suite.
  */
 #include <check.h>
@@ -14,6 +15,27 @@
 #include "bench/rng.h"
 #include "num/kernels.h"
 #include "suites.h"
+
+/* The kernels under test: the library's (the clone this machine's loader
+ * picks, AVX2 where there is one) and the baseline build (vec_baseline.c). */
+typedef struct impl {
+	const char *name;
+	void (*gemm)(float *, const float *, const float *, int64_t, int64_t, int64_t, int64_t,
+		     int64_t, int64_t, int);
+	void (*load)(float *, const void *, kb_dtype, size_t);
+	void (*store)(void *, kb_dtype, const float *, size_t);
+} impl;
+
+void kbt_base_gemm_tile(float *acc, const float *a, const float *b, int64_t m, int64_t k,
+			int64_t n, int64_t lda, int64_t ldb, int64_t ldacc, int trans_b);
+void kbt_base_load_f32(float *dst, const void *src, kb_dtype dt, size_t n);
+void kbt_base_store_f32(void *dst, kb_dtype dt, const float *src, size_t n);
+
+static const impl impls[] = {
+	{ "library", kb__gemm_tile, kb__load_f32, kb__store_f32 },
+	{ "baseline", kbt_base_gemm_tile, kbt_base_load_f32, kbt_base_store_f32 },
+};
+#define N_IMPLS ((int)(sizeof(impls) / sizeof(impls[0])))
 
 static float bits_f(uint32_t u)
 {
@@ -41,6 +63,8 @@ static void fill(kb_rng *r, float *x, size_t n, int special)
 	}
 }
 
+static const impl *cur; /* the impl of the running test */
+
 static void gemm_case(kb_rng *r, int64_t m, int64_t k, int64_t n, int trans, int special)
 {
 	int64_t lda = k + (int64_t)kb__rng_below(r, 3), ldacc = n + (int64_t)kb__rng_below(r, 3);
@@ -54,12 +78,13 @@ static void gemm_case(kb_rng *r, int64_t m, int64_t k, int64_t n, int trans, int
 	fill(r, b, nb, special);
 	fill(r, c1, nc, special);
 	memcpy(c2, c1, nc * sizeof(float));
-	kb__gemm_tile(c1, a, b, m, k, n, lda, ldb, ldacc, trans);
+	cur->gemm(c1, a, b, m, k, n, lda, ldb, ldacc, trans);
 	kb__gemm_tile_scalar(c2, a, b, m, k, n, lda, ldb, ldacc, trans);
 	for (size_t i = 0; i < nc; i++)
 		if (memcmp(&c1[i], &c2[i], sizeof(float)))
-			ck_abort_msg("gemm m=%lld k=%lld n=%lld trans=%d: element %zu is %a, scalar %a",
-				     (long long)m, (long long)k, (long long)n, trans, i, c1[i], c2[i]);
+			ck_abort_msg("%s gemm m=%lld k=%lld n=%lld trans=%d: element %zu is %a, scalar %a",
+				     cur->name, (long long)m, (long long)k, (long long)n, trans, i, c1[i],
+				     c2[i]);
 	free(a);
 	free(b);
 	free(c1);
@@ -70,6 +95,7 @@ START_TEST(test_gemm_vector_vs_scalar)
 {
 	kb_rng r;
 
+	cur = &impls[_i];
 	kb__rng_seed(&r, 13);
 	/* The decode shapes (Q.K^T in two k-steps, P.V), then every m tail,
 	 * n tails around the 8-column micro-tile, k across the 64-deep panel. */
@@ -108,22 +134,25 @@ START_TEST(test_load_blocks_vs_scalar)
 	float *f = malloc((N + 8) * sizeof(*f));
 
 	ck_assert(h && f);
+	cur = &impls[_i];
 	for (uint32_t i = 0; i < N + 8; i++)
 		h[i] = (uint16_t)(i * 40503u);
 	for (int off = 0; off < 8; off++) {
-		kb__load_f32(f, h + off, KB_FP16, N - (size_t)off);
+		cur->load(f, h + off, KB_FP16, N - (size_t)off);
 		for (uint32_t i = 0; i + (uint32_t)off < N; i++) {
 			float w = kb__f16_to_f32(h[off + i]);
 
 			if (memcmp(&w, &f[i], sizeof(w)))
-				ck_abort_msg("fp16 0x%04x: %a, scalar %a", h[off + i], f[i], w);
+				ck_abort_msg("%s fp16 0x%04x: %a, scalar %a", cur->name, h[off + i],
+					     f[i], w);
 		}
-		kb__load_f32(f, h + off, KB_BF16, N - (size_t)off);
+		cur->load(f, h + off, KB_BF16, N - (size_t)off);
 		for (uint32_t i = 0; i + (uint32_t)off < N; i++) {
 			float w = kb__bf16_to_f32(h[off + i]);
 
 			if (memcmp(&w, &f[i], sizeof(w)))
-				ck_abort_msg("bf16 0x%04x: %a, scalar %a", h[off + i], f[i], w);
+				ck_abort_msg("%s bf16 0x%04x: %a, scalar %a", cur->name, h[off + i],
+					     f[i], w);
 		}
 	}
 	free(h);
@@ -157,17 +186,18 @@ START_TEST(test_store_blocks_vs_scalar)
 	size_t n;
 
 	ck_assert(u && h);
+	cur = &impls[_i];
 	n = store_patterns(u);
 	ck_assert(n <= 300000);
 	for (int off = 0; off < 8; off += 3) {
-		kb__store_f32(h, KB_FP16, (const float *)(u + off), n - (size_t)off);
+		cur->store(h, KB_FP16, (const float *)(u + off), n - (size_t)off);
 		for (size_t i = 0; i + (size_t)off < n; i++)
 			if (h[i] != kb__f32_to_f16(bits_f(u[off + i])))
-				ck_abort_msg("fp16 of 0x%08x: 0x%04x", u[off + i], h[i]);
-		kb__store_f32(h, KB_BF16, (const float *)(u + off), n - (size_t)off);
+				ck_abort_msg("%s fp16 of 0x%08x: 0x%04x", cur->name, u[off + i], h[i]);
+		cur->store(h, KB_BF16, (const float *)(u + off), n - (size_t)off);
 		for (size_t i = 0; i + (size_t)off < n; i++)
 			if (h[i] != kb__f32_to_bf16(bits_f(u[off + i])))
-				ck_abort_msg("bf16 of 0x%08x: 0x%04x", u[off + i], h[i]);
+				ck_abort_msg("%s bf16 of 0x%08x: 0x%04x", cur->name, u[off + i], h[i]);
 	}
 	free(u);
 	free(h);
@@ -178,9 +208,9 @@ TCase *numerics_vector_tcase(void)
 {
 	TCase *tc = tcase_create("vector");
 
-	tcase_add_test(tc, test_gemm_vector_vs_scalar);
-	tcase_add_test(tc, test_load_blocks_vs_scalar);
-	tcase_add_test(tc, test_store_blocks_vs_scalar);
+	tcase_add_loop_test(tc, test_gemm_vector_vs_scalar, 0, N_IMPLS);
+	tcase_add_loop_test(tc, test_load_blocks_vs_scalar, 0, N_IMPLS);
+	tcase_add_loop_test(tc, test_store_blocks_vs_scalar, 0, N_IMPLS);
 	tcase_set_timeout(tc, 60); /* sanitizer builds on a shared machine */
 	return tc;
 }

@@ -9,6 +9,8 @@
 
 #include <string.h>
 
+#include "base/simd.h"
+
 static uint32_t f32_bits(float f)
 {
 	uint32_t u;
@@ -105,65 +107,81 @@ float kb__bf16_to_f32(uint16_t h)
 }
 
 /*
- * Blocks of 8 elements as two 4-lane GCC vectors (one SSE2 register each on
- * x86-64, the generic lowering elsewhere; no intrinsics). The lanes do the
- * integer bit manipulation of the scalar functions above; a block holding
- * a lane the fast path does not cover (fp16 subnormals) takes the scalar
- * path, so no result depends on the FPU's rounding or DAZ mode.
+ * Blocks of 8 elements as one 8-lane GCC vector of uint32 (no intrinsics):
+ * built for AVX2 and for plain SSE2, which takes two registers per vector
+ * (KB_VEC_CLONES, base/simd.h), the generic lowering elsewhere. The lanes
+ * do the integer bit manipulation of the scalar functions above; a block
+ * holding a lane the fast path does not cover (fp16 subnormals) takes the
+ * scalar path, so no result depends on the FPU's rounding or DAZ mode.
  */
 #define VL 8
-typedef uint32_t v4u __attribute__((vector_size(16)));
-typedef int32_t v4i __attribute__((vector_size(16)));
+typedef uint32_t v8u __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
 typedef uint16_t v8h __attribute__((vector_size(16)));
 
-/* 8 halves at p -> two vectors of 4 zero-extended lanes. */
-static void load_h8(v4u x[2], const unsigned char *p)
+/*
+ * The helpers take and return 32-byte vectors through pointers: by value
+ * they would change the ABI between the baseline and the AVX2 clone (GCC's
+ * -Wpsabi). They are inlined into each clone anyway.
+ */
+
+/* 8 halves at p -> 8 zero-extended lanes. */
+static inline void load_h8(v8u *x, const unsigned char *p)
 {
-	const v8h zero = { 0 };
 	v8h h;
 
 	memcpy(&h, p, sizeof(h));
-	x[0] = (v4u)__builtin_shuffle(h, zero, (v8h){ 0, 8, 1, 9, 2, 10, 3, 11 });
-	x[1] = (v4u)__builtin_shuffle(h, zero, (v8h){ 4, 12, 5, 13, 6, 14, 7, 15 });
+	*x = __builtin_convertvector(h, v8u);
 }
 
-/* The low halves of two vectors of 4 lanes -> 8 halves at p. */
-static void store_h8(unsigned char *p, const v4u x[2])
+/* The low halves of 8 lanes -> 8 halves at p. */
+static inline void store_h8(unsigned char *p, const v8u *x)
 {
-	v8h h = __builtin_shuffle((v8h)x[0], (v8h)x[1], (v8h){ 0, 2, 4, 6, 8, 10, 12, 14 });
+	v8h h = __builtin_convertvector(*x, v8h);
 
 	memcpy(p, &h, sizeof(h));
 }
 
-static int any_lane(v4i m)
+/*
+ * Lane masks (all ones or zero) without vector comparisons: GCC lowers an
+ * 8 x uint32 comparison element by element when the target has no 256-bit
+ * vectors (the baseline clone), while shifts and adds split into two SSE2
+ * halves. The operands are below 2^31, so differences fit an int32 and its
+ * sign bit, spread by an arithmetic shift, is the mask.
+ */
+#define lt_mask(a, c) ((v8i)((a) - (c)) >> 31) /* a < c */
+
+static inline int any_lane(const v8i *m)
 {
-	return (m[0] | m[1] | m[2] | m[3]) != 0;
+	v8i x = *m;
+
+	return (x[0] | x[1] | x[2] | x[3] | x[4] | x[5] | x[6] | x[7]) != 0;
 }
 
-/* fp16 -> fp32 bits of 4 lanes; returns the lanes that are subnormal. */
-static inline v4i f16_lanes(v4u h, v4u *out)
+/* fp16 -> fp32 bits of 8 lanes; ORs the lanes that are subnormal into *miss. */
+static inline void f16_lanes(const v8u *hp, v8u *out, v8i *miss)
 {
-	v4u sign = (h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff;
-	v4i zero_e = (v4i)(e == 0), top = (v4i)(e == 0x1f);
-	v4u norm = ((e + 112) << 23) | (m << 13), inf = 0x7f800000 | (m << 13);
+	v8u h = *hp, sign = (h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+	v8i zero_e = lt_mask(e, 1), top = ~lt_mask(e, 0x1f);
+	v8u norm = ((e + 112) << 23) | (m << 13), inf = 0x7f800000 | (m << 13);
 
-	*out = sign | ((v4u)top & inf) | ((v4u)~(top | zero_e) & norm);
-	return zero_e & (v4i)(m != 0);
+	*out = sign | ((v8u)top & inf) | ((v8u)~(top | zero_e) & norm);
+	*miss |= zero_e & ~lt_mask(m, 1);
 }
 
-/* fp32 bits -> fp16 of 4 lanes; returns the lanes in the fp16 subnormal range. */
-static inline v4i f32_lanes(v4u x, v4u *out)
+/* fp32 bits -> fp16 of 8 lanes; ORs the lanes in the fp16 subnormal range into *miss. */
+static inline void f32_lanes(const v8u *xp, v8u *out, v8i *miss)
 {
-	v4u sign = (x >> 16) & 0x8000, a = x & 0x7fffffff;
-	v4u y = a - (UINT32_C(112) << 23);
-	v4u norm = (y + 0xfff + ((y >> 13) & 1)) >> 13;
-	v4u nan = 0x7e00 | ((a >> 13) & 0x3ff);
-	v4i is_nan = (v4i)(a > 0x7f800000), is_inf = (v4i)(a >= 0x477ff000) & ~is_nan;
-	v4i is_norm = (v4i)(a >= (UINT32_C(113) << 23)) & ~is_inf & ~is_nan;
+	v8u x = *xp, sign = (x >> 16) & 0x8000, a = x & 0x7fffffff;
+	v8u y = a - (UINT32_C(112) << 23);
+	v8u norm = (y + 0xfff + ((y >> 13) & 1)) >> 13;
+	v8u nan = 0x7e00 | ((a >> 13) & 0x3ff);
+	v8i is_nan = ~lt_mask(a, 0x7f800001), is_inf = ~lt_mask(a, 0x477ff000) & ~is_nan;
+	v8i is_norm = ~lt_mask(a, UINT32_C(113) << 23) & ~is_inf & ~is_nan;
 
 	/* Below 2^-25 (and exactly it) everything rounds to a signed zero. */
-	*out = sign | ((v4u)is_nan & nan) | ((v4u)is_inf & 0x7c00) | ((v4u)is_norm & norm);
-	return (v4i)(a >= (UINT32_C(102) << 23)) & (v4i)(a < (UINT32_C(113) << 23));
+	*out = sign | ((v8u)is_nan & nan) | ((v8u)is_inf & 0x7c00) | ((v8u)is_norm & norm);
+	*miss |= ~lt_mask(a, UINT32_C(102) << 23) & lt_mask(a, UINT32_C(113) << 23);
 }
 
 /*
@@ -172,21 +190,24 @@ static inline v4i f32_lanes(v4u x, v4u *out)
  * per block cost as much as the conversion); only when some lane was not
  * covered does a second pass redo those blocks with the scalar function.
  */
+KB_VEC_CLONES
 static void load_f16(float *dst, const unsigned char *p, size_t n)
 {
 	size_t i, blocks = n / VL * VL;
-	v4u x[2], r[2];
-	v4i miss = { 0 };
+	v8u x, r;
+	v8i miss = { 0 }, one;
 	uint16_t h;
 
 	for (i = 0; i < blocks; i += VL) {
-		load_h8(x, p + 2 * i);
-		miss |= f16_lanes(x[0], &r[0]) | f16_lanes(x[1], &r[1]);
-		memcpy(dst + i, r, sizeof(r));
+		load_h8(&x, p + 2 * i);
+		f16_lanes(&x, &r, &miss);
+		memcpy(dst + i, &r, sizeof(r));
 	}
-	for (i = 0; any_lane(miss) && i < blocks; i += VL) {
-		load_h8(x, p + 2 * i);
-		if (!any_lane(f16_lanes(x[0], &r[0]) | f16_lanes(x[1], &r[1])))
+	for (i = 0; any_lane(&miss) && i < blocks; i += VL) {
+		one = (v8i){ 0 };
+		load_h8(&x, p + 2 * i);
+		f16_lanes(&x, &r, &one);
+		if (!any_lane(&one))
 			continue;
 		for (size_t j = i; j < i + VL; j++) {
 			memcpy(&h, p + 2 * j, sizeof(h));
@@ -199,21 +220,24 @@ static void load_f16(float *dst, const unsigned char *p, size_t n)
 	}
 }
 
+KB_VEC_CLONES
 static void store_f16(unsigned char *p, const float *src, size_t n)
 {
 	size_t i, blocks = n / VL * VL;
-	v4u x[2], r[2];
-	v4i miss = { 0 };
+	v8u x, r;
+	v8i miss = { 0 }, one;
 	uint16_t h;
 
 	for (i = 0; i < blocks; i += VL) {
-		memcpy(x, src + i, sizeof(x));
-		miss |= f32_lanes(x[0], &r[0]) | f32_lanes(x[1], &r[1]);
-		store_h8(p + 2 * i, r);
+		memcpy(&x, src + i, sizeof(x));
+		f32_lanes(&x, &r, &miss);
+		store_h8(p + 2 * i, &r);
 	}
-	for (i = 0; any_lane(miss) && i < blocks; i += VL) {
-		memcpy(x, src + i, sizeof(x));
-		if (!any_lane(f32_lanes(x[0], &r[0]) | f32_lanes(x[1], &r[1])))
+	for (i = 0; any_lane(&miss) && i < blocks; i += VL) {
+		one = (v8i){ 0 };
+		memcpy(&x, src + i, sizeof(x));
+		f32_lanes(&x, &r, &one);
+		if (!any_lane(&one))
 			continue;
 		for (size_t j = i; j < i + VL; j++) {
 			h = kb__f32_to_f16(src[j]);
@@ -226,16 +250,16 @@ static void store_f16(unsigned char *p, const float *src, size_t n)
 	}
 }
 
+KB_VEC_CLONES
 static void load_bf16(float *dst, const unsigned char *p, size_t n)
 {
 	size_t i = 0;
-	v4u r[2];
+	v8u r;
 	uint16_t h;
 
 	for (; i + VL <= n; i += VL) {
-		load_h8(r, p + 2 * i);
-		r[0] <<= 16;
-		r[1] <<= 16;
+		load_h8(&r, p + 2 * i);
+		r <<= 16;
 		memcpy(dst + i, &r, sizeof(r));
 	}
 	for (; i < n; i++) {
@@ -244,21 +268,20 @@ static void load_bf16(float *dst, const unsigned char *p, size_t n)
 	}
 }
 
+KB_VEC_CLONES
 static void store_bf16(unsigned char *p, const float *src, size_t n)
 {
 	size_t i = 0;
-	v4u x[2];
-	v4i is_nan;
+	v8u x;
+	v8i is_nan;
 	uint16_t h;
 
 	for (; i + VL <= n; i += VL) {
-		memcpy(x, src + i, sizeof(x));
-		for (int k = 0; k < 2; k++) {
-			is_nan = (v4i)((x[k] & 0x7fffffff) > 0x7f800000);
-			x[k] = ((v4u)is_nan & ((x[k] >> 16) | 0x40)) |
-			       ((v4u)~is_nan & ((x[k] + 0x7fff + ((x[k] >> 16) & 1)) >> 16));
-		}
-		store_h8(p + 2 * i, x);
+		memcpy(&x, src + i, sizeof(x));
+		is_nan = ~lt_mask(x & 0x7fffffff, 0x7f800001);
+		x = ((v8u)is_nan & ((x >> 16) | 0x40)) |
+		    ((v8u)~is_nan & ((x + 0x7fff + ((x >> 16) & 1)) >> 16));
+		store_h8(p + 2 * i, &x);
 	}
 	for (; i < n; i++) {
 		h = kb__f32_to_bf16(src[i]);

@@ -7,89 +7,76 @@
  * bit-identical to the plain i-p-j loop. Only independent elements share a
  * vector; no sum is reassociated.
  *
- * GCC vector types, no intrinsics: plain SSE2 on any x86-64, the generic
- * lowering elsewhere. Columns past the last full micro-tile run the scalar
- * loops, which are the reference the tests compare against.
+ * GCC vector types, no intrinsics: the micro-kernels are built for AVX2
+ * and for plain SSE2 (KB_VEC_CLONES, base/simd.h), the generic lowering
+ * elsewhere. Columns past the last full micro-tile run the scalar loops,
+ * which are the reference the tests compare against.
  */
 #include "num/kernels.h"
 
 #include <string.h>
 
+#include "base/simd.h"
+
 typedef float v4f __attribute__((vector_size(16)));
+typedef float v8f __attribute__((vector_size(32)));
 
 enum {
 	MR = 4,  /* rows of a micro-tile */
-	NR = 8,  /* columns of a micro-tile: two 4-lane vectors */
+	NR = 8,  /* columns of a micro-tile: one 8-lane vector */
 	KC = 64, /* depth of a transposed B panel (fits L1 with the a rows) */
 };
 
-static v4f splat(float x)
-{
-	return (v4f){ x, x, x, x };
-}
-
-static void load_row(v4f c[2], const float *src)
-{
-	memcpy(&c[0], src, sizeof(c[0]));
-	memcpy(&c[1], src + 4, sizeof(c[1]));
-}
-
-static void store_row(float *dst, const v4f c[2])
-{
-	memcpy(dst, &c[0], sizeof(c[0]));
-	memcpy(dst + 4, &c[1], sizeof(c[1]));
-}
-
 /*
  * acc[i][0..NR) += sum_{p<k} a[i][p] * bp[p][0..NR) for i < MR, where row
- * p of the panel starts at bp + p * ldbp. Eight accumulators, two B
- * vectors and a broadcast fit the 16 SSE registers; the rows are named
- * variables so that they stay in registers across the p loop.
+ * p of the panel starts at bp + p * ldbp. A row of the micro-tile is one
+ * 8-lane vector: with AVX2 one register (four accumulators, a B row and a
+ * broadcast), in the baseline clone two SSE registers each (eight
+ * accumulators, as many as the 16 registers allow). The rows are named
+ * variables so that they stay in registers across the p loop. Broadcasts
+ * are built lane by lane: 0 + x would turn -0 into +0.
  */
+KB_VEC_CLONES
 static void micro4(float *acc, int64_t ldacc, const float *a, int64_t lda, const float *bp,
 		   int64_t ldbp, int64_t k)
 {
-	v4f c0[2], c1[2], c2[2], c3[2], b[2], x;
+	v8f c0, c1, c2, c3, b, x;
 	const float *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda;
 
-	load_row(c0, acc);
-	load_row(c1, acc + ldacc);
-	load_row(c2, acc + 2 * ldacc);
-	load_row(c3, acc + 3 * ldacc);
+	memcpy(&c0, acc, sizeof(c0));
+	memcpy(&c1, acc + ldacc, sizeof(c1));
+	memcpy(&c2, acc + 2 * ldacc, sizeof(c2));
+	memcpy(&c3, acc + 3 * ldacc, sizeof(c3));
 	for (int64_t p = 0; p < k; p++) {
-		load_row(b, bp + p * ldbp);
-		x = splat(a0[p]);
-		c0[0] = c0[0] + x * b[0];
-		c0[1] = c0[1] + x * b[1];
-		x = splat(a1[p]);
-		c1[0] = c1[0] + x * b[0];
-		c1[1] = c1[1] + x * b[1];
-		x = splat(a2[p]);
-		c2[0] = c2[0] + x * b[0];
-		c2[1] = c2[1] + x * b[1];
-		x = splat(a3[p]);
-		c3[0] = c3[0] + x * b[0];
-		c3[1] = c3[1] + x * b[1];
+		memcpy(&b, bp + p * ldbp, sizeof(b));
+		x = (v8f){ a0[p], a0[p], a0[p], a0[p], a0[p], a0[p], a0[p], a0[p] };
+		c0 = c0 + x * b;
+		x = (v8f){ a1[p], a1[p], a1[p], a1[p], a1[p], a1[p], a1[p], a1[p] };
+		c1 = c1 + x * b;
+		x = (v8f){ a2[p], a2[p], a2[p], a2[p], a2[p], a2[p], a2[p], a2[p] };
+		c2 = c2 + x * b;
+		x = (v8f){ a3[p], a3[p], a3[p], a3[p], a3[p], a3[p], a3[p], a3[p] };
+		c3 = c3 + x * b;
 	}
-	store_row(acc, c0);
-	store_row(acc + ldacc, c1);
-	store_row(acc + 2 * ldacc, c2);
-	store_row(acc + 3 * ldacc, c3);
+	memcpy(acc, &c0, sizeof(c0));
+	memcpy(acc + ldacc, &c1, sizeof(c1));
+	memcpy(acc + 2 * ldacc, &c2, sizeof(c2));
+	memcpy(acc + 3 * ldacc, &c3, sizeof(c3));
 }
 
 /* One row of a micro-tile (the rows below the last multiple of MR). */
+KB_VEC_CLONES
 static void micro1(float *acc, const float *a, const float *bp, int64_t ldbp, int64_t k)
 {
-	v4f c[2], b[2], x;
+	v8f c, b, x;
 
-	load_row(c, acc);
+	memcpy(&c, acc, sizeof(c));
 	for (int64_t p = 0; p < k; p++) {
-		load_row(b, bp + p * ldbp);
-		x = splat(a[p]);
-		c[0] = c[0] + x * b[0];
-		c[1] = c[1] + x * b[1];
+		memcpy(&b, bp + p * ldbp, sizeof(b));
+		x = (v8f){ a[p], a[p], a[p], a[p], a[p], a[p], a[p], a[p] };
+		c = c + x * b;
 	}
-	store_row(acc, c);
+	memcpy(acc, &c, sizeof(c));
 }
 
 /* Runs the micro-kernels down all m rows of one column block. */

@@ -1,0 +1,22 @@
+/*
+ * KB_VEC_CLONES: compile a hot vector kernel twice, for AVX2 and for the
+ * baseline, and pick one at load time (GCC/Clang function multi-versioning,
+ * an ifunc). The kernels are written with GCC vector types 8 floats or 8
+ * uint32 wide: the baseline clone lowers each to two SSE2 operations, the
+ * AVX2 clone to one 256-bit operation. The operations are the same IEEE
+ * ones either way (no FMA is enabled, and the build keeps
+ * -ffp-contract=off), so both clones give the same bits; the choice only
+ * changes speed. Elsewhere (not x86-64, no ifunc) it is empty, and so with
+ * KB_NO_VEC_CLONES (tests/vec_baseline.c builds the baseline code that way).
+ */
+#ifndef KB_BASE_SIMD_H
+#define KB_BASE_SIMD_H
+
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__) && defined(__linux__) && \
+	!defined(KB_NO_VEC_CLONES)
+#define KB_VEC_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define KB_VEC_CLONES
+#endif
+
+#endif
