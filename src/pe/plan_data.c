@@ -101,22 +101,60 @@ static kb_math_extra extras_of(const kb_opspec *op)
  * The plan's fp32 scratch of one engine (0 GEMM, 1 MATH), at least n floats.
  * Each engine runs one stage at a time, so a stage owns its engine's
  * scratch until it returns; growing it once per plan replaces a malloc per
- * stage (a few per KV tile on decode).
+ * stage (a few per KV tile on decode). Its contents do not outlive a
+ * stage, so growing frees rather than reallocs (no copy).
  */
 static float *scratch(kb_plan *p, int which, size_t n, kb_error *err)
 {
-	float *b;
-
 	if (n <= p->scratch_n[which])
 		return p->scratch[which];
-	b = realloc(p->scratch[which], n * sizeof(float));
-	if (!b) {
+	free(p->scratch[which]);
+	p->scratch_n[which] = 0;
+	p->scratch[which] = malloc(n * sizeof(float));
+	if (!p->scratch[which]) {
 		kb__err(err, KB_ENOMEM, "out of memory for %zu floats of scratch", n);
 		return NULL;
 	}
-	p->scratch[which] = b;
 	p->scratch_n[which] = n;
-	return b;
+	return p->scratch[which];
+}
+
+/* Whether operand i of op was streamed by the DMA_READ just before it. */
+static int streamed(const kb_plan *p, int i)
+{
+	return p->gemm < 0 && p->opnd[i];
+}
+
+/* Floats of MATH scratch op idx needs: the running value read back (after
+ * a GEMM), the operands read from memory, the output. */
+static size_t math_need(const kb_plan *p, int idx)
+{
+	const kb_opspec *op = &p->cmd->ops[idx];
+	int mathonly = p->gemm < 0;
+	size_t nout = !op->has_out ? (size_t)kb__tview_elems(kb__plan_running_out(p->cmd, p->gemm, idx))
+				   : (size_t)kb__tview_elems(&op->out);
+	size_t need = !op->has_out && !mathonly ? nout : 0;
+
+	for (int i = 0; i < op->n_operands; i++)
+		if (!streamed(p, i))
+			need += (size_t)kb__tview_elems(&op->operands[i].t);
+	return need + (mathonly ? 0 : nout);
+}
+
+/* The MATH scratch, sized on first use for every MATH op of the command
+ * and the tile epilogues, so it is allocated once per plan. */
+static float *math_scratch(kb_plan *p, size_t n, kb_error *err)
+{
+	if (!p->scratch[1]) {
+		size_t most = p->gemm >= 0 ? (size_t)(p->tm * p->tn) : 1;
+
+		for (uint32_t i = 0; i < p->cmd->n_ops; i++)
+			if ((int)i != p->gemm && math_need(p, (int)i) > most)
+				most = math_need(p, (int)i);
+		if (n < most)
+			n = most;
+	}
+	return scratch(p, 1, n, err);
 }
 
 /* ---- GEMM tile loop ---- */
@@ -202,7 +240,7 @@ static int tile_epilogue(kb_plan *p, const kb_opspec *op, const tile *t, float *
 			r = region(&row, p->pe, 0, (int64_t)t->ni * p->tn, 1, t->ne);
 			sh[1] = (kb_nshape){ 2, { 1, t->ne } };
 		}
-		opnd = scratch(p, 1, (size_t)(t->me * t->ne), err);
+		opnd = math_scratch(p, (size_t)(t->me * t->ne), err);
 		if (!opnd)
 			return KB_ENOMEM;
 		rc = read_f32(p->m->mem, &r, (kb_dtype)v->dtype, opnd, kb__math_kind_name((kb_math_kind)op->kind), err);
@@ -283,12 +321,6 @@ static int exec_loop(kb_plan *p, uint64_t step, const kb_stage_ref *st, uint32_t
  * TCM output once it is final, i.e. when the next op has an output of its
  * own; an HBM output is written by its DMA_WRITE stage. */
 
-/* Whether operand i of op was streamed by the DMA_READ just before it. */
-static int streamed(const kb_plan *p, int i)
-{
-	return p->gemm < 0 && p->opnd[i];
-}
-
 static int exec_math_op(kb_plan *p, int idx, kb_error *err)
 {
 	const kb_cmd *c = p->cmd;
@@ -300,20 +332,13 @@ static int exec_math_op(kb_plan *p, int idx, kb_error *err)
 	kb_math_extra ex = extras_of(op);
 	const kb_tview *outv = running ? kb__plan_running_out(c, p->gemm, idx) : &op->out;
 	kb_nshape osh = nshape_of(outv);
-	size_t nout = (size_t)kb__tview_elems(outv), need = 0;
+	size_t nout = (size_t)kb__tview_elems(outv), need = math_need(p, idx);
 	float *out, *next;
 	int n = 0, rc = KB_OK;
 
 	/* One scratch holds the running value read back (after a GEMM), the
 	 * operands read from memory and the output, side by side. */
-	if (running && !mathonly)
-		need += nout;
-	for (int i = 0; i < op->n_operands; i++)
-		if (!streamed(p, i))
-			need += (size_t)kb__tview_elems(&op->operands[i].t);
-	if (!mathonly)
-		need += nout;
-	next = scratch(p, 1, need ? need : 1, err);
+	next = math_scratch(p, need ? need : 1, err);
 	if (!next)
 		return KB_ENOMEM;
 	if (running) {
