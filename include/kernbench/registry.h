@@ -164,6 +164,9 @@ typedef int (*kb_plugin_init_fn)(kb_registry *reg, unsigned abi, kb_error *err);
 #else
 #define KB_PLUGIN_EXPORT
 #endif
+/* Declared here so that a plugin's definition is checked against it; the
+ * library itself defines no such function. */
+KB_PLUGIN_EXPORT int kb_plugin_init(kb_registry *reg, unsigned abi, kb_error *err);
 
 /*
  * Loads a plugin (a shared object, dlopen'ed with RTLD_NOW | RTLD_LOCAL)
@@ -230,6 +233,12 @@ KB_API int kb_bench_tensor(kb_bench_ctx *ctx, const char *name, kb_dtype dt, int
  */
 KB_API int kb_bench_simulate(kb_bench_ctx *ctx, kb_simulation *sim, void *state, kb_result *res,
 			     kb_error *err);
+/* Fills err (may be NULL) with code, a printf-style message and, for a
+ * rule between parameters or a bad value, the parameter's name in
+ * err->source (param NULL: none); returns code. For run and check
+ * functions, whose errors then read like the library's own. */
+KB_API int kb_bench_error(kb_error *err, int code, const char *param, const char *fmt, ...)
+	KB_PRINTF(4, 5);
 /* For a check: downloads n elements of dt at addr and sets
  * res->max_abs_err and res->max_rel_err against want (max_rel: max_abs over
  * max |want|). */

@@ -31,8 +31,12 @@ typedef struct kb_sweep_options {
 	unsigned jobs;        /* points run at once; 0: the number of online cores */
 	int threads;          /* --threads of each point (default 1: sequential) */
 	int data;             /* data mode for every point */
+	/* The benches a sweep may name (kernbench/registry.h); NULL: the
+	 * built-in benches. Used, not copied: it must outlive the sweep and
+	 * not change while the sweep exists. */
+	const struct kb_registry *registry;
 } kb_sweep_options;
-#define KB_SWEEP_OPTIONS_INIT { 0, 1, 0 }
+#define KB_SWEEP_OPTIONS_INIT { 0, 1, 0, NULL }
 
 /* One finished point. Pointers are valid during the callback only. */
 typedef struct kb_sweep_row {
@@ -52,7 +56,7 @@ typedef int (*kb_sweep_cb)(const kb_sweep_row *row, void *payload);
 
 KB_API int kb_sweep_create(kb_sweep **out, const kb_sweep_options *opt, kb_error *err);
 KB_API void kb_sweep_destroy(kb_sweep *s);  /* accepts NULL */
-/* Adds a bench (KB_ENOTFOUND when unknown). */
+/* Adds a bench of the sweep's registry (KB_ENOTFOUND when unknown). */
 KB_API int kb_sweep_add_bench(kb_sweep *s, const char *bench, kb_error *err);
 /* Adds a bench parameter with a comma-separated list of values ("64,128"). */
 KB_API int kb_sweep_add_param(kb_sweep *s, const char *name, const char *values, kb_error *err);

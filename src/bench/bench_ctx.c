@@ -4,6 +4,7 @@
  * inputs, the tensors to dump, and the run-check-dump sequence. The
  * built-in benches and plugins use the same calls.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,4 +171,16 @@ KB_API int kb_bench_compare(kb_simulation *sim, kb_dtype dt, uint64_t addr, cons
 		kb__bench_errors(got, want, n, res);
 	free(got);
 	return rc;
+}
+
+KB_API int kb_bench_error(kb_error *err, int code, const char *param, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	kb__verr(err, code, fmt, ap);
+	va_end(ap);
+	if (err && param)
+		snprintf(err->source, sizeof(err->source), "%s", param);
+	return code;
 }

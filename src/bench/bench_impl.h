@@ -55,9 +55,8 @@ void kb__names_hint(char *buf, size_t n, const char *name, size_t count,
  * name bench and parameter (err->source: the parameter). */
 int kb__param_check(const char *bench, const kb_param_info *pi, const char *value, kb_error *err);
 
-/* The process's registry of the built-in benches alone, created on first
- * use and never changed (kb_bench_count, kb_bench_run, the JSON API); NULL
- * when out of memory. */
+/* The registry of the built-in benches alone, constant data (kb_bench_count,
+ * kb_bench_run, the JSON API, sweeps without a registry). */
 const kb_registry *kb__builtin_registry(void);
 /* Adds the built-in benches to reg. */
 int kb__registry_add_builtins(kb_registry *reg, kb_error *err);

@@ -4,7 +4,6 @@
  * caller may build one on the stack; the built-in benches come in through
  * the same kb_registry_add as a plugin's.
  */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,15 +56,15 @@ KB_API int kb_registry_create(kb_registry **out, const kb_registry_options *opt,
 
 static void entry_free(kb__reg_entry *e)
 {
-	for (size_t i = 0; i < e->def.info.n_params; i++) {
+	for (size_t i = 0; i < e->copy.info.n_params; i++) {
 		free((char *)e->params[i].name);
 		free((char *)e->params[i].default_value);
 		free((char *)e->params[i].help);
 		free((char *)e->params[i].choices);
 	}
 	free(e->params);
-	free((char *)e->def.info.name);
-	free((char *)e->def.info.help);
+	free((char *)e->copy.info.name);
+	free((char *)e->copy.info.help);
 	free(e);
 }
 
@@ -151,7 +150,7 @@ static int check_def(const kb_registry *reg, const kb_bench_def *def, kb_error *
 		if (check_param(b, i, err))
 			return err ? err->code : KB_EINVAL;
 	for (size_t i = 0; i < reg->n; i++)
-		if (strcmp(reg->entries[i]->def.info.name, b->name) == 0)
+		if (strcmp(reg->entries[i]->def->info.name, b->name) == 0)
 			return kb__err(err, KB_ESTATE, "bench '%s' is already registered", b->name);
 	return KB_OK;
 }
@@ -170,10 +169,11 @@ static kb__reg_entry *entry_copy(const kb_bench_def *def)
 
 	if (!e)
 		return NULL;
-	e->def = *def;
-	e->def.info.params = NULL;
-	e->def.info.n_params = 0;
-	bad = dup_str(&e->def.info.name, b->name) | dup_str(&e->def.info.help, b->help ? b->help : "");
+	e->copy = *def;
+	e->def = &e->copy;
+	e->copy.info.params = NULL;
+	e->copy.info.n_params = 0;
+	bad = dup_str(&e->copy.info.name, b->name) | dup_str(&e->copy.info.help, b->help ? b->help : "");
 	e->params = calloc(b->n_params ? b->n_params : 1, sizeof(*e->params));
 	bad |= !e->params;
 	for (size_t i = 0; !bad && i < b->n_params; i++) {
@@ -181,11 +181,11 @@ static kb__reg_entry *entry_copy(const kb_bench_def *def)
 		kb_param_info *d = &e->params[i];
 
 		*d = *s;
-		e->def.info.n_params = i + 1;
+		e->copy.info.n_params = i + 1;
 		bad = dup_str(&d->name, s->name) | dup_str(&d->default_value, s->default_value) |
 		      dup_str(&d->help, s->help ? s->help : "") | dup_str(&d->choices, s->choices);
 	}
-	e->def.info.params = e->params;
+	e->copy.info.params = e->params;
 	if (bad) {
 		entry_free(e);
 		return NULL;
@@ -227,20 +227,20 @@ KB_API size_t kb_registry_count(const kb_registry *reg)
 
 KB_API const kb_bench_def *kb_registry_at(const kb_registry *reg, size_t i)
 {
-	return reg && i < reg->n ? &reg->entries[i]->def : NULL;
+	return reg && i < reg->n ? reg->entries[i]->def : NULL;
 }
 
 static const kb_bench_def *find(const kb_registry *reg, const char *name)
 {
 	for (size_t i = 0; reg && name && i < reg->n; i++)
-		if (strcmp(reg->entries[i]->def.info.name, name) == 0)
-			return &reg->entries[i]->def;
+		if (strcmp(reg->entries[i]->def->info.name, name) == 0)
+			return reg->entries[i]->def;
 	return NULL;
 }
 
 static const char *name_at(const void *set, size_t i)
 {
-	return ((const kb_registry *)set)->entries[i]->def.info.name;
+	return ((const kb_registry *)set)->entries[i]->def->info.name;
 }
 
 int kb__registry_unknown(const kb_registry *reg, kb_error *err, const char *bench)
@@ -264,21 +264,29 @@ KB_API int kb_registry_lookup(const kb_registry *reg, const char *name, const kb
 	return d ? KB_OK : kb__registry_unknown(reg, err, name);
 }
 
-/* ---- the built-in benches as a process-wide registry ------------------ */
+/* ---- the built-in benches as a constant registry ---------------------- */
 
-static pthread_once_t builtin_once = PTHREAD_ONCE_INIT;
-static kb_registry *builtin_reg;
-
-static void builtin_create(void)
-{
-	if (kb_registry_create(&builtin_reg, NULL, NULL))
-		builtin_reg = NULL;
-}
+/* Constant data, like the definitions it points at: kb_bench_run and the
+ * JSON API need no lazily built state (doc/threadsafety.md). A registry
+ * made by kb_registry_create holds checked copies of the same
+ * definitions; tests/check_registry.c compares the two. */
+static kb__reg_entry builtin_entries[] = {
+	{ &kb__bench_synthetic, KB_BENCH_DEF_INIT, NULL },
+	{ &kb__bench_gemm, KB_BENCH_DEF_INIT, NULL },
+	{ &kb__bench_decode_opt2, KB_BENCH_DEF_INIT, NULL },
+	{ &kb__bench_decode_opt3, KB_BENCH_DEF_INIT, NULL },
+};
+static kb__reg_entry *builtin_ptrs[] = {
+	&builtin_entries[0], &builtin_entries[1], &builtin_entries[2], &builtin_entries[3],
+};
+_Static_assert(sizeof(builtin_entries) / sizeof(builtin_entries[0]) == N_BUILTINS &&
+		       sizeof(builtin_ptrs) / sizeof(builtin_ptrs[0]) == N_BUILTINS,
+	       "the constant registry lists every built-in bench");
+static const kb_registry builtin_reg = { builtin_ptrs, N_BUILTINS, N_BUILTINS, NULL, 0, 0 };
 
 const kb_registry *kb__builtin_registry(void)
 {
-	pthread_once(&builtin_once, builtin_create);
-	return builtin_reg;
+	return &builtin_reg;
 }
 
 int kb__bench_unknown(kb_error *err, const char *bench)

@@ -249,15 +249,7 @@ static int write_meta(const char *dir, const json_t *meta, kb_error *err)
 KB_API int kb_bench_run(const char *bench, const kb_params *params, const kb_topology *topo,
 			const kb_run_options *opt, kb_result *res, kb_error *err)
 {
-	const kb_registry *reg = kb__builtin_registry();
-
-	if (!reg) {
-		kb_error_clear(err);
-		if (res)
-			memset(res, 0, sizeof(*res));
-		return kb__err(err, KB_ENOMEM, "out of memory");
-	}
-	return kb_registry_run(reg, bench, params, topo, opt, res, err);
+	return kb_registry_run(kb__builtin_registry(), bench, params, topo, opt, res, err);
 }
 
 KB_API int kb_registry_run(const kb_registry *reg, const char *bench, const kb_params *params,

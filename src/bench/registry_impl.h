@@ -7,7 +7,8 @@
 #include "kernbench/registry.h"
 
 typedef struct kb__reg_entry {
-	kb_bench_def def;         /* def.info.params points at params */
+	const kb_bench_def *def;  /* &copy, or a built-in's constant definition */
+	kb_bench_def copy;        /* copy.info.params points at params */
 	kb_param_info *params;    /* owned copies, strings included */
 } kb__reg_entry;
 

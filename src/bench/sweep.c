@@ -107,8 +107,8 @@ KB_API int kb_sweep_add_bench(kb_sweep *s, const char *bench, kb_error *err)
 		return kb__err(err, KB_EINVAL, "kb_sweep_add_bench: NULL argument");
 	if ((rc = check_mutable(s, err)))
 		return rc;
-	if (!kb_bench_find(bench))
-		return kb__bench_unknown(err, bench);
+	if ((rc = kb_registry_lookup(kb__sweep_registry(s), bench, NULL, err)))
+		return rc;
 	for (i = 0; i < s->n_benches; i++)
 		if (strcmp(s->benches[i], bench) == 0)
 			return kb__err(err, KB_EINVAL, "bench '%.100s' added twice", bench);
@@ -337,4 +337,9 @@ KB_API void kb_sweep_cancel(kb_sweep *s)
 {
 	if (s)
 		atomic_store(&s->cancel, 1);
+}
+
+const kb_registry *kb__sweep_registry(const kb_sweep *s)
+{
+	return s->opt.registry ? s->opt.registry : kb__builtin_registry();
 }

@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
+#include "kernbench/registry.h"
 #include "kernbench/sweep.h"
 
 typedef struct sweep_key {
@@ -36,5 +37,7 @@ struct kb_sweep {
  * n_keys entries): the odometer with the last key varying fastest.
  */
 const char *kb__sweep_decode(const kb_sweep *s, size_t index, const char **values);
+/* The registry of the sweep's benches: its option, else the built-ins. */
+const kb_registry *kb__sweep_registry(const kb_sweep *s);
 
 #endif

@@ -138,7 +138,7 @@ static void run_point(const run_ctx *c, size_t i, const char **values, slot *sl)
 	}
 	o.threads = c->s->opt.threads;
 	o.data = c->s->opt.data;
-	rc = kb_bench_run(bench, params, topo, &o, res, &e);
+	rc = kb_registry_run(kb__sweep_registry(c->s), bench, params, topo, &o, res, &e);
 done:
 	if (rc && res) {
 		kb_result_clear(res);

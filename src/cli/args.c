@@ -73,14 +73,14 @@ const char *cli_hint(const char *name, const char *const *cands, size_t n, char 
 
 const char *cli_hint_bench(const char *name, char *buf, size_t len)
 {
-	size_t n = kb_bench_count();
+	size_t n = cli_bench_count();
 	const char **names = calloc(n + 1, sizeof(*names));
 
 	buf[0] = '\0';
 	if (!names)
 		return buf;
 	for (size_t i = 0; i < n; i++)
-		names[i] = kb_bench_get(i)->name;
+		names[i] = cli_bench_get(i)->name;
 	cli_hint(name, names, n, buf, len);
 	free(names);
 	return buf;

@@ -114,6 +114,16 @@ int cli_cmd_topology(int argc, char **argv);
 
 /* ---- shared helpers (util.c) ------------------------------------------ */
 
+/* The benches of every command: the built-ins and the plugins of
+ * KERNBENCH_PLUGIN_PATH and --plugin, loaded by main before the command
+ * runs. */
+struct kb_registry;
+extern struct kb_registry *cli_registry;
+/* Its benches: how many, the i-th (NULL past the end), by name (NULL). */
+size_t cli_bench_count(void);
+const struct kb_bench_info *cli_bench_get(size_t i);
+const struct kb_bench_info *cli_bench_find(const char *name);
+
 /* The whole command line, as main received it (recorded as provenance). */
 extern int cli_argc;
 extern const char *const *cli_argv;

@@ -34,8 +34,8 @@ static void list_text(void)
 {
 	size_t i, j;
 
-	for (i = 0; i < kb_bench_count(); i++) {
-		const kb_bench_info *b = kb_bench_get(i);
+	for (i = 0; i < cli_bench_count(); i++) {
+		const kb_bench_info *b = cli_bench_get(i);
 
 		printf("%s%s\n  %s\n", i ? "\n" : "", b->name, b->help ? b->help : "");
 		for (j = 0; j < b->n_params; j++) {
@@ -126,8 +126,8 @@ static void list_json(void)
 	size_t i, j;
 
 	fputc('[', stdout);
-	for (i = 0; i < kb_bench_count(); i++) {
-		const kb_bench_info *b = kb_bench_get(i);
+	for (i = 0; i < cli_bench_count(); i++) {
+		const kb_bench_info *b = cli_bench_get(i);
 
 		fputs(i ? ",{\"name\":" : "{\"name\":", stdout);
 		cli_json_string(stdout, b->name);

@@ -5,6 +5,7 @@
 
 #include "cli/cli.h"
 #include "kernbench/bench.h"
+#include "kernbench/registry.h"
 #include "kernbench/topology.h"
 
 enum {
@@ -37,7 +38,7 @@ static int build_params(const cli_args *a, const kb_bench_info **bench, kb_param
 		return cli_usage("run", "missing BENCH");
 	if (a->n_pos > 1)
 		return cli_usage("run", "one bench only (got '%s' too)", a->pos[1]);
-	*bench = kb_bench_find(a->pos[0]);
+	*bench = cli_bench_find(a->pos[0]);
 	if (!*bench) {
 		char hint[96];
 
@@ -192,7 +193,7 @@ int cli_cmd_run(int argc, char **argv)
 		o.on_record = on_record;
 		o.payload = &prog;
 	}
-	rc = kb_bench_run(bench->name, params, topo, &o, &res, &err);
+	rc = kb_registry_run(cli_registry, bench->name, params, topo, &o, &res, &err);
 	cli_progress_clear(&prog.line);
 	if (rc) {
 		rc = cli_kb_error(&err, rc);

@@ -110,7 +110,7 @@ static int split_benches(sweep_cmd *c, const char *list)
 		c->benches[c->n_benches++] = b;
 		if (!*b)
 			return cli_usage("sweep", "'%s': empty bench name in the list", list);
-		if (!kb_bench_find(b)) {
+		if (!cli_bench_find(b)) {
 			char hint[96];
 
 			return cli_usage("sweep", "unknown bench '%s'%s (see 'kernbench list')", b,
@@ -140,10 +140,10 @@ static int check_param(const sweep_cmd *c, const char *name)
 	char hint[96];
 
 	for (i = 0; i < c->n_benches; i++)
-		if (!cli_find_param(kb_bench_find(c->benches[i]), name))
+		if (!cli_find_param(cli_bench_find(c->benches[i]), name))
 			return cli_usage("sweep", "bench '%s' has no parameter '%s'%s "
 					 "(see 'kernbench list')", c->benches[i], name,
-					 cli_hint_param(kb_bench_find(c->benches[i]), name, hint,
+					 cli_hint_param(cli_bench_find(c->benches[i]), name, hint,
 							sizeof(hint)));
 	return 0;
 }
@@ -261,6 +261,7 @@ static int build(sweep_cmd *c)
 	if ((rc = split_benches(c, c->a.pos[0])) || (rc = sweep_options(c, &o)) ||
 	    (rc = output_options(c)))
 		return rc;
+	o.registry = cli_registry;
 	c->sopt = o;
 	c->n_params = v[O_PARAM].n_list;
 	c->keys = calloc(nk + 1, sizeof(char *));

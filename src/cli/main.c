@@ -4,38 +4,57 @@
  */
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "kernbench/registry.h"
 #include "kernbench/version.h"
 
 static int unknown_command(const char *cmd)
 {
 	static const char *const cmds[] = { "list", "run", "sweep", "topology", "help" };
-	static const char *const opts[] = { "--help", "--version" };
+	static const char *const opts[] = { "--help", "--version", "--plugin" };
 	char hint[96];
 
 	if (cmd[0] == '-')
-		return cli_usage(NULL, "unknown option '%s'%s", cmd, cli_hint(cmd, opts, 2, hint, sizeof(hint)));
+		return cli_usage(NULL, "unknown option '%s'%s", cmd, cli_hint(cmd, opts, 3, hint, sizeof(hint)));
 	return cli_usage(NULL, "unknown command '%s'%s", cmd, cli_hint(cmd, cmds, 5, hint, sizeof(hint)));
 }
 
-int main(int argc, char **argv)
-{
-	const char *cmd = argc > 1 ? argv[1] : NULL;
+kb_registry *cli_registry;
 
-	cli_argc = argc;
-	cli_argv = (const char *const *)argv;
-	/* A closed pipe on an output is a write error with a message and exit
-	 * status 1 (doc/sweep.md), not death by SIGPIPE. */
-	signal(SIGPIPE, SIG_IGN);
+/*
+ * The benches every command sees: the built-ins, then the plugins of
+ * KERNBENCH_PLUGIN_PATH, then each --plugin in order. Loaded here, before
+ * any command runs, so that under mpirun every rank (same argv, same
+ * environment) has the same benches before the MPI sweep starts.
+ */
+static int load_registry(const char *const *plugins, size_t n)
+{
+	kb_error err;
+	int rc = kb_registry_create(&cli_registry, NULL, &err);
+
+	if (!rc)
+		rc = kb_registry_load_path(cli_registry, getenv("KERNBENCH_PLUGIN_PATH"), &err);
+	for (size_t i = 0; !rc && i < n; i++)
+		rc = kb_registry_load_plugin(cli_registry, plugins[i], &err);
+	return rc ? cli_kb_error(&err, rc) : CLI_OK;
+}
+
+static int dispatch(int argc, char **argv, const char *const *plugins, size_t n_plugins)
+{
+	const char *cmd = argc > 0 ? argv[0] : NULL;
+	int (*fn)(int, char **) = NULL;
+	int rc;
+
 	if (!cmd)
 		return cli_usage(NULL, "missing command");
 	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
-		if (argc > 2 && strcmp(cmd, "help") == 0) {
-			const char *t = cli_help_text(argv[2]);
+		if (argc > 1 && strcmp(cmd, "help") == 0) {
+			const char *t = cli_help_text(argv[1]);
 
-			return t ? cli_print_help(argv[2]) : unknown_command(argv[2]);
+			return t ? cli_print_help(argv[1]) : unknown_command(argv[1]);
 		}
 		return cli_print_help(NULL);
 	}
@@ -44,12 +63,50 @@ int main(int argc, char **argv)
 		return fflush(stdout) == 0 ? CLI_OK : cli_error("could not write the version");
 	}
 	if (strcmp(cmd, "list") == 0)
-		return cli_cmd_list(argc - 2, argv + 2);
-	if (strcmp(cmd, "run") == 0)
-		return cli_cmd_run(argc - 2, argv + 2);
-	if (strcmp(cmd, "sweep") == 0)
-		return cli_cmd_sweep(argc - 2, argv + 2);
-	if (strcmp(cmd, "topology") == 0)
-		return cli_cmd_topology(argc - 2, argv + 2);
-	return unknown_command(cmd);
+		fn = cli_cmd_list;
+	else if (strcmp(cmd, "run") == 0)
+		fn = cli_cmd_run;
+	else if (strcmp(cmd, "sweep") == 0)
+		fn = cli_cmd_sweep;
+	else if (strcmp(cmd, "topology") == 0)
+		fn = cli_cmd_topology;
+	else
+		return unknown_command(cmd);
+	rc = load_registry(plugins, n_plugins);
+	if (!rc)
+		rc = fn(argc - 1, argv + 1);
+	kb_registry_destroy(cli_registry);
+	cli_registry = NULL;
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	const char **plugins = calloc((size_t)argc + 1, sizeof(*plugins));
+	size_t n_plugins = 0;
+	int i = 1, rc;
+
+	cli_argc = argc;
+	cli_argv = (const char *const *)argv;
+	/* A closed pipe on an output is a write error with a message and exit
+	 * status 1 (doc/sweep.md), not death by SIGPIPE. */
+	signal(SIGPIPE, SIG_IGN);
+	if (!plugins)
+		return cli_error("out of memory");
+	/* Options of kernbench itself, before the command: --plugin FILE. */
+	for (; i < argc && strncmp(argv[i], "--plugin", 8) == 0; i++) {
+		if (argv[i][8] == '=' && argv[i][9]) {
+			plugins[n_plugins++] = argv[i] + 9;
+		} else if (argv[i][8] == '\0' && i + 1 < argc && argv[i + 1][0]) {
+			plugins[n_plugins++] = argv[++i];
+		} else if (argv[i][8] == '\0' || argv[i][8] == '=') {
+			free(plugins);
+			return cli_usage(NULL, "--plugin needs a file");
+		} else {
+			break;
+		}
+	}
+	rc = dispatch(argc - i, argv + i, plugins, n_plugins);
+	free(plugins);
+	return rc;
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli/cli.h"
 #include "cli/mpi_sweep.h"
 
 typedef struct node {
@@ -138,6 +139,7 @@ static cli_mpi_wire_row *run_one(cli_mpi_pool *p, size_t index)
 	if (!values)
 		return NULL;
 	o.jobs = 1;
+	o.registry = cli_registry;
 	o.threads = sp->threads;
 	o.data = sp->data;
 	rc = cli_mpi_pool_decode(p, index, &bench, values);

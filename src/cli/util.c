@@ -11,17 +11,18 @@
 
 #include "cli/cli.h"
 #include "kernbench/bench.h"
+#include "kernbench/registry.h"
 #include "kernbench/topology.h"
 
 int cli_argc;
 const char *const *cli_argv;
 
 static const char help_main[] =
-	"Usage: kernbench COMMAND [OPTION]...\n"
+	"Usage: kernbench [--plugin FILE]... COMMAND [OPTION]...\n"
 	"A deterministic, multithreaded simulator of a PE-near-HBM AI accelerator.\n"
 	"\n"
 	"Commands:\n"
-	"  list [--json]              list the built-in benches and their parameters\n"
+	"  list [--json]              list the benches (built-in and plugins) and their parameters\n"
 	"  run BENCH [OPTION]...      run one bench and print its figures\n"
 	"  sweep BENCH[,BENCH...] [OPTION]...\n"
 	"                             run the Cartesian product of parameter lists\n"
@@ -29,14 +30,18 @@ static const char help_main[] =
 	"\n"
 	"  -h, --help                 print this help (kernbench COMMAND --help: that command's)\n"
 	"  -V, --version              print the version\n"
+	"      --plugin FILE          before COMMAND: load the benches of a plugin (a\n"
+	"                             shared object exporting kb_plugin_init); repeatable,\n"
+	"                             after those of KERNBENCH_PLUGIN_PATH (colon-separated\n"
+	"                             files, or directories of *.so)\n"
 	"\n"
 	"Exit status: 0 success, 1 a simulation, validation, topology or I/O error,\n"
 	"2 a usage error.\n";
 
 static const char help_list[] =
 	"Usage: kernbench list [--json]\n"
-	"List the built-in benches with their help and parameters (name, type,\n"
-	"default, choices or range).\n"
+	"List the benches (the built-in ones, then the plugins' in load order) with\n"
+	"their help and parameters (name, type, default, choices or range).\n"
 	"\n"
 	"      --json                 print the list as one JSON array\n"
 	"  -h, --help                 print this help\n";
@@ -154,6 +159,25 @@ int cli_load_topology(const char *cmd, const char *file, const char *const *sets
 	}
 	*out = t;
 	return CLI_OK;
+}
+
+size_t cli_bench_count(void)
+{
+	return kb_registry_count(cli_registry);
+}
+
+const kb_bench_info *cli_bench_get(size_t i)
+{
+	const kb_bench_def *d = kb_registry_at(cli_registry, i);
+
+	return d ? &d->info : NULL;
+}
+
+const kb_bench_info *cli_bench_find(const char *name)
+{
+	const kb_bench_def *d = NULL;
+
+	return kb_registry_lookup(cli_registry, name, &d, NULL) == 0 ? &d->info : NULL;
 }
 
 const kb_param_info *cli_find_param(const kb_bench_info *b, const char *name)
