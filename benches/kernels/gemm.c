@@ -17,6 +17,7 @@ typedef struct gemm_args {
 	kb_dtype dt;
 	const char *epilogue;
 	uint64_t a, b, c, extra;
+	double *ha, *hb, *hx;   /* data mode: the inputs as stored, for the check */
 } gemm_args;
 
 static void gemm_kernel(kb_tl *tl, void *p)
@@ -63,60 +64,62 @@ static void reference(const gemm_args *g, const double *a, const double *b, cons
 		}
 }
 
-static int check(kb_simulation *sim, const gemm_args *g, const double *a, const double *b,
-		 const double *x, kb_result *res, kb_error *err)
+/* Data mode, after the run (kb_bench_simulate): C against the host
+ * computation from the inputs as stored. */
+static int gemm_check(kb_bench_ctx *ctx, kb_simulation *sim, void *state, kb_result *res,
+		      kb_error *err)
 {
+	const gemm_args *g = state;
 	size_t n = (size_t)(g->M * g->N);
 	double *want = malloc(n * sizeof(*want));
-	float *got = malloc(n * sizeof(*got));
-	int rc = want && got ? KB_OK : kb__err(err, KB_ENOMEM, "out of memory checking the result");
+	int rc;
 
-	if (!rc)
-		rc = kb__bench_output(sim, g->dt, g->c, n, got, err);
-	if (!rc) {
-		reference(g, a, b, x, want);
-		kb__bench_errors(got, want, n, res);
-	}
+	(void)ctx;
+	if (!want)
+		return kb__err(err, KB_ENOMEM, "out of memory checking the result");
+	reference(g, g->ha, g->hb, g->hx, want);
+	rc = kb_bench_compare(sim, g->dt, g->c, want, n, res, err);
 	free(want);
-	free(got);
 	return rc;
 }
 
 static int run_gemm(kb_bench_ctx *ctx, kb_result *res, kb_error *err)
 {
-	gemm_args g = { kb__bench_int(ctx, "M"), kb__bench_int(ctx, "K"), kb__bench_int(ctx, "N"),
-			KB_FP16, kb__bench_str(ctx, "epilogue"), 0, 0, 0, 0 };
-	kb_sim_options so = kb__bench_sim_options(ctx, 1);
+	gemm_args g = { kb_bench_param_int(ctx, "M"), kb_bench_param_int(ctx, "K"),
+			kb_bench_param_int(ctx, "N"), KB_FP16, kb_bench_param_str(ctx, "epilogue"),
+			0, 0, 0, 0, NULL, NULL, NULL };
 	int64_t sa[2] = { g.M, g.K }, sb[2] = { g.K, g.N }, sc[2] = { g.M, g.N }, sn[1] = { g.N };
-	double *ha = NULL, *hb = NULL, *hx = NULL, std = kb__bench_real(ctx, "input_std");
-	const char *dir = ctx->opt->dump_dir;
+	double std = kb_bench_param_real(ctx, "input_std");
+	int bias = strcmp(g.epilogue, "bias") == 0, add = strcmp(g.epilogue, "add") == 0;
 	kb_simulation *sim = NULL;
-	kb_rng rng;
-	int rc, has_x = strcmp(g.epilogue, "bias") == 0 || strcmp(g.epilogue, "add") == 0;
+	int rc;
 
-	kb_dtype_parse(kb__bench_str(ctx, "dtype"), &g.dt);
-	kb__rng_seed(&rng, (uint64_t)kb__bench_int(ctx, "seed"));
-	rc = kb_simulation_create(&sim, ctx->topo, &so, err);
-	if (!rc && so.data) {
-		rc = kb__bench_input(sim, &rng, g.dt, 2, sa, std, &g.a, &ha, err);
-		if (!rc)
-			rc = kb__bench_input(sim, &rng, g.dt, 2, sb, std, &g.b, &hb, err);
-		if (!rc && has_x)
-			rc = kb__bench_input(sim, &rng, g.dt, strcmp(g.epilogue, "bias") ? 2 : 1,
-					     strcmp(g.epilogue, "bias") ? sc : sn, std, &g.extra, &hx, err);
-	} else if (!rc) {
-		rc = kb_simulation_alloc(sim, g.dt, 2, sa, 0, &g.a, err);
-		if (!rc)
-			rc = kb_simulation_alloc(sim, g.dt, 2, sb, 0, &g.b, err);
-		if (!rc && has_x)
-			rc = kb_simulation_alloc(sim, g.dt, 2, sc, 0, &g.extra, err);
-	}
+	kb_dtype_parse(kb_bench_param_str(ctx, "dtype"), &g.dt);
+	kb_bench_seed(ctx, (uint64_t)kb_bench_param_int(ctx, "seed"));
+	rc = kb_bench_simulation(ctx, 1, &sim, err);
+	if (!rc)
+		rc = kb_bench_input(ctx, sim, g.dt, 2, sa, std, &g.a, &g.ha, err);
+	if (!rc)
+		rc = kb_bench_input(ctx, sim, g.dt, 2, sb, std, &g.b, &g.hb, err);
+	if (!rc && (bias || add))
+		rc = kb_bench_input(ctx, sim, g.dt, bias ? 1 : 2, bias ? sn : sc, std, &g.extra, &g.hx,
+				    err);
 	if (!rc)
 		rc = kb_simulation_alloc(sim, g.dt, 2, sc, 0, &g.c, err);
+	/* What --dump writes (doc/benches.md). */
+	if (!rc)
+		rc = kb_bench_tensor(ctx, "a", g.dt, 2, sa, g.a, err);
+	if (!rc)
+		rc = kb_bench_tensor(ctx, "b", g.dt, 2, sb, g.b, err);
+	if (!rc)
+		rc = kb_bench_tensor(ctx, "c", g.dt, 2, sc, g.c, err);
+	if (!rc && (bias || add))
+		rc = kb_bench_tensor(ctx, bias ? "bias" : "d", g.dt, bias ? 1 : 2, bias ? sn : sc,
+				     g.extra, err);
 	if (!rc)
 		rc = kb_simulation_launch(sim, gemm_kernel, &g, 0, 1, err);
 	if (!rc)
-		rc = kb_simulation_run(sim, res, err);
+		rc = kb_bench_simulate(ctx, sim, &g, res, err);
 	if (!rc) {
 		const kb_topo_params *tp = kb__simulation_params(sim);
 
@@ -126,25 +129,10 @@ static int run_gemm(kb_bench_ctx *ctx, kb_result *res, kb_error *err)
 		res->dispatch_per_tile_ns = (double)res->dispatch_ps / (double)res->tiles / 1000.0;
 		res->dispatch_kernel_per_tile_ns = res->dispatch_per_tile_ns;
 	}
-	if (!rc && so.data)
-		rc = check(sim, &g, ha, hb, hx, res, err);
-	if (!rc && so.data && dir) {
-		rc = kb__bench_dump(sim, dir, "a", g.dt, 2, sa, g.a, err);
-		if (!rc)
-			rc = kb__bench_dump(sim, dir, "b", g.dt, 2, sb, g.b, err);
-		if (!rc)
-			rc = kb__bench_dump(sim, dir, "c", g.dt, 2, sc, g.c, err);
-		if (!rc && has_x)
-			rc = kb__bench_dump(sim, dir, strcmp(g.epilogue, "bias") ? "d" : "bias", g.dt,
-					    strcmp(g.epilogue, "bias") ? 2 : 1,
-					    strcmp(g.epilogue, "bias") ? sc : sn, g.extra, err);
-	}
-	if (rc)
-		kb_result_clear(res);
 	kb_simulation_destroy(sim);
-	free(ha);
-	free(hb);
-	free(hx);
+	free(g.ha);
+	free(g.hb);
+	free(g.hx);
 	return rc;
 }
 
@@ -162,5 +150,5 @@ const kb_bench_def kb__bench_gemm = {
 	KB_BENCH_ABI,
 	{ "gemm", "C = epilogue(A @ B) through one GEMM composite", params,
 	  sizeof(params) / sizeof(params[0]) },
-	run_gemm, NULL, NULL,
+	run_gemm, gemm_check, NULL,
 };

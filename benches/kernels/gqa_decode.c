@@ -272,9 +272,13 @@ static const double *kv_rows(void *payload, int which, int64_t row0, int64_t row
 	return r->rc ? NULL : r->rows[which];
 }
 
-static int check(kb_simulation *sim, const decode_args *a, kb_result *res, kb_error *err)
+/* Data mode, after the run (kb_bench_simulate): O against the attention
+ * computed in double from Q, K and V as stored. */
+static int decode_check(kb_bench_ctx *ctx, kb_simulation *sim, void *args, kb_result *res,
+			kb_error *err)
 {
 	enum { CAP = 256 };
+	const decode_args *a = args;
 	size_t n = (size_t)a->H * (size_t)(a->G * a->d), es = kb_dtype_size(a->dt);
 	size_t chunk = (size_t)(CAP * a->d) > (size_t)(a->G * a->d) ? (size_t)(CAP * a->d)
 								  : (size_t)(a->G * a->d);
@@ -285,6 +289,7 @@ static int check(kb_simulation *sim, const decode_args *a, kb_result *res, kb_er
 	int rc = want && q && got && r.raw && r.f && r.rows[0] && r.rows[1]
 		? KB_OK : kb__err(err, KB_ENOMEM, "out of memory checking the result");
 
+	(void)ctx;
 	if (!rc)
 		rc = kb__bench_output(sim, a->dt, a->o, n, got, err);
 	for (uint32_t h = 0; !rc && h < a->H; h++) {
@@ -312,80 +317,67 @@ static int check(kb_simulation *sim, const decode_args *a, kb_result *res, kb_er
 /* Makes the topology hold H_kv * P PEs over C clusters. */
 static int fit_topology(kb_bench_ctx *ctx, uint32_t pes, uint32_t clusters, kb_error *err)
 {
+	kb_topology *topo = kb_bench_topology(ctx);
 	double c = 0, per = 0;
 	char buf[32];
 	int rc;
 
-	kb_topology_get_number(ctx->topo, "clusters", &c, err);
-	kb_topology_get_number(ctx->topo, "pes_per_cluster", &per, err);
+	kb_topology_get_number(topo, "clusters", &c, err);
+	kb_topology_get_number(topo, "pes_per_cluster", &per, err);
 	if ((uint32_t)c != clusters) {
 		snprintf(buf, sizeof(buf), "%u", clusters);
-		rc = kb_topology_set(ctx->topo, "clusters", buf, err);
+		rc = kb_topology_set(topo, "clusters", buf, err);
 		if (rc)
 			return rc;
 	}
 	if ((uint64_t)per * clusters < pes) {
 		snprintf(buf, sizeof(buf), "%u", (pes + clusters - 1) / clusters);
-		rc = kb_topology_set(ctx->topo, "pes_per_cluster", buf, err);
+		rc = kb_topology_set(topo, "pes_per_cluster", buf, err);
 		if (rc)
 			return rc;
 	}
 	return KB_OK;
 }
 
-static int dump(kb_simulation *sim, const decode_args *a, const char *dir, kb_error *err)
+/* Inputs drawn in the order q, k, v (the same values as ever for a seed),
+ * the output, and what --dump writes (doc/benches.md). */
+static int setup_tensors(kb_bench_ctx *ctx, kb_simulation *sim, decode_args *a, kb_error *err)
 {
 	int64_t sq[3] = { a->H, a->G, a->d }, skv[3] = { a->H, a->S, a->d };
-	int rc = kb__bench_dump(sim, dir, "q", a->dt, 3, sq, a->q, err);
-
-	if (!rc)
-		rc = kb__bench_dump(sim, dir, "k", a->dt, 3, skv, a->k, err);
-	if (!rc)
-		rc = kb__bench_dump(sim, dir, "v", a->dt, 3, skv, a->v, err);
-	if (!rc)
-		rc = kb__bench_dump(sim, dir, "o", a->dt, 3, sq, a->o, err);
-	return rc;
-}
-
-static int setup_inputs(kb_simulation *sim, decode_args *a, const kb_bench_ctx *ctx,
-			kb_error *err)
-{
-	int64_t sq[3] = { a->H, a->G, a->d }, skv[3] = { a->H, a->S, a->d };
-	double std = kb__bench_real(ctx, "input_std");
-	kb_rng rng;
+	double std = kb_bench_param_real(ctx, "input_std");
 	int rc;
 
-	kb__rng_seed(&rng, (uint64_t)kb__bench_int(ctx, "seed"));
-	if (!ctx->opt->data) {
-		rc = kb_simulation_alloc(sim, a->dt, 3, sq, 0, &a->q, err);
-		if (!rc)
-			rc = kb_simulation_alloc(sim, a->dt, 3, skv, 0, &a->k, err);
-		if (!rc)
-			rc = kb_simulation_alloc(sim, a->dt, 3, skv, 0, &a->v, err);
-	} else {
-		rc = kb__bench_input(sim, &rng, a->dt, 3, sq, std, &a->q, NULL, err);
-		if (!rc)
-			rc = kb__bench_input(sim, &rng, a->dt, 3, skv, std, &a->k, NULL, err);
-		if (!rc)
-			rc = kb__bench_input(sim, &rng, a->dt, 3, skv, std, &a->v, NULL, err);
-	}
+	kb_bench_seed(ctx, (uint64_t)kb_bench_param_int(ctx, "seed"));
+	rc = kb_bench_input(ctx, sim, a->dt, 3, sq, std, &a->q, NULL, err);
+	if (!rc)
+		rc = kb_bench_input(ctx, sim, a->dt, 3, skv, std, &a->k, NULL, err);
+	if (!rc)
+		rc = kb_bench_input(ctx, sim, a->dt, 3, skv, std, &a->v, NULL, err);
 	if (!rc)
 		rc = kb_simulation_alloc(sim, a->dt, 3, sq, 0, &a->o, err);
+	if (!rc)
+		rc = kb_bench_tensor(ctx, "q", a->dt, 3, sq, a->q, err);
+	if (!rc)
+		rc = kb_bench_tensor(ctx, "k", a->dt, 3, skv, a->k, err);
+	if (!rc)
+		rc = kb_bench_tensor(ctx, "v", a->dt, 3, skv, a->v, err);
+	if (!rc)
+		rc = kb_bench_tensor(ctx, "o", a->dt, 3, sq, a->o, err);
 	return rc;
 }
 
 static int run_decode(kb_bench_ctx *ctx, kb_result *res, kb_error *err, int opt2)
 {
-	decode_args a = { kb__bench_int(ctx, "G"), kb__bench_int(ctx, "d"), kb__bench_int(ctx, "S_kv"),
-			  kb__bench_int(ctx, "TILE"), (uint32_t)kb__bench_int(ctx, "H_kv"),
-			  (uint32_t)kb__bench_int(ctx, "P"), KB_FP16, 0, 0, 0, 0, opt2 };
-	uint32_t clusters = (uint32_t)kb__bench_int(ctx, "C"), pes = a.H * a.P;
+	decode_args a = { kb_bench_param_int(ctx, "G"), kb_bench_param_int(ctx, "d"),
+			  kb_bench_param_int(ctx, "S_kv"), kb_bench_param_int(ctx, "TILE"),
+			  (uint32_t)kb_bench_param_int(ctx, "H_kv"),
+			  (uint32_t)kb_bench_param_int(ctx, "P"), KB_FP16, 0, 0, 0, 0, opt2 };
+	uint32_t clusters = (uint32_t)kb_bench_param_int(ctx, "C"), pes = a.H * a.P;
 	int64_t tiles = (a.S + a.T - 1) / a.T;
 	kb_simulation *sim = NULL;
-	kb_sim_options so;
 	int rc;
 
-	kb_dtype_parse(kb__bench_str(ctx, "dtype"), &a.dt);
+	kb_dtype_parse(kb_bench_param_str(ctx, "dtype"), &a.dt);
 	if (a.P > tiles)
 		return kb__err_at(err, KB_ERANGE, "P", 0, 0,
 				  "P = %u PEs per head exceeds the %lld KV tiles of S_kv = %lld", a.P,
@@ -394,21 +386,14 @@ static int run_decode(kb_bench_ctx *ctx, kb_result *res, kb_error *err, int opt2
 		return kb__err_at(err, KB_ERANGE, "C", 0, 0,
 				  "C = %u clusters for %u PEs: every cluster needs a PE", clusters, pes);
 	rc = fit_topology(ctx, pes, clusters, err);
-	so = kb__bench_sim_options(ctx, pes);
 	if (!rc)
-		rc = kb_simulation_create(&sim, ctx->topo, &so, err);
+		rc = kb_bench_simulation(ctx, pes, &sim, err);
 	if (!rc)
-		rc = setup_inputs(sim, &a, ctx, err);
+		rc = setup_tensors(ctx, sim, &a, err);
 	if (!rc)
 		rc = kb_simulation_launch(sim, decode_kernel, &a, 0, pes, err);
 	if (!rc)
-		rc = kb_simulation_run(sim, res, err);
-	if (!rc && so.data)
-		rc = check(sim, &a, res, err);
-	if (!rc && so.data && ctx->opt->dump_dir)
-		rc = dump(sim, &a, ctx->opt->dump_dir, err);
-	if (rc)
-		kb_result_clear(res);
+		rc = kb_bench_simulate(ctx, sim, &a, res, err);
 	kb_simulation_destroy(sim);
 	return rc;
 }
@@ -440,12 +425,12 @@ const kb_bench_def kb__bench_decode_opt2 = {
 	KB_BENCH_ABI,
 	{ "gqa_decode_opt2", "GQA decode, two composites per KV tile (softmax_merge recipe, ADR-0065)",
 	  params, sizeof(params) / sizeof(params[0]) },
-	run_opt2, NULL, NULL,
+	run_opt2, decode_check, NULL,
 };
 
 const kb_bench_def kb__bench_decode_opt3 = {
 	KB_BENCH_ABI,
 	{ "gqa_decode_opt3", "GQA decode, software-pipelined baseline (12 commands per KV tile)",
 	  params, sizeof(params) / sizeof(params[0]) },
-	run_opt3, NULL, NULL,
+	run_opt3, decode_check, NULL,
 };
