@@ -12,8 +12,13 @@
 #ifndef KB_BASE_SIMD_H
 #define KB_BASE_SIMD_H
 
+#include "base/tsan.h"
+
+/* Not under ThreadSanitizer: the ifunc resolver runs while the dynamic
+ * loader relocates the library, before the TSan runtime is set up, and
+ * its instrumented entry crashes the process. */
 #if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__) && defined(__linux__) && \
-	!defined(KB_NO_VEC_CLONES)
+	!defined(KB_NO_VEC_CLONES) && !defined(KB_TSAN)
 #define KB_VEC_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define KB_VEC_CLONES
