@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <nettle/sha2.h>
+#include <pthread.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -484,6 +485,103 @@ START_TEST(streaming_unit)
 }
 END_TEST
 
+/* Sealed records merged in slices by several threads at once (the parallel
+ * executor's op_log) give the same bytes, in the same order, as one thread
+ * flushing by time bound. Lanes have ties across lanes at every t1 and
+ * records of one lane at the same t1 too. */
+#define SHARE_LANES 17
+#define SHARE_ROUNDS 6
+#define SHARE_PER_ROUND 30000u
+#define SHARE_HELPERS 3
+
+typedef struct share_count {
+	uint64_t n, t1_prev;
+	int out_of_order;
+} share_count;
+
+static int share_cb(const kb_oplog_record *rec, void *payload)
+{
+	share_count *c = payload;
+
+	if (rec->t1_ps < c->t1_prev || rec->json_len < 10 || rec->json[0] != '{')
+		c->out_of_order = 1;
+	c->t1_prev = rec->t1_ps;
+	c->n++;
+	return 0;
+}
+
+static void *share_helper(void *arg)
+{
+	kb__oplog_share(arg);
+	return NULL;
+}
+
+/* Emits round r's records (the same ones for both logs). */
+static void share_emit(kb_oplog_lane **lane, unsigned r)
+{
+	for (uint64_t i = 0; i < SHARE_PER_ROUND; i++) {
+		uint64_t k = (uint64_t)r * SHARE_PER_ROUND + i;
+		unsigned l = (unsigned)((k * 7919u) % SHARE_LANES);
+		uint64_t t1 = 100 + (k / 5) * 3;   /* five records per t1 */
+		kb_oplog_record rec = { t1 - (k % 4), t1, l, "lp", "ev", k, NULL, -1, (int64_t)(k % 9), NULL, 0 };
+
+		if (kb__oplog_emit(lane[l], &rec, NULL, 0))
+			ck_abort_msg("kb__oplog_emit failed at record %llu", (unsigned long long)k);
+	}
+}
+
+START_TEST(sealed_slices_shared)
+{
+	kb_oplog *seq = NULL, *par = NULL;
+	kb_oplog_lane *ls[SHARE_LANES], *lp[SHARE_LANES];
+	kb_oplog_options oo = { 0 };
+	share_count cs = { 0 }, cp = { 0 };
+	kb_error err;
+	char hs[65], hp[65];
+	uint64_t rs = 0, rp = 0;
+
+	oo.callback = share_cb;
+	oo.payload = &cs;
+	ck_assert_int_eq(kb__oplog_create(&seq, &oo, &err), 0);
+	oo.payload = &cp;
+	ck_assert_int_eq(kb__oplog_create(&par, &oo, &err), 0);
+	/* lanes created in reverse: the order is the lane's, not creation's */
+	for (int l = SHARE_LANES - 1; l >= 0; l--) {
+		ls[l] = kb__oplog_lane(seq, (uint32_t)l);
+		lp[l] = kb__oplog_lane(par, (uint32_t)l);
+		ck_assert_ptr_nonnull(ls[l]);
+		ck_assert_ptr_nonnull(lp[l]);
+	}
+	for (unsigned r = 0; r < SHARE_ROUNDS; r++) {
+		pthread_t th[SHARE_HELPERS];
+		kb_time bound = 100 + ((uint64_t)(r + 1) * SHARE_PER_ROUND / 5) * 3;
+
+		share_emit(ls, r);
+		share_emit(lp, r);
+		ck_assert_int_eq(kb__oplog_flush(seq, bound, &err), 0);
+		/* every record of the round ends before bound: seal them all */
+		ck_assert_int_eq(kb__oplog_flush_sealed(par, &err), 0);
+		ck_assert_int_eq(kb__oplog_seal(par), 0);
+		for (int h = 0; h < SHARE_HELPERS; h++)
+			ck_assert_int_eq(pthread_create(&th[h], NULL, share_helper, par), 0);
+		ck_assert_int_eq(kb__oplog_flush_sealed(par, &err), 0);
+		for (int h = 0; h < SHARE_HELPERS; h++)
+			pthread_join(th[h], NULL);
+		ck_assert_uint_eq(cp.n, cs.n);
+	}
+	ck_assert_int_eq(kb__oplog_finish(seq, hs, &rs, &err), 0);
+	ck_assert_int_eq(kb__oplog_finish(par, hp, &rp, &err), 0);
+	ck_assert_uint_eq(rs, (uint64_t)SHARE_ROUNDS * SHARE_PER_ROUND);
+	ck_assert_uint_eq(rp, rs);
+	ck_assert_uint_eq(cp.n, rs);
+	ck_assert_int_eq(cs.out_of_order, 0);
+	ck_assert_int_eq(cp.out_of_order, 0);
+	ck_assert_str_eq(hp, hs);
+	kb__oplog_destroy(seq);
+	kb__oplog_destroy(par);
+}
+END_TEST
+
 /* A long synthetic run streams its op_log: peak memory does not follow it. */
 START_TEST(streaming_synthetic)
 {
@@ -902,6 +1000,7 @@ Suite *oplog_suite(void)
 	tcase_set_timeout(stream, 120);
 	tcase_add_test(stream, streaming_unit);
 	tcase_add_test(stream, streaming_synthetic);
+	tcase_add_test(stream, sealed_slices_shared);
 	suite_add_tcase(s, stream);
 
 	tcase_add_test(fail, write_fail_dev_full);

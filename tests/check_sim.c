@@ -121,7 +121,8 @@ typedef struct model {
 
 static void model_init(model *m, int threads, kb_time lat)
 {
-	kb_sim_config cfg = { threads, lat, lat, lat, 1, NULL, NULL, NULL };
+	kb_sim_config cfg = { .threads = threads, .lat_pe = lat, .lat_cluster = lat, .lat_global = lat,
+			      .par_threshold = 1 };
 	kb_error err;
 
 	memset(m, 0, sizeof(*m));
@@ -653,7 +654,8 @@ END_TEST
 START_TEST(empty_simulation)
 {
 	for (size_t e = 0; e < N_EXEC; e++) {
-		kb_sim_config cfg = { executors[e], LAT, LAT, LAT, 1, NULL, NULL, NULL };
+		kb_sim_config cfg = { .threads = executors[e], .lat_pe = LAT, .lat_cluster = LAT, .lat_global = LAT,
+			      .par_threshold = 1 };
 		kb_error err;
 		kb_sim *sim = kb__sim_create(&cfg, &err);
 		int rc;
@@ -671,7 +673,8 @@ END_TEST
 /* A zero link latency (no lookahead) is refused. */
 START_TEST(zero_latency_refused)
 {
-	kb_sim_config cfg = { 1, LAT, 0, LAT, 0, NULL, NULL, NULL };
+	kb_sim_config cfg = { .threads = 1, .lat_pe = LAT, .lat_cluster = 0, .lat_global = LAT,
+			      .par_threshold = 0 };
 	kb_error err;
 
 	ck_assert_ptr_null(kb__sim_create(&cfg, &err));
@@ -1148,7 +1151,8 @@ static const kb_lp_type owned_type = { "owned", owned_start, owned_event, NULL, 
 
 START_TEST(lp_type_owns_state)
 {
-	kb_sim_config cfg = { 1, LAT, LAT, LAT, 0, NULL, NULL, NULL };
+	kb_sim_config cfg = { .threads = 1, .lat_pe = LAT, .lat_cluster = LAT, .lat_global = LAT,
+			      .par_threshold = 0 };
 	kb_error err;
 	kb_sim *sim = kb__sim_create(&cfg, &err);
 	int fail = 1;

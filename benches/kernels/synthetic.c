@@ -105,7 +105,8 @@ static int run_synthetic(kb_bench_ctx *ctx, kb_result *res, kb_error *err)
 	kb_oplog_options oo = { ctx->opt->oplog_path, ctx->opt->trace_path, ctx->opt->on_record,
 				ctx->opt->payload, kb__eng_names, KB_ENG_COUNT,
 				kb__eng_channel, ctx->meta_json };
-	kb_sim_config cfg = { ctx->opt->threads, la, la, la, 0, NULL, NULL, NULL };
+	kb_sim_config cfg = { .threads = ctx->opt->threads, .lat_pe = la, .lat_cluster = la, .lat_global = la,
+			      .par_threshold = 0 };
 	kb_oplog_pump pump;
 	phold_lp *lps = calloc(n, sizeof(*lps));
 	kb_oplog *log = NULL;
@@ -158,6 +159,7 @@ static int run_synthetic(kb_bench_ctx *ctx, kb_result *res, kb_error *err)
 		res->sim_time_ps = st->end_time;
 		res->events = st->events;
 		kb__result_exec(res, st);
+		res->exec.ns_oplog_serial = kb__oplog_sink_ns(log);
 		res->events_per_s = res->wall_s > 0 ? (double)st->events / res->wall_s : 0;
 		res->dispatch_per_tile_ns = 0.0 / 0.0;
 		res->dispatch_kernel_per_tile_ns = 0.0 / 0.0;

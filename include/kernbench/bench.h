@@ -60,8 +60,10 @@ typedef struct kb_exec_figures {
 	uint64_t ns_barrier;     /* waiting at barriers for the other threads */
 	uint64_t ns_next;        /* finding the next window (minima, horizons, density) */
 	uint64_t ns_drain;       /* moving delivered messages into heaps */
-	uint64_t ns_oplog;       /* merging and writing the op_log (coordinator) */
+	uint64_t ns_oplog;       /* merging and writing the op_log (all threads) */
 	uint64_t ns_wall;        /* the executor's wall time */
+	uint64_t ns_oplog_serial; /* of ns_oplog, the sinks that run in order on one
+				   * thread: hashing and writing (any executor) */
 } kb_exec_figures;
 
 /* What a run reports (the figures of `kernbench run --json`). */

@@ -4,7 +4,9 @@
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sched.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/err.h"
 #include "base/sha256.h"
@@ -37,10 +39,22 @@ struct kb_oplog_lane {
 	atomic_int oom;          /* set by the writer, read by the sink */
 };
 
+typedef struct oplog_slice oplog_slice;
+
 struct kb_oplog {
 	kb_oplog_lane **lanes;
 	size_t n_lanes, cap_lanes;
-	uint32_t *heap;          /* merge heap of lane indices */
+	/* The lanes a planned merge reads (those with records in it). */
+	uint32_t *active;
+	size_t n_active;
+	/* The slices of the planned merge; n_slices and the slices' bounds
+	 * change only between windows, claim hands them out in a window. */
+	oplog_slice *slices;
+	size_t cap_slices;
+	unsigned n_slices;
+	atomic_uint claim;
+	int sealed;              /* slices planned over the sealed buffers, not yet written */
+	int want_recs;           /* a trace or a callback takes records one by one */
 	kb_sha256 sha;
 	FILE *file;
 	char *path;
@@ -48,13 +62,8 @@ struct kb_oplog {
 	kb_oplog_cb callback;
 	void *payload;
 	uint64_t records;
-	/* Merged records, newline-terminated, waiting to be hashed and written
-	 * in one go: a SHA-256 update and an fwrite per record (and one more
-	 * of each for the newline) cost more than the copy. */
-	char out[1 << 16];
-	size_t out_n;
+	uint64_t sink_ns;        /* wall ns in the sinks (the serial part) */
 	int failed;
-	int merging_ready;       /* which buffer of each lane merge() reads */
 	kb_error error;
 };
 
@@ -89,6 +98,8 @@ int kb__oplog_create(kb_oplog **out, const kb_oplog_options *opt, kb_error *err)
 		log->callback = opt->callback;
 		log->payload = opt->payload;
 	}
+	log->want_recs = log->trace || log->callback;
+	atomic_init(&log->claim, 0);
 	*out = log;
 	return KB_OK;
 fail:
@@ -108,12 +119,12 @@ kb_oplog_lane *kb__oplog_lane(kb_oplog *log, uint32_t order)
 	if (log->n_lanes == log->cap_lanes) {
 		size_t cap = log->cap_lanes ? 2 * log->cap_lanes : 16;
 		kb_oplog_lane **l = realloc(log->lanes, cap * sizeof(*l));
-		uint32_t *h = realloc(log->heap, cap * sizeof(*h));
+		uint32_t *h = realloc(log->active, cap * sizeof(*h));
 
 		if (l)
 			log->lanes = l;
 		if (h)
-			log->heap = h;
+			log->active = h;
 		if (!l || !h)
 			return NULL;
 		log->cap_lanes = cap;
@@ -365,38 +376,167 @@ int kb__oplog_emit(kb_oplog_lane *lane, const kb_oplog_record *rec, const kb_opl
 	return KB_OK;
 }
 
+/* ---- merging: slices of the final records, in the fixed total order ----
+ *
+ * The records to write (every lane's sealed buffer, or its current one up
+ * to a bound) are cut by end time into slices [lo, hi). A slice is a k-way
+ * merge over the lanes' runs inside it, by (t1, lane order), its records'
+ * text copied one after another with their newlines: the op_log bytes of
+ * that stretch. Slices are independent, so threads that have nothing else
+ * to do merge them in parallel (kb__oplog_share); only the sinks (hash,
+ * file, trace, callback) take the slices one after another, in order. How
+ * the records are cut never changes the bytes. */
+
+#define SLICE_RECORDS 1024   /* records per slice, roughly */
+#define MAX_SLICES 64
+
+/* A lane's run in a merge heap: its next record's t1 first (the key). */
+typedef struct merge_run {
+	kb_time t1;
+	uint32_t order;
+	uint32_t lane;
+	size_t pos, end;
+} merge_run;
+
+struct oplog_slice {
+	kb_time lo, hi;
+	char *text;              /* the slice's op_log bytes */
+	size_t text_n, text_cap;
+	/* Per record, for the trace and the callback (when there are any). */
+	struct slice_rec {
+		const lane_entry *e;
+		size_t off;
+	} *recs;
+	size_t n, cap_recs;
+	merge_run *heap;
+	size_t cap_heap;
+	int oom;
+	atomic_int done;
+};
+
 /* The buffer a merge reads: cur (in place, up to a bound) or ready (sealed). */
-static lane_buf *merge_buf(const kb_oplog *log, uint32_t i)
+static lane_buf *lane_of(const kb_oplog *log, size_t i, int ready)
 {
-	return log->merging_ready ? &log->lanes[i]->ready : &log->lanes[i]->cur;
+	return ready ? &log->lanes[i]->ready : &log->lanes[i]->cur;
 }
 
-/* Merge order: (t1 of the lane's head, lane order). */
-static int lane_less(const kb_oplog *log, uint32_t a, uint32_t b)
+static int run_less(const merge_run *a, const merge_run *b)
 {
-	const lane_buf *la = merge_buf(log, a), *lb = merge_buf(log, b);
-	kb_time ta = la->ent[la->head].rec.t1_ps, tb = lb->ent[lb->head].rec.t1_ps;
-
-	return ta < tb || (ta == tb && log->lanes[a]->order < log->lanes[b]->order);
+	return a->t1 < b->t1 || (a->t1 == b->t1 && a->order < b->order);
 }
 
-static void heap_down(kb_oplog *log, size_t n, size_t i)
+static void run_down(merge_run *h, size_t n, size_t i)
 {
+	merge_run x = h[i];
+
 	for (;;) {
-		size_t l = 2 * i + 1, m = i;
-		uint32_t t;
+		size_t l = 2 * i + 1, m;
 
-		if (l < n && lane_less(log, log->heap[l], log->heap[m]))
-			m = l;
-		if (l + 1 < n && lane_less(log, log->heap[l + 1], log->heap[m]))
-			m = l + 1;
-		if (m == i)
-			return;
-		t = log->heap[i];
-		log->heap[i] = log->heap[m];
-		log->heap[m] = t;
+		if (l >= n)
+			break;
+		m = l + 1 < n && run_less(&h[l + 1], &h[l]) ? l + 1 : l;
+		if (!run_less(&h[m], &x))
+			break;
+		h[i] = h[m];
 		i = m;
 	}
+	h[i] = x;
+}
+
+/* The first position in [from, n) whose record ends at or after t. */
+static size_t lower_bound(const lane_buf *b, size_t from, kb_time t)
+{
+	size_t lo = from, hi = b->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (b->ent[mid].rec.t1_ps < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static int slice_reserve(kb_oplog *log, oplog_slice *s, size_t bytes, size_t recs)
+{
+	if (bytes > s->text_cap) {
+		size_t cap = s->text_cap ? s->text_cap : 65536;
+		char *t;
+
+		while (cap < bytes)
+			cap *= 2;
+		if (!(t = realloc(s->text, cap)))
+			return -1;
+		s->text = t;
+		s->text_cap = cap;
+	}
+	if (log->want_recs && recs > s->cap_recs) {
+		size_t cap = s->cap_recs ? s->cap_recs : 1024;
+		struct slice_rec *r;
+
+		while (cap < recs)
+			cap *= 2;
+		if (!(r = realloc(s->recs, cap * sizeof(*r))))
+			return -1;
+		s->recs = r;
+		s->cap_recs = cap;
+	}
+	return 0;
+}
+
+/* Merges the slice's records (their text and, for the trace and callback,
+ * where each is) out of every lane's cur or ready buffer. Reads the lanes
+ * only: any number of slices may run at once. */
+static void slice_merge(kb_oplog *log, oplog_slice *s, int ready)
+{
+	size_t hn = 0, bytes = 0, recs = 0;
+	merge_run *h = s->heap;
+	char *out;
+
+	s->n = s->text_n = 0;
+	s->oom = 0;
+	for (size_t k = 0; k < log->n_active; k++) {
+		uint32_t i = log->active[k];
+		const lane_buf *b = lane_of(log, i, ready);
+		size_t a = lower_bound(b, b->head, s->lo), z = lower_bound(b, a, s->hi);
+		const lane_entry *last;
+
+		if (a == z)
+			continue;
+		last = &b->ent[z - 1];
+		bytes += last->text_off + last->text_len - b->ent[a].text_off + (z - a);
+		recs += z - a;
+		h[hn++] = (merge_run){ b->ent[a].rec.t1_ps, log->lanes[i]->order, i, a, z };
+	}
+	if (!hn)
+		return;
+	if (slice_reserve(log, s, bytes, recs)) {
+		s->oom = 1;
+		return;
+	}
+	for (size_t i = hn / 2; i-- > 0;)
+		run_down(h, hn, i);
+	out = s->text;
+	while (hn > 0) {
+		merge_run *r = &h[0];
+		const lane_buf *b = lane_of(log, r->lane, ready);
+		const lane_entry *e = &b->ent[r->pos];
+
+		if (log->want_recs)
+			s->recs[s->n] = (struct slice_rec){ e, (size_t)(out - s->text) };
+		s->n++;
+		memcpy(out, b->text + e->text_off, e->text_len);
+		out += e->text_len;
+		*out++ = '\n';
+		if (++r->pos == r->end)
+			h[0] = h[--hn];
+		else
+			r->t1 = b->ent[r->pos].rec.t1_ps;
+		run_down(h, hn, 0);
+	}
+	s->text_n = (size_t)(out - s->text);
 }
 
 static void write_error(kb_oplog *log, const char *what, const char *path)
@@ -408,44 +548,109 @@ static void write_error(kb_oplog *log, const char *what, const char *path)
 		strerror(errno ? errno : EIO));
 }
 
-/* Hashes and writes what the merge has gathered. */
-static void drain_out(kb_oplog *log)
+/* Hands a merged slice to the sinks: its bytes to the hash and the file at
+ * once, its records one by one to the trace and the callback. */
+static uint64_t now_ns(void)
 {
-	if (!log->out_n)
-		return;
-	kb__sha256_update(&log->sha, log->out, log->out_n);
-	if (log->file && !log->failed && fwrite(log->out, 1, log->out_n, log->file) != log->out_n)
-		write_error(log, "op_log", log->path);
-	log->out_n = 0;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static int sink_record(kb_oplog *log, kb_oplog_record *rec, const char *text, size_t len)
+static void slice_sink(kb_oplog *log, const oplog_slice *s)
 {
-	rec->json = text;
-	rec->json_len = len;
-	if (log->out_n + len + 1 > sizeof(log->out))
-		drain_out(log);
-	if (len + 1 > sizeof(log->out)) {
-		kb__sha256_update(&log->sha, text, len);
-		kb__sha256_update(&log->sha, "\n", 1);
-		if (log->file && !log->failed &&
-		    (fwrite(text, 1, len, log->file) != len || fputc('\n', log->file) == EOF))
-			write_error(log, "op_log", log->path);
-	} else {
-		memcpy(log->out + log->out_n, text, len);
-		log->out[log->out_n + len] = '\n';
-		log->out_n += len + 1;
-	}
-	log->records++;
-	if (log->trace && !log->failed && kb__trace_record(log->trace, rec))
-		write_error(log, "trace", kb__trace_path(log->trace));
-	if (log->callback && !log->failed) {
-		if (log->callback(rec, log->payload)) {
+	uint64_t t0 = now_ns();
+
+	kb__sha256_update(&log->sha, s->text, s->text_n);
+	log->records += s->n;
+	if (log->file && !log->failed && s->text_n &&
+	    fwrite(s->text, 1, s->text_n, log->file) != s->text_n)
+		write_error(log, "op_log", log->path);
+	for (size_t i = 0; log->want_recs && i < s->n && !log->failed; i++) {
+		kb_oplog_record rec = s->recs[i].e->rec;
+
+		rec.json = s->text + s->recs[i].off;
+		rec.json_len = s->recs[i].e->text_len;
+		if (log->trace && kb__trace_record(log->trace, &rec))
+			write_error(log, "trace", kb__trace_path(log->trace));
+		if (log->callback && !log->failed && log->callback(&rec, log->payload)) {
 			log->failed = 1;
 			kb__err(&log->error, KB_EINVAL, "the op_log callback stopped the run");
 		}
 	}
-	return log->failed ? log->error.code : KB_OK;
+	log->sink_ns += now_ns() - t0;
+}
+
+/* Room for n slices, each with a heap as large as the lane count. */
+static int slices_reserve(kb_oplog *log, size_t n)
+{
+	if (n > log->cap_slices) {
+		oplog_slice *s = realloc(log->slices, n * sizeof(*s));
+
+		if (!s)
+			return -1;
+		memset(s + log->cap_slices, 0, (n - log->cap_slices) * sizeof(*s));
+		log->slices = s;
+		log->cap_slices = n;
+	}
+	for (size_t i = 0; i < n; i++) {
+		oplog_slice *s = &log->slices[i];
+
+		if (s->cap_heap < log->n_lanes) {
+			merge_run *h = realloc(s->heap, log->n_lanes * sizeof(*h));
+
+			if (!h)
+				return -1;
+			s->heap = h;
+			s->cap_heap = log->n_lanes;
+		}
+	}
+	return 0;
+}
+
+/* Cuts the records of the lanes' cur or ready buffers with t1 < bound into
+ * slices of about SLICE_RECORDS each, evenly in time; notes the lanes that
+ * have any. Returns the slice count (0: nothing to write), -1 out of memory. */
+static int plan_slices(kb_oplog *log, int ready, kb_time bound)
+{
+	kb_time lo = KB_TIME_INF, hi = 0;
+	size_t records = 0, n;
+
+	log->n_active = 0;
+	for (size_t i = 0; i < log->n_lanes; i++) {
+		const lane_buf *b = lane_of(log, i, ready);
+		size_t z;
+
+		if (b->head == b->n || b->ent[b->head].rec.t1_ps >= bound)
+			continue;
+		z = bound == KB_TIME_INF ? b->n : lower_bound(b, b->head, bound);
+		records += z - b->head;
+		if (b->ent[b->head].rec.t1_ps < lo)
+			lo = b->ent[b->head].rec.t1_ps;
+		if (b->ent[z - 1].rec.t1_ps > hi)
+			hi = b->ent[z - 1].rec.t1_ps;
+		log->active[log->n_active++] = (uint32_t)i;
+	}
+	if (!records)
+		return 0;
+	n = records / SLICE_RECORDS;
+	if (n > MAX_SLICES)
+		n = MAX_SLICES;
+	if (n > hi - lo + 1)
+		n = (size_t)(hi - lo + 1);
+	if (n < 1)
+		n = 1;
+	if (slices_reserve(log, n))
+		return -1;
+	for (size_t j = 0; j < n; j++) {
+		oplog_slice *s = &log->slices[j];
+
+		s->lo = j == 0 ? 0 : lo + (kb_time)((double)(hi - lo + 1) * (double)j / (double)n);
+		s->hi = j + 1 == n ? bound : lo + (kb_time)((double)(hi - lo + 1) * (double)(j + 1) / (double)n);
+		atomic_store_explicit(&s->done, 0, memory_order_relaxed);
+	}
+	return (int)n;
 }
 
 static void buf_compact(lane_buf *lane)
@@ -468,35 +673,28 @@ static void buf_compact(lane_buf *lane)
 	lane->head = 0;
 }
 
-/* k-way merge of every lane's buffer (cur or ready) up to bound. */
-static int merge(kb_oplog *log, int ready, kb_time bound, kb_error *err)
+/* After the slices up to bound are written: drop them from the lanes. */
+static void consume(kb_oplog *log, int ready, kb_time bound)
 {
-	size_t hn = 0;
+	for (size_t k = 0; k < log->n_active; k++) {
+		lane_buf *b = lane_of(log, log->active[k], ready);
 
-	log->merging_ready = ready;
-	for (size_t i = 0; i < log->n_lanes; i++) {
-		lane_buf *b = merge_buf(log, (uint32_t)i);
+		b->head = bound == KB_TIME_INF ? b->n : lower_bound(b, b->head, bound);
+		buf_compact(b);
+	}
+	log->n_active = 0;
+}
 
+static int check_oom(kb_oplog *log, kb_error *err)
+{
+	for (size_t i = 0; i < log->n_lanes; i++)
 		if (atomic_load_explicit(&log->lanes[i]->oom, memory_order_relaxed))
 			return kb__err(err, KB_ENOMEM, "out of memory buffering op_log records");
-		if (b->head < b->n && b->ent[b->head].rec.t1_ps < bound)
-			log->heap[hn++] = (uint32_t)i;
-	}
-	for (size_t i = hn / 2; i-- > 0;)
-		heap_down(log, hn, i);
-	while (hn > 0) {
-		lane_buf *b = merge_buf(log, log->heap[0]);
-		lane_entry *e = &b->ent[b->head++];
+	return KB_OK;
+}
 
-		if (sink_record(log, &e->rec, b->text + e->text_off, e->text_len))
-			break;
-		if (b->head == b->n || b->ent[b->head].rec.t1_ps >= bound)
-			log->heap[0] = log->heap[--hn];
-		heap_down(log, hn, 0);
-	}
-	drain_out(log);
-	for (size_t i = 0; i < log->n_lanes; i++)
-		buf_compact(merge_buf(log, (uint32_t)i));
+static int finish_write(kb_oplog *log, kb_error *err)
+{
 	if (log->file && !log->failed && fflush(log->file) == EOF)
 		write_error(log, "op_log", log->path);
 	if (log->failed) {
@@ -506,19 +704,59 @@ static int merge(kb_oplog *log, int ready, kb_time bound, kb_error *err)
 	return KB_OK;
 }
 
+/* Merges the next sealed slice nobody has taken; 0 when none is left
+ * (others may still be merging theirs). */
+static int share_one(kb_oplog *log)
+{
+	unsigned j = atomic_fetch_add(&log->claim, 1);
+	oplog_slice *s;
+
+	if (j >= log->n_slices)
+		return 0;
+	s = &log->slices[j];
+	slice_merge(log, s, 1);
+	atomic_store_explicit(&s->done, 1, memory_order_release);
+	return 1;
+}
+
+/* Writes every record of the cur buffers with t1 < bound, on this thread. */
+static int flush_cur(kb_oplog *log, kb_time bound, kb_error *err)
+{
+	int n = plan_slices(log, 0, bound), oom = 0;
+
+	if (n < 0)
+		return kb__err(err, KB_ENOMEM, "out of memory merging op_log records");
+	for (int j = 0; j < n && !oom && !log->failed; j++) {
+		slice_merge(log, &log->slices[j], 0);
+		oom = log->slices[j].oom;
+		if (!oom)
+			slice_sink(log, &log->slices[j]);
+	}
+	if (oom)
+		return kb__err(err, KB_ENOMEM, "out of memory merging op_log records");
+	consume(log, 0, bound);
+	return finish_write(log, err);
+}
+
 int kb__oplog_flush(kb_oplog *log, kb_time bound, kb_error *err)
 {
 	int rc;
 
 	if (!log)
 		return KB_OK;
-	rc = merge(log, 1, KB_TIME_INF, err);   /* sealed records come first */
-	return rc ? rc : merge(log, 0, bound, err);
+	rc = check_oom(log, err);
+	if (!rc)
+		rc = kb__oplog_flush_sealed(log, err);   /* sealed records come first */
+	return rc ? rc : flush_cur(log, bound, err);
 }
 
-void kb__oplog_seal(kb_oplog *log)
+int kb__oplog_seal(kb_oplog *log)
 {
-	for (size_t i = 0; log && i < log->n_lanes; i++) {
+	int n;
+
+	if (!log)
+		return KB_OK;
+	for (size_t i = 0; i < log->n_lanes; i++) {
 		kb_oplog_lane *l = log->lanes[i];
 
 		if (l->cur.n > l->cur.head) {
@@ -528,11 +766,54 @@ void kb__oplog_seal(kb_oplog *log)
 			l->cur = t;
 		}
 	}
+	n = plan_slices(log, 1, KB_TIME_INF);
+	log->n_slices = n > 0 ? (unsigned)n : 0;
+	log->sealed = n > 0;
+	atomic_store(&log->claim, 0);
+	return n < 0 ? KB_ENOMEM : KB_OK;
 }
 
+void kb__oplog_share(kb_oplog *log)
+{
+	while (log && share_one(log))
+		;
+}
+
+/* The sealed slices in order: each merged here unless another thread
+ * has taken it (then waited for), and sunk. */
 int kb__oplog_flush_sealed(kb_oplog *log, kb_error *err)
 {
-	return log ? merge(log, 1, KB_TIME_INF, err) : KB_OK;
+	int rc = KB_OK;
+
+	if (!log || !log->sealed)
+		return KB_OK;
+	log->sealed = 0;
+	rc = check_oom(log, err);
+	for (unsigned j = 0; j < log->n_slices; j++) {
+		oplog_slice *s = &log->slices[j];
+
+		for (unsigned spins = 0; !atomic_load_explicit(&s->done, memory_order_acquire);) {
+			unsigned c = atomic_load_explicit(&log->claim, memory_order_relaxed);
+
+			if (c < log->n_slices)
+				share_one(log);
+			else if (++spins > 64)
+				sched_yield();
+		}
+		if (s->oom && !rc)
+			rc = kb__err(err, KB_ENOMEM, "out of memory merging op_log records");
+		if (!rc && !log->failed)
+			slice_sink(log, s);
+	}
+	consume(log, 1, KB_TIME_INF);
+	if (rc)
+		return rc;
+	return finish_write(log, err);
+}
+
+uint64_t kb__oplog_sink_ns(const kb_oplog *log)
+{
+	return log ? log->sink_ns : 0;
 }
 
 size_t kb__oplog_buffered(const kb_oplog *log)
@@ -586,8 +867,14 @@ void kb__oplog_destroy(kb_oplog *log)
 		free(log->lanes[i]->ready.text);
 		free(log->lanes[i]);
 	}
+	for (size_t i = 0; i < log->cap_slices; i++) {
+		free(log->slices[i].text);
+		free(log->slices[i].recs);
+		free(log->slices[i].heap);
+	}
+	free(log->slices);
 	free(log->lanes);
-	free(log->heap);
+	free(log->active);
 	free(log->path);
 	free(log);
 }

@@ -67,12 +67,22 @@ int kb__oplog_emit(kb_oplog_lane *lane, const kb_oplog_record *rec, const kb_opl
 /* Merges and writes every record with t1 < bound (KB_TIME_INF: all). */
 int kb__oplog_flush(kb_oplog *log, kb_time bound, kb_error *err);
 /* Parallel executor: when every buffered record is final (a window has
- * closed), seal the lanes: their records move aside for
- * kb__oplog_flush_sealed, which the sink thread may run while the LPs'
- * threads go on writing new records. Sealed records come before any
- * record written after the seal. Call flush_sealed before sealing again. */
-void kb__oplog_seal(kb_oplog *log);
+ * closed), seal the lanes: their records move aside, cut into slices by
+ * end time, for kb__oplog_flush_sealed, which the coordinating thread runs
+ * while the LPs' threads go on writing new records; other threads may
+ * merge slices for it meanwhile (kb__oplog_share). Sealed records come
+ * before any record written after the seal. Call flush_sealed before
+ * sealing again. Seal and flush run while no share runs; KB_ENOMEM when
+ * the slices cannot be planned (nothing is lost: flush writes them). */
+int kb__oplog_seal(kb_oplog *log);
 int kb__oplog_flush_sealed(kb_oplog *log, kb_error *err);
+/* Any thread, between a seal and the end of the flush_sealed that follows
+ * it: merges sealed slices that nobody has taken yet, and returns when
+ * none is left. The bytes never depend on who merged what. */
+void kb__oplog_share(kb_oplog *log);
+/* Wall ns spent so far in the sinks (hash, file, trace, callback): the
+ * part of the op_log that one thread does in order. */
+uint64_t kb__oplog_sink_ns(const kb_oplog *log);
 /* Records buffered in lanes (not sealed) and not yet flushed. */
 size_t kb__oplog_buffered(const kb_oplog *log);
 /* Flushes all, closes files; fills sha256 hex and the record count. */

@@ -1,6 +1,8 @@
 /* The op_log side of the core's window hook. See oplog_pump.h. */
 #include "runtime/oplog_pump.h"
 
+#include "base/err.h"
+
 /* Buffered records above which a window's records are written: about
  * 60 KB of text, merged while in cache (4096 was 15-20% slower on
  * sequential decode, issue 13). */
@@ -35,9 +37,18 @@ static int pump_window(void *ctx, kb_time bound, unsigned flags, kb_error *err)
 	rc = pump_overlap(p, err);
 	if (rc)
 		return rc;
-	kb__oplog_seal(p->log);
+	if (kb__oplog_seal(p->log))
+		return kb__err(err, KB_ENOMEM, "out of memory planning the op_log merge");
 	p->sealed = 1;
 	return KB_OK;
+}
+
+/* Helper threads of a parallel window merge sealed slices first. */
+static void pump_share(void *ctx)
+{
+	kb_oplog_pump *p = ctx;
+
+	kb__oplog_share(p->log);
 }
 
 void kb__oplog_pump_attach(kb_oplog_pump *p, kb_oplog *log, kb_sim_config *cfg)
@@ -46,5 +57,6 @@ void kb__oplog_pump_attach(kb_oplog_pump *p, kb_oplog *log, kb_sim_config *cfg)
 	p->sealed = 0;
 	cfg->on_window = log ? pump_window : NULL;
 	cfg->on_overlap = log ? pump_overlap : NULL;
+	cfg->on_share = log ? pump_share : NULL;
 	cfg->hook_ctx = log ? p : NULL;
 }

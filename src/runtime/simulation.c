@@ -372,6 +372,7 @@ KB_API int kb_simulation_run(kb_simulation *s, kb_result *res, kb_error *err)
 		rc = fill_result(s, m, res, now_s() - t0, err);
 		memcpy(res->oplog_sha256, sha, sizeof(sha));
 		res->records = records;
+		res->exec.ns_oplog_serial = kb__oplog_sink_ns(log);
 	}
 	for (uint32_t p = 0; m && p < s->n_pes; p++)
 		if (m->pes[p])

@@ -102,7 +102,7 @@ struct kb_sim {
 	unsigned wins, losses;   /* parallel windows that paid / did not */
 	uint64_t events_seen;
 	/* instrumentation: per-thread sums, folded into stats at the end */
-	_Atomic uint64_t ns_events, ns_barrier, ns_drain;
+	_Atomic uint64_t ns_events, ns_barrier, ns_drain, ns_share;
 	void *profile;           /* FILE * of the per-window profile, or NULL */
 	atomic_int stop;
 	int ran;

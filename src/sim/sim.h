@@ -103,6 +103,10 @@ typedef struct kb_sim_config {
 	 */
 	int (*on_window)(void *ctx, kb_time bound, unsigned flags, kb_error *err);
 	int (*on_overlap)(void *ctx, kb_error *err);
+	/* Called on every other thread of a parallel window while on_overlap
+	 * runs on the coordinating one, before they run LPs: a share of the
+	 * work set aside, which on_overlap waits for. May be NULL. */
+	void (*on_share)(void *ctx);
 	void *hook_ctx;
 } kb_sim_config;
 
