@@ -1081,6 +1081,35 @@ START_TEST(synthetic_reproducible)
 }
 END_TEST
 
+/* Auto on a model whose windows hold an event or two (a 1 ns link, 16
+ * LPs) goes on sequentially after a thousand windows: the same bytes as
+ * --threads 1, and the run says it gathered (where there are two cores to
+ * start from; on one, auto is sequential from the start). */
+START_TEST(auto_gathers_starved_windows)
+{
+	static const char *const p[] = { "lps=16", "events=20000", "seed=5", NULL };
+	kb_result r1, ra, r2;
+	kb_error err;
+
+	ck_assert_msg(kbt_run("synthetic", p, NULL, 1, 0, &r1, &err) == 0, "%s", err.message);
+	ck_assert_msg(kbt_run("synthetic", p, NULL, KB_THREADS_AUTO, 0, &ra, &err) == 0, "%s",
+		      err.message);
+	ck_assert_msg(kbt_run("synthetic", p, NULL, 2, 0, &r2, &err) == 0, "%s", err.message);
+	ck_assert_str_eq(ra.oplog_sha256, r1.oplog_sha256);
+	ck_assert_str_eq(r2.oplog_sha256, r1.oplog_sha256);
+	ck_assert_uint_eq(ra.events, r1.events);
+	ck_assert_uint_eq(ra.sim_time_ps, r1.sim_time_ps);
+	if (ra.workers > 1) {
+		ck_assert_int_eq(ra.exec.gathered, 1);
+		ck_assert_uint_lt(ra.windows, r2.windows);
+	}
+	ck_assert_int_eq(r2.exec.gathered, 0);   /* a thread count asked for keeps its windows */
+	kb_result_clear(&r1);
+	kb_result_clear(&ra);
+	kb_result_clear(&r2);
+}
+END_TEST
+
 /* Different seeds give different logs (the seed is really used). */
 START_TEST(synthetic_seed_matters)
 {
@@ -1212,6 +1241,7 @@ Suite *sim_suite(void)
 	tcase_set_timeout(synth, 60);
 	tcase_add_test(synth, synthetic_reproducible);
 	tcase_add_test(synth, synthetic_seed_matters);
+	tcase_add_test(synth, auto_gathers_starved_windows);
 	suite_add_tcase(s, synth);
 	return s;
 }

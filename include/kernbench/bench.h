@@ -64,6 +64,8 @@ typedef struct kb_exec_figures {
 	uint64_t ns_wall;        /* the executor's wall time */
 	uint64_t ns_oplog_serial; /* of ns_oplog, the sinks that run in order on one
 				   * thread: hashing and writing (any executor) */
+	int gathered;            /* auto went on sequentially part way: its windows
+				  * were too small to pay for threads */
 } kb_exec_figures;
 
 /* What a run reports (the figures of `kernbench run --json`). */

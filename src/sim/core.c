@@ -105,15 +105,10 @@ static void wheap_set(kb_worker *w, size_t i, kb_lp *lp)
 	lp->wpos = i;
 }
 
-/* Restores the heap after lp's key changed in either direction. */
-void kb__worker_touch(kb_worker *w, kb_lp *lp)
+static void wheap_down(kb_worker *w, kb_lp *lp)
 {
 	size_t i = lp->wpos;
 
-	while (i > 0 && lp_less(lp, w->lps[(i - 1) / 2])) {
-		wheap_set(w, i, w->lps[(i - 1) / 2]);
-		i = (i - 1) / 2;
-	}
 	for (;;) {
 		size_t l = 2 * i + 1, m;
 
@@ -126,6 +121,22 @@ void kb__worker_touch(kb_worker *w, kb_lp *lp)
 		i = m;
 	}
 	wheap_set(w, i, lp);
+}
+
+/* Restores the heap after lp's key changed in either direction. */
+void kb__worker_touch(kb_worker *w, kb_lp *lp)
+{
+	size_t i = lp->wpos;
+
+	while (i > 0 && lp_less(lp, w->lps[(i - 1) / 2])) {
+		wheap_set(w, i, w->lps[(i - 1) / 2]);
+		i = (i - 1) / 2;
+	}
+	if (i != lp->wpos) {
+		wheap_set(w, i, lp);
+		return;
+	}
+	wheap_down(w, lp);
 }
 
 kb_time kb__worker_min(const kb_worker *w)
@@ -254,6 +265,7 @@ int kb__lp_fail(kb_lp *lp, int code, const char *fmt, ...)
 	w->err = code;
 	w->err_time = lp->now;
 	w->err_lp = lp->id;
+	atomic_store_explicit(&lp->sim->failed, 1, memory_order_relaxed);
 	return code;
 }
 
@@ -349,9 +361,17 @@ int kb__lp_send(kb_lp *lp, uint32_t dst, kb_time delay, const kb_event *ev)
 	 * straight into the heap. Either way the message is due at or after
 	 * the window's bound (below), so no one runs it in this window. */
 	if (d->worker == lp->worker || (sim->solo && e.time >= sim->bound)) {
+		kb_worker *dw = d->worker;
+
 		if (evheap_push(&d->heap, &e))
 			return kb__lp_fail(lp, KB_ENOMEM, "out of memory sending a message");
-		kb__worker_touch(d->worker, d);
+		kb__worker_touch(dw, d);
+		/* Solo: the coordinator notes whose minimum moved (its heap of
+		 * worker minima). */
+		if (dw != lp->worker && !dw->dirty) {
+			dw->dirty = 1;
+			sim->dirty[sim->n_dirty++] = dw;
+		}
 	} else {
 		kb_msgnode *n;
 
@@ -411,8 +431,10 @@ void kb__worker_drain(kb_worker *w)
 		if (cds_wfcq_empty(&lp->inbox_head, &lp->inbox_tail))
 			continue;
 		while ((n = pop_node(&lp->inbox_head, &lp->inbox_tail))) {
-			if (evheap_push(&lp->heap, &n->ev))
+			if (evheap_push(&lp->heap, &n->ev)) {
 				w->alloc_failed = 1;
+				atomic_store_explicit(&w->sim->failed, 1, memory_order_relaxed);
+			}
 			if (n->owner == w) {
 				n->next_free = w->free_nodes;
 				w->free_nodes = n;
@@ -699,6 +721,41 @@ static int build_workers(kb_sim *sim, kb_error *err)
 		w->members[w->n_lps] = sim->lps[i];
 		w->lps[w->n_lps++] = sim->lps[i];
 	}
+	return KB_OK;
+}
+
+/* Puts every LP on worker 0, in id order, its heap rebuilt, for the rest
+ * of the run to go on as the sequential executor does. Called between
+ * windows with every inbox drained (messages wait in heaps only); the
+ * other workers keep their counts and their node pools. Which worker runs
+ * an LP never changes the results. */
+int kb__sim_gather(kb_sim *sim)
+{
+	kb_worker *w0 = &sim->workers[0];
+
+	if (w0->cap_lps < sim->n_lps) {
+		kb_lp **l = realloc(w0->lps, sim->n_lps * sizeof(*l));
+		kb_lp **m = l ? realloc(w0->members, sim->n_lps * sizeof(*m)) : NULL;
+
+		if (l)
+			w0->lps = l;
+		if (!l || !m)
+			return KB_ENOMEM;
+		w0->members = m;
+		w0->cap_lps = sim->n_lps;
+	}
+	for (unsigned i = 1; i < sim->n_workers; i++)
+		sim->workers[i].n_lps = 0;
+	for (size_t i = 0; i < sim->n_lps; i++) {
+		kb_lp *lp = sim->lps[i];
+
+		lp->worker = w0;
+		w0->members[i] = lp;
+		wheap_set(w0, i, lp);
+	}
+	w0->n_lps = sim->n_lps;
+	for (size_t i = w0->n_lps / 2; i-- > 0;)
+		wheap_down(w0, w0->lps[i]);
 	return KB_OK;
 }
 

@@ -72,6 +72,10 @@ struct __attribute__((aligned(64))) kb_worker {
 	kb_error error;
 	pthread_t thread;
 	int alloc_failed;
+	/* The coordinator's heap of worker minima (see exec.c). */
+	size_t hpos;
+	kb_time hkey;
+	int dirty;               /* its minimum may have moved since keyed */
 };
 
 struct kb_sim {
@@ -100,12 +104,23 @@ struct kb_sim {
 	double ns_event;         /* wall ns per event run alone, moving average */
 	unsigned threshold;      /* the parallel threshold now (adapts) */
 	unsigned wins, losses;   /* parallel windows that paid / did not */
-	uint64_t events_seen;
+	double overhead;         /* their ns beyond their events, this batch */
+	uint64_t sparse_run;     /* windows in a row run by the coordinator alone */
 	/* instrumentation: per-thread sums, folded into stats at the end */
 	_Atomic uint64_t ns_events, ns_barrier, ns_drain, ns_share;
 	void *profile;           /* FILE * of the per-window profile, or NULL */
 	atomic_int stop;
+	atomic_int failed;       /* some worker has an error (first_error finds it) */
 	int ran;
+	/* The coordinator's view of the workers (exec.c): a min-heap on each
+	 * worker's earliest event, the workers with events in the current
+	 * window, and those whose minimum a solo window moved. */
+	kb_worker **wheap;
+	kb_worker **active;
+	unsigned n_active;
+	kb_worker **dirty;
+	unsigned n_dirty;
+	kb_time min_out_lat;
 };
 
 /* core.c */
@@ -117,6 +132,7 @@ void kb__worker_drain(kb_worker *w);
 kb_time kb__worker_min(const kb_worker *w);
 size_t kb__worker_count_below(const kb_worker *w, kb_time bound, size_t cap);
 int kb__worker_pool_init(kb_worker *w);
+int kb__sim_gather(kb_sim *sim);
 void kb__worker_pool_free(kb_worker *w);
 
 /* executors */

@@ -90,11 +90,9 @@ static int finish(kb_sim *sim, kb_error *err)
 	return rc;
 }
 
-int kb__exec_sequential(kb_sim *sim, kb_error *err)
+/* One worker with every LP runs everything in order. */
+static int run_alone(kb_sim *sim, kb_worker *w, kb_error *err)
 {
-	kb_worker *w = &sim->workers[0];
-
-	kb__worker_drain(w);
 	while (!w->err && !atomic_load_explicit(&sim->stop, memory_order_relaxed)) {
 		kb_time t;
 		int rc;
@@ -107,7 +105,16 @@ int kb__exec_sequential(kb_sim *sim, kb_error *err)
 		if (rc)
 			return rc;
 	}
-	return finish(sim, err);
+	return KB_OK;
+}
+
+int kb__exec_sequential(kb_sim *sim, kb_error *err)
+{
+	int rc;
+
+	kb__worker_drain(&sim->workers[0]);
+	rc = run_alone(sim, &sim->workers[0], err);
+	return rc ? rc : finish(sim, err);
 }
 
 /* ---- dense windows: helpers claim whole workers' windows ----
@@ -143,9 +150,8 @@ static void help(kb_sim *sim, int helper)
 		atomic_fetch_add_explicit(&sim->ns_share, t1 - t0, memory_order_relaxed);
 		t0 = t1;
 	}
-	while ((i = atomic_fetch_add(&sim->claim_next, 1)) < sim->n_workers)
-		if (kb__worker_min(&sim->workers[i]) < sim->bound)
-			run_worker(&sim->workers[i], sim->bound);
+	while ((i = atomic_fetch_add(&sim->claim_next, 1)) < sim->n_active)
+		run_worker(sim->active[i], sim->bound);
 	t1 = kb__now_ns();
 	kb__barrier_wait(&sim->barrier);
 	t2 = kb__now_ns();
@@ -240,25 +246,126 @@ static kb_time sat_add(kb_time a, kb_time b)
 	return KB_TIME_INF - a <= b ? KB_TIME_INF : a + b;
 }
 
+/* ---- the coordinator's heap of worker minima ----
+ *
+ * Keyed by each worker's earliest pending event (then index), so that
+ * finding the next window costs the workers that have events in it, not
+ * every worker: T is the top, the active workers are the top's subtree
+ * below the bound. After a solo window only the workers that ran and
+ * those they sent to (dirty) are re-keyed; after a parallel window, whose
+ * drain may have touched any worker, the heap is rebuilt. */
+
+static int wkey_less(const kb_worker *a, const kb_worker *b)
+{
+	return a->hkey < b->hkey || (a->hkey == b->hkey && a->index < b->index);
+}
+
+static void wheap_put(kb_sim *sim, size_t i, kb_worker *w)
+{
+	sim->wheap[i] = w;
+	w->hpos = i;
+}
+
+static void wheap_down(kb_sim *sim, kb_worker *w)
+{
+	size_t i = w->hpos, n = sim->n_workers;
+
+	for (;;) {
+		size_t l = 2 * i + 1, m;
+
+		if (l >= n)
+			break;
+		m = l + 1 < n && wkey_less(sim->wheap[l + 1], sim->wheap[l]) ? l + 1 : l;
+		if (!wkey_less(sim->wheap[m], w))
+			break;
+		wheap_put(sim, i, sim->wheap[m]);
+		i = m;
+	}
+	wheap_put(sim, i, w);
+}
+
+/* Re-keys w and restores the heap. */
+static void wheap_fix(kb_sim *sim, kb_worker *w)
+{
+	size_t i = w->hpos;
+
+	w->hkey = kb__worker_min(w);
+	w->dirty = 0;
+	while (i > 0 && wkey_less(w, sim->wheap[(i - 1) / 2])) {
+		wheap_put(sim, i, sim->wheap[(i - 1) / 2]);
+		i = (i - 1) / 2;
+	}
+	wheap_put(sim, i, w);
+	wheap_down(sim, w);
+}
+
+static void wheap_build(kb_sim *sim)
+{
+	for (unsigned i = 0; i < sim->n_workers; i++) {
+		kb_worker *w = &sim->workers[i];
+
+		w->hkey = kb__worker_min(w);
+		w->dirty = 0;
+		wheap_put(sim, i, w);
+	}
+	for (size_t i = sim->n_workers / 2; i-- > 0;)
+		wheap_down(sim, sim->wheap[i]);
+	sim->n_dirty = 0;
+}
+
+/* After a solo window: re-key the workers that ran and those sent to. */
+static void wheap_update(kb_sim *sim)
+{
+	for (unsigned i = 0; i < sim->n_active; i++)
+		wheap_fix(sim, sim->active[i]);
+	for (unsigned i = 0; i < sim->n_dirty; i++)
+		if (sim->dirty[i]->dirty)
+			wheap_fix(sim, sim->dirty[i]);
+	sim->n_dirty = 0;
+}
+
+/* The workers of the heap's subtree at i with events before bound. */
+static void collect_active(kb_sim *sim, size_t i, kb_time bound)
+{
+	if (i >= sim->n_workers || sim->wheap[i]->hkey >= bound)
+		return;
+	sim->active[sim->n_active++] = sim->wheap[i];
+	collect_active(sim, 2 * i + 1, bound);
+	collect_active(sim, 2 * i + 2, bound);
+}
+
+/* The earliest (horizon + link out) of the subtree at i, below b: a
+ * worker's horizon is never before its minimum, so a subtree whose
+ * minimum plus the shortest link out reaches b cannot lower it. */
+static kb_time horizon_bound(const kb_sim *sim, size_t i, kb_time b)
+{
+	const kb_worker *w;
+	kb_time h;
+
+	if (i >= sim->n_workers)
+		return b;
+	w = sim->wheap[i];
+	if (sat_add(w->hkey, sim->min_out_lat) >= b)
+		return b;
+	h = sat_add(worker_horizon(w, b - (b > w->out_lat ? w->out_lat : b)), w->out_lat);
+	if (h < b)
+		b = h;
+	b = horizon_bound(sim, 2 * i + 1, b);
+	return horizon_bound(sim, 2 * i + 2, b);
+}
+
 /* The global earliest pending time T (returned), the window's bound B,
- * and how many workers have events before B. Horizons can make a window
- * the whole run: it is capped near WINDOW_EVENTS events (by the moving
- * rate; 64 shortest windows while there is none yet), so the op_log
+ * and the workers with events before B (sim->active). Horizons can make
+ * a window the whole run: it is capped near WINDOW_EVENTS events (by the
+ * moving rate; 64 shortest windows while there is none yet), so the op_log
  * buffers a bounded number of records and merges one window's records
  * while the next runs. A shorter bound is always safe. */
-static kb_time global_min(const kb_sim *sim, unsigned *active_out, kb_time *bound_out)
+static kb_time global_min(kb_sim *sim, kb_time *bound_out)
 {
-	kb_time t = KB_TIME_INF, b = KB_TIME_INF;
-	unsigned active = 0;
+	kb_time t = sim->n_workers ? sim->wheap[0]->hkey : KB_TIME_INF, b;
 
-	for (unsigned i = 0; i < sim->n_workers; i++) {
-		kb_time m = kb__worker_min(&sim->workers[i]);
-
-		if (m < t)
-			t = m;
-	}
+	sim->n_active = 0;
 	if (t == KB_TIME_INF) {
-		*active_out = 0;
 		*bound_out = KB_TIME_INF;
 		return t;
 	}
@@ -269,33 +376,13 @@ static kb_time global_min(const kb_sim *sim, unsigned *active_out, kb_time *boun
 		b = len >= (double)(KB_TIME_INF - t) ? KB_TIME_INF : t + (kb_time)len;
 		if (b < sat_add(t, sim->window))
 			b = sat_add(t, sim->window);
+		b = horizon_bound(sim, 0, b);
+	} else {
+		b = sat_add(t, sim->window);
 	}
-	for (unsigned i = 0; i < sim->n_workers; i++) {
-		const kb_worker *w = &sim->workers[i];
-		kb_time lat = sim->horizons ? w->out_lat : sim->window;
-		kb_time h = sim->horizons ? worker_horizon(w, b - (b > lat ? lat : b))
-					  : kb__worker_min(w);
-
-		h = sat_add(h, lat);
-		if (h < b)
-			b = h;
-	}
-	for (unsigned i = 0; i < sim->n_workers; i++)
-		if (kb__worker_min(&sim->workers[i]) < b)
-			active++;
-	*active_out = active;
+	collect_active(sim, 0, b);
 	*bound_out = b;
 	return t;
-}
-
-/* Events run so far, all workers. */
-static uint64_t window_events(const kb_sim *sim)
-{
-	uint64_t n = 0;
-
-	for (unsigned i = 0; i < sim->n_workers; i++)
-		n += sim->workers[i].events;
-	return n;
 }
 
 /* Enough events in the window, on at least two workers, to pay for waking
@@ -303,16 +390,16 @@ static uint64_t window_events(const kb_sim *sim)
  * it (chains of events), so what is pending at its start undercounts a
  * long window: the rate of events per simulated picosecond seen so far (a
  * moving average) says what a window of this length will hold. */
-static int window_is_dense(const kb_sim *sim, kb_time t, kb_time bound, unsigned active)
+static int window_is_dense(const kb_sim *sim, kb_time t, kb_time bound)
 {
 	size_t cap = sim->threshold, n = 0;
 
-	if (active < 2 || sim->ncpu < 2)
+	if (sim->n_active < 2 || sim->ncpu < 2)
 		return 0;
 	if (bound == KB_TIME_INF || sim->rate * (double)(bound - t) >= (double)cap)
 		return 1;
-	for (unsigned i = 0; i < sim->n_workers && n < cap; i++)
-		n += kb__worker_count_below(&sim->workers[i], bound, cap - n);
+	for (unsigned i = 0; i < sim->n_active && n < cap; i++)
+		n += kb__worker_count_below(sim->active[i], bound, cap - n);
 	return n >= cap;
 }
 
@@ -330,38 +417,31 @@ static int overlap_hook(kb_sim *sim, kb_error *err)
 	return rc;
 }
 
-static void update_rate(kb_sim *sim, kb_time t, kb_time bound)
+static void update_rate(kb_sim *sim, kb_time t, kb_time bound, uint64_t events)
 {
-	uint64_t events = window_events(sim);
 	double r;
 
 	if (bound != KB_TIME_INF && bound > t) {
-		r = (double)(events - sim->events_seen) / (double)(bound - t);
+		r = (double)events / (double)(bound - t);
 		sim->rate = sim->stats.windows ? 0.75 * sim->rate + 0.25 * r : r;
 	}
-	sim->events_seen = events;
 }
 
 /* The parallel threshold adapts to what windows cost here: the coordinator
  * alone costs ns_event per event (a moving average of its windows); a
  * parallel window of e events that took longer than e * ns_event did not
  * pay for waking the others and the barriers. When most of a batch of
- * parallel windows did not pay, the threshold doubles; when nearly all
- * did, it halves again (never below the configured one). */
-#define JUDGE_BATCH 32
+ * parallel windows did not pay, the threshold rises at once to what the
+ * batch's overhead says pays (at least double); when nearly all did, it
+ * halves again (never below the configured one). */
+#define JUDGE_BATCH 8
 
 /* After a window (wall: its ns on the coordinator, op_log work not
  * counted): prices an event from what each worker's thread spent on its
  * events, and judges a parallel window against that price. */
-static void judge_window(kb_sim *sim, int dense, uint64_t wall)
+static void judge_window(kb_sim *sim, int dense, unsigned threads, uint64_t wall, uint64_t events,
+			 uint64_t ns)
 {
-	uint64_t events = 0, ns = 0;
-
-	for (unsigned i = 0; i < sim->n_workers; i++) {
-		events += sim->workers[i].win_events;
-		ns += sim->workers[i].win_ns;
-		sim->workers[i].win_events = sim->workers[i].win_ns = 0;
-	}
 	if (events >= 8) {
 		double c = (double)ns / (double)events;
 
@@ -369,26 +449,35 @@ static void judge_window(kb_sim *sim, int dense, uint64_t wall)
 	}
 	if (!dense || sim->ns_event <= 0)
 		return;
+	/* Overhead: what the window took beyond its events shared out. */
+	sim->overhead += (double)wall - (double)events * sim->ns_event / (double)threads;
 	if ((double)wall > (double)events * sim->ns_event)
 		sim->losses++;
 	else
 		sim->wins++;
 	if (sim->wins + sim->losses < JUDGE_BATCH)
 		return;
-	if (sim->losses > sim->wins && sim->threshold < (1u << 24))
-		sim->threshold *= 2;
-	else if (sim->losses * 4 < sim->wins && sim->threshold / 2 >= sim->cfg.par_threshold)
+	if (sim->losses > sim->wins && sim->threshold < (1u << 24)) {
+		/* e events pay when e c (1 - 1/p) > overhead */
+		double pays = sim->overhead / JUDGE_BATCH /
+			      (sim->ns_event * (1.0 - 1.0 / (double)threads));
+
+		sim->threshold = pays > 2.0 * sim->threshold
+					 ? (pays < (double)(1u << 24) ? (unsigned)pays : 1u << 24)
+					 : 2 * sim->threshold;
+	} else if (sim->losses * 4 < sim->wins && sim->threshold / 2 >= sim->cfg.par_threshold)
 		sim->threshold /= 2;
 	sim->wins = sim->losses = 0;
+	sim->overhead = 0;
 }
 
-static int run_window(kb_sim *sim, kb_time bound, unsigned active, int dense, kb_error *err)
+static int run_window(kb_sim *sim, kb_time bound, int dense, kb_error *err)
 {
 	uint64_t t0, t1;
 	int rc;
 
 	if (dense) {
-		unsigned threads = active < sim->ncpu ? active : sim->ncpu;
+		unsigned threads = sim->n_active < sim->ncpu ? sim->n_active : sim->ncpu;
 		sim->bound = bound;
 		sim->solo = 0;
 		post_job(sim, threads - 1);
@@ -407,21 +496,44 @@ static int run_window(kb_sim *sim, kb_time bound, unsigned active, int dense, kb
 	sim->bound = bound;
 	sim->solo = 1;
 	t0 = kb__now_ns();
-	for (unsigned i = 0; i < sim->n_workers; i++)
-		if (kb__worker_min(&sim->workers[i]) < bound)
-			run_worker(&sim->workers[i], bound);
+	for (unsigned i = 0; i < sim->n_active; i++)
+		run_worker(sim->active[i], bound);
 	t1 = kb__now_ns();
 	atomic_fetch_add_explicit(&sim->ns_events, t1 - t0, memory_order_relaxed);
 	atomic_fetch_add_explicit(&sim->ns_drain, kb__now_ns() - t1, memory_order_relaxed);
 	return KB_OK;
 }
 
-static int any_error(const kb_sim *sim)
+/* Auto falls back to the sequential loop when windows are too small to
+ * pay: STARVED_WINDOWS windows in a row without a parallel one (none was
+ * expected to hold the parallel threshold's events). That drops the cost
+ * of finding windows, which a model with a short link and little work
+ * per window pays on every event or two. Only auto does: a thread count
+ * asked for keeps its windows. */
+#define STARVED_WINDOWS 1024
+
+static int starved(const kb_sim *sim)
 {
-	for (unsigned i = 0; i < sim->n_workers; i++)
-		if (sim->workers[i].err || sim->workers[i].alloc_failed)
-			return 1;
-	return 0;
+	return sim->cfg.threads == KB_SIM_THREADS_AUTO && sim->sparse_run >= STARVED_WINDOWS;
+}
+
+static int any_error(kb_sim *sim)
+{
+	return atomic_load_explicit(&sim->failed, memory_order_relaxed);
+}
+
+/* The window's events and their ns, from the workers that ran it; clears
+ * their per-window figures. */
+static void window_sums(kb_sim *sim, uint64_t *events, uint64_t *ns)
+{
+	*events = *ns = 0;
+	for (unsigned i = 0; i < sim->n_active; i++) {
+		kb_worker *w = sim->active[i];
+
+		*events += w->win_events;
+		*ns += w->win_ns;
+		w->win_events = w->win_ns = 0;
+	}
 }
 
 /* One line per window of the per-window profile (KB_EXEC_PROFILE). */
@@ -467,6 +579,17 @@ int kb__exec_parallel(kb_sim *sim, kb_error *err)
 	/* Only ncpu threads ever run a window: start no more. */
 	threads = sim->ncpu;
 	sim->stats.threads = threads;
+	sim->wheap = malloc((sim->n_workers + 1) * sizeof(*sim->wheap));
+	sim->active = malloc((sim->n_workers + 1) * sizeof(*sim->active));
+	sim->dirty = malloc((sim->n_workers + 1) * sizeof(*sim->dirty));
+	sim->min_out_lat = KB_TIME_INF;
+	for (unsigned i = 0; i < sim->n_workers; i++)
+		if (sim->workers[i].out_lat < sim->min_out_lat)
+			sim->min_out_lat = sim->workers[i].out_lat;
+	if (!sim->wheap || !sim->active || !sim->dirty) {
+		rc = kb__err(err, KB_ENOMEM, "out of memory starting the parallel executor");
+		goto stop;
+	}
 	kb__barrier_init(&sim->barrier, 1, 4000);
 	atomic_init(&sim->job, 0);
 	atomic_init(&sim->job_gen, 0);
@@ -488,26 +611,36 @@ int kb__exec_parallel(kb_sim *sim, kb_error *err)
 	}
 	for (unsigned i = 0; i < sim->n_workers; i++)
 		kb__worker_drain(&sim->workers[i]);
+	wheap_build(sim);
 	while (!any_error(sim) && !atomic_load_explicit(&sim->stop, memory_order_relaxed)) {
-		unsigned active;
-		uint64_t t0 = kb__now_ns(), t1, ns_next, log0 = sim->stats.ns_oplog;
+		uint64_t t0 = kb__now_ns(), t1, ns_next, log0 = sim->stats.ns_oplog, events, ns;
 		uint64_t share0 = atomic_load_explicit(&sim->ns_share, memory_order_relaxed);
-		kb_time bound, t = global_min(sim, &active, &bound);
+		kb_time bound, t = global_min(sim, &bound);
+		unsigned used;
 		int dense;
 
 		if (t == KB_TIME_INF)
 			break;
-		dense = window_is_dense(sim, t, bound, active);
+		dense = window_is_dense(sim, t, bound);
 		ns_next = kb__now_ns() - t0;
 		sim->stats.ns_next += ns_next;
 		t1 = kb__now_ns();
-		rc = run_window(sim, bound, active, dense, err);
+		rc = run_window(sim, bound, dense, err);
 		t1 = kb__now_ns() - t1 - (sim->stats.ns_oplog - log0);
-		update_rate(sim, t, bound);
+		t0 = kb__now_ns();
+		if (dense)
+			wheap_build(sim);
+		else
+			wheap_update(sim);
 		if (sim->profile)
 			profile_window(sim, t, bound, dense, ns_next, sim->stats.ns_oplog - log0,
 				       atomic_load(&sim->ns_share) - share0);
-		judge_window(sim, dense, t1);
+		used = sim->n_active < sim->ncpu ? sim->n_active : sim->ncpu;
+		window_sums(sim, &events, &ns);
+		update_rate(sim, t, bound, events);
+		judge_window(sim, dense, used, t1, events, ns);
+		sim->stats.ns_next += kb__now_ns() - t0;
+		sim->sparse_run = dense ? 0 : sim->sparse_run + 1;
 		sim->stats.windows++;
 		if (rc)
 			goto stop;
@@ -516,6 +649,23 @@ int kb__exec_parallel(kb_sim *sim, kb_error *err)
 		rc = window_hook(sim, bound, KB_WINDOW_OVERLAP, err);
 		if (rc)
 			goto stop;
+		if (starved(sim)) {
+			/* Every LP onto one worker: the sequential executor's loop,
+			 * without windows, for the rest of the run. */
+			if (kb__sim_gather(sim)) {
+				rc = kb__err(err, KB_ENOMEM, "out of memory gathering the LPs");
+				goto stop;
+			}
+			sim->solo = 1;
+			sim->bound = KB_TIME_INF;
+			sim->stats.gathered = 1;
+			t0 = kb__now_ns();
+			log0 = sim->stats.ns_oplog;
+			rc = run_alone(sim, &sim->workers[0], err);
+			atomic_fetch_add(&sim->ns_events,
+					 kb__now_ns() - t0 - (sim->stats.ns_oplog - log0));
+			break;
+		}
 	}
 stop:
 	atomic_store(&sim->quit, 1);
@@ -525,6 +675,10 @@ stop:
 	if (sim->profile)
 		fclose(sim->profile);
 	sim->profile = NULL;
+	free(sim->wheap);
+	free(sim->active);
+	free(sim->dirty);
+	sim->wheap = sim->active = sim->dirty = NULL;
 	sim->stats.ns_events = atomic_load(&sim->ns_events);
 	sim->stats.ns_barrier = atomic_load(&sim->ns_barrier);
 	sim->stats.ns_drain = atomic_load(&sim->ns_drain);
