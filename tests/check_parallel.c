@@ -115,8 +115,14 @@ START_TEST(model_x_executors)
 		for (int e = 0; e < N_EXEC; e++) {
 			if (rep == 0 && executors[e] == 1)
 				continue;
-			snprintf(what, sizeof(what), "threads %d run %d", executors[e], rep + 1);
+			/* the second time, auto and --threads 0 regroup their
+			 * workers after every 3 windows (PEs whole, then one) */
+			snprintf(what, sizeof(what), "threads %d run %d%s", executors[e], rep + 1,
+				 rep ? " regrouping" : "");
+			if (rep)
+				setenv("KB_EXEC_ADAPT_WINDOWS", "3", 1);
 			run_model(m, executors[e], 0, &f);
+			unsetenv("KB_EXEC_ADAPT_WINDOWS");
 			expect_same(m, what, &ref, &f);
 		}
 	}

@@ -43,7 +43,8 @@ figures() {
 		tr '\n' ' '
 }
 
-run_model() { # index threads
+run_model() { # index threads [regroup-every]
+	adapt=${3:-}
 	line=$(printf '%s\n' "$models" | sed -n "$1p")
 	set -- $line "$2"
 	bench=$1
@@ -54,7 +55,11 @@ run_model() { # index threads
 		shift
 	done
 	# shellcheck disable=SC2086
-	"$kb" run "$bench" $args --threads "$1" --json 2>"$tmp/err" | figures
+	if [ -n "$adapt" ]; then
+		KB_EXEC_ADAPT_WINDOWS=$adapt "$kb" run "$bench" $args --threads "$1" --json 2>"$tmp/err" | figures
+	else
+		"$kb" run "$bench" $args --threads "$1" --json 2>"$tmp/err" | figures
+	fi
 }
 
 # Sequential references.
@@ -84,10 +89,17 @@ while [ "$n" -le "$runs" ]; do
 	rnd $((maxt + 2))
 	t=$r
 	[ "$t" -gt "$maxt" ] && t=auto
-	got=$(run_model "$m" "$t")
+	# auto and --threads 0 regroup their workers after every 1, 4 or 32
+	# windows in one run of two (KB_EXEC_ADAPT_WINDOWS)
+	rnd 6
+	a=
+	[ "$r" -eq 1 ] && a=1
+	[ "$r" -eq 2 ] && a=4
+	[ "$r" -eq 3 ] && a=32
+	got=$(run_model "$m" "$t" "$a")
 	if [ "$got" != "$(cat "$tmp/ref.$m")" ]; then
 		bad=$((bad + 1))
-		echo "MISMATCH run $n: model $m ($(printf '%s\n' "$models" | sed -n "${m}p")) --threads $t"
+		echo "MISMATCH run $n: model $m ($(printf '%s\n' "$models" | sed -n "${m}p")) --threads $t${a:+ KB_EXEC_ADAPT_WINDOWS=$a}"
 		echo "  threads 1: $(cat "$tmp/ref.$m")"
 		echo "  threads $t: $got"
 		cat "$tmp/err"

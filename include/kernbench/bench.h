@@ -64,8 +64,9 @@ typedef struct kb_exec_figures {
 	uint64_t ns_wall;        /* the executor's wall time */
 	uint64_t ns_oplog_serial; /* of ns_oplog, the sinks that run in order on one
 				   * thread: hashing and writing (any executor) */
-	int gathered;            /* auto went on sequentially part way: its windows
-				  * were too small to pay for threads */
+	int gathered;            /* windows too small to pay for threads (auto and
+				  * --threads 0 only): 1 PEs regrouped whole on
+				  * workers, 2 the rest ran sequentially */
 } kb_exec_figures;
 
 /* What a run reports (the figures of `kernbench run --json`). */

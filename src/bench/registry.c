@@ -407,7 +407,7 @@ KB_API char *kb_result_to_json(const kb_result *r)
 		json_object_set_new(x, "ns_wall", json_integer((json_int_t)r->exec.ns_wall));
 		json_object_set_new(x, "ns_oplog_serial",
 				    json_integer((json_int_t)r->exec.ns_oplog_serial));
-		json_object_set_new(x, "gathered", json_boolean(r->exec.gathered));
+		json_object_set_new(x, "gathered", json_integer(r->exec.gathered));
 		json_object_set_new(o, "executor", x);
 	}
 	json_object_set_new(o, "wall_s", json_real(r->wall_s));

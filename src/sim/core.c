@@ -687,12 +687,58 @@ static int place_lps(kb_sim *sim, kb_error *err)
 	link_latencies(sim);
 	/* Horizons answer for whole PEs: with a worker per LP, only where every
 	 * PE is one LP. */
-	if ((!per_lp || n_pes == n) && nw > 1 && collect_horizons(sim, pe_index)) {
-		free(pe_index);
+	sim->per_lp = per_lp;
+	sim->pe_index = pe_index;
+	if ((!per_lp || n_pes == n) && nw > 1 && collect_horizons(sim, pe_index))
 		return kb__err(err, KB_ENOMEM, "out of memory placing LPs");
-	}
-	free(pe_index);
 	return KB_OK;
+}
+
+/* Re-partitions the LPs between windows, every inbox drained (messages
+ * wait in heaps only): each PE whole on a worker of its own (the first
+ * n_pes workers; the others stay empty), with the links and horizons of
+ * that partition, or every LP on worker 0 (per_pe 0), for the rest of
+ * the run to go on as the sequential executor does. Workers keep their
+ * counts and node pools. Which worker runs an LP never changes results. */
+int kb__sim_regroup(kb_sim *sim, int per_pe)
+{
+	for (unsigned i = 0; i < sim->n_workers; i++) {
+		sim->workers[i].n_lps = 0;
+		sim->workers[i].n_hlps = 0;
+		sim->workers[i].covered = 0;
+	}
+	for (size_t i = 0; i < sim->n_lps; i++) {
+		kb_lp *lp = sim->lps[i];
+		kb_worker *w = &sim->workers[per_pe ? sim->pe_index[i] : 0];
+
+		if (w->n_lps == w->cap_lps) {
+			size_t cap = w->cap_lps ? 2 * w->cap_lps : 8;
+			kb_lp **l = realloc(w->lps, cap * sizeof(*l));
+			kb_lp **m = l ? realloc(w->members, cap * sizeof(*m)) : NULL;
+
+			if (l)
+				w->lps = l;
+			if (!l || !m)
+				return KB_ENOMEM;
+			w->members = m;
+			w->cap_lps = cap;
+		}
+		lp->worker = w;
+		w->members[w->n_lps] = lp;
+		wheap_set(w, w->n_lps++, lp);
+	}
+	for (unsigned k = 0; k < sim->n_workers; k++) {
+		kb_worker *w = &sim->workers[k];
+
+		for (size_t i = w->n_lps / 2; i-- > 0;)
+			wheap_down(w, w->lps[i]);
+	}
+	sim->per_lp = 0;
+	sim->horizons = 0;
+	if (!per_pe)
+		return KB_OK;
+	link_latencies(sim);
+	return collect_horizons(sim, sim->pe_index);
 }
 
 static int build_workers(kb_sim *sim, kb_error *err)
@@ -721,41 +767,6 @@ static int build_workers(kb_sim *sim, kb_error *err)
 		w->members[w->n_lps] = sim->lps[i];
 		w->lps[w->n_lps++] = sim->lps[i];
 	}
-	return KB_OK;
-}
-
-/* Puts every LP on worker 0, in id order, its heap rebuilt, for the rest
- * of the run to go on as the sequential executor does. Called between
- * windows with every inbox drained (messages wait in heaps only); the
- * other workers keep their counts and their node pools. Which worker runs
- * an LP never changes the results. */
-int kb__sim_gather(kb_sim *sim)
-{
-	kb_worker *w0 = &sim->workers[0];
-
-	if (w0->cap_lps < sim->n_lps) {
-		kb_lp **l = realloc(w0->lps, sim->n_lps * sizeof(*l));
-		kb_lp **m = l ? realloc(w0->members, sim->n_lps * sizeof(*m)) : NULL;
-
-		if (l)
-			w0->lps = l;
-		if (!l || !m)
-			return KB_ENOMEM;
-		w0->members = m;
-		w0->cap_lps = sim->n_lps;
-	}
-	for (unsigned i = 1; i < sim->n_workers; i++)
-		sim->workers[i].n_lps = 0;
-	for (size_t i = 0; i < sim->n_lps; i++) {
-		kb_lp *lp = sim->lps[i];
-
-		lp->worker = w0;
-		w0->members[i] = lp;
-		wheap_set(w0, i, lp);
-	}
-	w0->n_lps = sim->n_lps;
-	for (size_t i = w0->n_lps / 2; i-- > 0;)
-		wheap_down(w0, w0->lps[i]);
 	return KB_OK;
 }
 
@@ -860,5 +871,6 @@ void kb__sim_destroy(kb_sim *sim)
 	}
 	free(sim->workers);
 	free(sim->lps);
+	free(sim->pe_index);
 	free(sim);
 }

@@ -99,6 +99,8 @@ struct kb_sim {
 	_Atomic unsigned job_sleepers;
 	unsigned ncpu;
 	unsigned n_pes;
+	size_t *pe_index;        /* per LP id: its PE's index (0 .. n_pes - 1) */
+	int per_lp;              /* a worker per LP (--threads 0): PEs split */
 	int horizons;            /* some worker uses horizon hooks */
 	double rate;             /* events per simulated ps, moving average */
 	double ns_event;         /* wall ns per event run alone, moving average */
@@ -106,6 +108,8 @@ struct kb_sim {
 	unsigned wins, losses;   /* parallel windows that paid / did not */
 	double overhead;         /* their ns beyond their events, this batch */
 	uint64_t sparse_run;     /* windows in a row run by the coordinator alone */
+	uint64_t adapt_windows, adapt_next, adapt_events; /* figures at the last regroup */
+	uint64_t adapt_every;    /* KB_EXEC_ADAPT_WINDOWS (tests): regroup this often */
 	/* instrumentation: per-thread sums, folded into stats at the end */
 	_Atomic uint64_t ns_events, ns_barrier, ns_drain, ns_share;
 	void *profile;           /* FILE * of the per-window profile, or NULL */
@@ -132,7 +136,7 @@ void kb__worker_drain(kb_worker *w);
 kb_time kb__worker_min(const kb_worker *w);
 size_t kb__worker_count_below(const kb_worker *w, kb_time bound, size_t cap);
 int kb__worker_pool_init(kb_worker *w);
-int kb__sim_gather(kb_sim *sim);
+int kb__sim_regroup(kb_sim *sim, int per_pe);
 void kb__worker_pool_free(kb_worker *w);
 
 /* executors */

@@ -504,17 +504,50 @@ static int run_window(kb_sim *sim, kb_time bound, int dense, kb_error *err)
 	return KB_OK;
 }
 
-/* Auto falls back to the sequential loop when windows are too small to
- * pay: STARVED_WINDOWS windows in a row without a parallel one (none was
- * expected to hold the parallel threshold's events). That drops the cost
- * of finding windows, which a model with a short link and little work
- * per window pays on every event or two. Only auto does: a thread count
- * asked for keeps its windows. */
+/* Windows too small to pay. The executors that choose their own shape
+ * (auto, and --threads 0, a worker per engine) adapt when, over at least
+ * ADAPT_WINDOWS windows, finding windows cost more than a tenth of running
+ * the events, or none of STARVED_WINDOWS windows in a row was worth
+ * running in parallel: a worker per engine regroups every PE whole on a
+ * worker (links between PEs are longer, and PEs give horizons); PEs whole
+ * go on sequentially (every LP on one worker, no windows). A thread count
+ * asked for keeps its windows. Speed only: the bytes never change. */
+#define ADAPT_WINDOWS 256
 #define STARVED_WINDOWS 1024
 
 static int starved(const kb_sim *sim)
 {
-	return sim->cfg.threads == KB_SIM_THREADS_AUTO && sim->sparse_run >= STARVED_WINDOWS;
+	uint64_t wins = sim->stats.windows - sim->adapt_windows;
+	uint64_t next = sim->stats.ns_next - sim->adapt_next;
+	uint64_t ev = atomic_load_explicit(&sim->ns_events, memory_order_relaxed) - sim->adapt_events;
+
+	if (sim->cfg.threads != KB_SIM_THREADS_AUTO && sim->cfg.threads != 0)
+		return 0;
+	if (sim->adapt_every)
+		return wins >= sim->adapt_every;
+	return sim->sparse_run >= STARVED_WINDOWS || (wins >= ADAPT_WINDOWS && 10 * next > ev);
+}
+
+/* Regroups after starved windows; *alone: the rest runs sequentially. */
+static int adapt(kb_sim *sim, int *alone)
+{
+	int per_pe = sim->per_lp && sim->n_pes > 1 && sim->n_pes < sim->n_lps;
+
+	if (kb__sim_regroup(sim, per_pe))
+		return KB_ENOMEM;
+	*alone = !per_pe;
+	sim->stats.gathered = per_pe ? 1 : 2;
+	sim->sparse_run = 0;
+	sim->adapt_windows = sim->stats.windows;
+	sim->adapt_next = sim->stats.ns_next;
+	sim->adapt_events = atomic_load(&sim->ns_events);
+	sim->min_out_lat = KB_TIME_INF;
+	for (unsigned i = 0; i < sim->n_workers; i++)
+		if (sim->workers[i].out_lat < sim->min_out_lat)
+			sim->min_out_lat = sim->workers[i].out_lat;
+	sim->stats.window = sim->window;
+	wheap_build(sim);
+	return KB_OK;
 }
 
 static int any_error(kb_sim *sim)
@@ -599,6 +632,9 @@ int kb__exec_parallel(kb_sim *sim, kb_error *err)
 	atomic_init(&sim->ns_drain, 0);
 	atomic_init(&sim->ns_share, 0);
 	profile_open(sim);
+	/* Tests: regroup after this many windows, whatever they cost. */
+	if (getenv("KB_EXEC_ADAPT_WINDOWS"))
+		sim->adapt_every = strtoull(getenv("KB_EXEC_ADAPT_WINDOWS"), NULL, 10);
 	sim->threshold = sim->cfg.par_threshold;
 	for (; started < threads; started++)
 		if (pthread_create(&sim->workers[started].thread, NULL, worker_main,
@@ -650,15 +686,17 @@ int kb__exec_parallel(kb_sim *sim, kb_error *err)
 		if (rc)
 			goto stop;
 		if (starved(sim)) {
-			/* Every LP onto one worker: the sequential executor's loop,
-			 * without windows, for the rest of the run. */
-			if (kb__sim_gather(sim)) {
-				rc = kb__err(err, KB_ENOMEM, "out of memory gathering the LPs");
+			int alone;
+
+			if (adapt(sim, &alone)) {
+				rc = kb__err(err, KB_ENOMEM, "out of memory regrouping the LPs");
 				goto stop;
 			}
+			if (!alone)
+				continue;
+			/* The sequential executor's loop, for the rest of the run. */
 			sim->solo = 1;
 			sim->bound = KB_TIME_INF;
-			sim->stats.gathered = 1;
 			t0 = kb__now_ns();
 			log0 = sim->stats.ns_oplog;
 			rc = run_alone(sim, &sim->workers[0], err);

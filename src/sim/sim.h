@@ -121,7 +121,7 @@ typedef struct kb_sim_stats {
 	kb_time window;         /* smallest window: the shortest link between workers
 				 * (KB_TIME_INF when sequential); horizons stretch it */
 	unsigned threads;       /* busy threads at most (never more than cores) */
-	int gathered;           /* auto went sequential part way (windows too small) */
+	int gathered;           /* windows too small: 1 PEs regrouped whole, 2 went sequential */
 	/* Where the executor's wall time went (nanoseconds, summed over the
 	 * threads; threaded executors only). */
 	uint64_t ns_events;     /* running events (workers' windows) */
