@@ -61,6 +61,14 @@ const kb_registry *kb__builtin_registry(void);
 /* Adds the built-in benches to reg. */
 int kb__registry_add_builtins(kb_registry *reg, kb_error *err);
 
+struct json_t;
+/* kb_result_to_json's object (a new reference); NULL when out of memory. */
+struct json_t *kb__result_json(const kb_result *r);
+/* The reverse, for results that travel as JSON (sweep transports): fills
+ * res (cleared first) from kb__result_json's object; KB_EPARSE naming the
+ * member that does not fit. */
+int kb__result_from_json(const struct json_t *o, kb_result *res, kb_error *err);
+
 extern const kb_bench_def kb__bench_synthetic;
 extern const kb_bench_def kb__bench_gemm;
 extern const kb_bench_def kb__bench_decode_opt2;

@@ -15,7 +15,7 @@
 #include "base/err.h"
 #include "bench/params.h"
 #include "bench/provenance.h"
-#include "bench/sweep_impl.h"
+#include "bench/json_impl.h"
 #include "kernbench/json.h"
 #include "num/math_op.h"
 #include "tl/recipes.h"
@@ -23,7 +23,7 @@
 /* ---- inputs ----------------------------------------------------------- */
 
 /* Parses text as a JSON object (NULL text: an empty object). */
-static json_t *parse_object(const char *text, const char *what, kb_error *err)
+json_t *kb__json_parse_object(const char *text, const char *what, kb_error *err)
 {
 	json_error_t je;
 	json_t *o;
@@ -55,7 +55,7 @@ static void real_text(double v, char *buf, size_t n)
 }
 
 /* A scalar as the text the ordinary API reads (numbers, strings, booleans). */
-static int value_text(const json_t *v, const char *key, char *buf, size_t n, kb_error *err)
+int kb__json_value_text(const json_t *v, const char *key, char *buf, size_t n, kb_error *err)
 {
 	if (json_is_integer(v))
 		snprintf(buf, n, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
@@ -86,7 +86,7 @@ static int set_keys(kb_topology *t, const json_t *o, const char *prefix, kb_erro
 		if (json_is_object(v)) {
 			rc = set_keys(t, v, key, err);
 		} else {
-			rc = value_text(v, key, text, sizeof(text), err);
+			rc = kb__json_value_text(v, key, text, sizeof(text), err);
 			if (!rc)
 				rc = kb_topology_set(t, key, text, err);
 		}
@@ -96,7 +96,7 @@ static int set_keys(kb_topology *t, const json_t *o, const char *prefix, kb_erro
 	return KB_OK;
 }
 
-static int topology_from(kb_topology **out, const json_t *o, kb_error *err)
+int kb__json_topology_from(kb_topology **out, const json_t *o, kb_error *err)
 {
 	kb_topology *t = NULL;
 	int rc;
@@ -129,21 +129,13 @@ KB_API int kb_topology_from_json(kb_topology **out, const char *topology_json, k
 	if (!out)
 		return kb__err(err, KB_EINVAL, "kb_topology_from_json: out is NULL");
 	*out = NULL;
-	if (!(o = parse_object(topology_json, "topology", err)))
+	if (!(o = kb__json_parse_object(topology_json, "topology", err)))
 		return err ? err->code : KB_EPARSE;
-	rc = topology_from(out, o, err);
+	rc = kb__json_topology_from(out, o, err);
 	json_decref(o);
 	return rc;
 }
 
-/* Run options shared by runs, sweeps and simulations. */
-typedef struct json_opts {
-	int threads, data, kernel_threads;
-	long long pes, jobs;
-	const char *op_log, *trace, *dump;
-	const char **argv;
-	int argc;
-} json_opts;
 
 static int get_int(const json_t *v, const char *key, long long lo, long long hi, long long *out,
 		   kb_error *err)
@@ -171,7 +163,7 @@ static int get_path(const json_t *v, const char *key, const char **out, kb_error
 
 /* Reads the keys of o named in `allowed` ("threads data ..."); strings
  * point into o, which must outlive the options. */
-static int read_opts(const json_t *o, const char *allowed, json_opts *jo, kb_error *err)
+int kb__json_read_opts(const json_t *o, const char *allowed, json_opts *jo, kb_error *err)
 {
 	const char *k;
 	json_t *v;
@@ -230,7 +222,7 @@ static int read_opts(const json_t *o, const char *allowed, json_opts *jo, kb_err
 
 static int params_from(kb_params **out, const char *params_json, kb_error *err)
 {
-	json_t *o = parse_object(params_json, "params", err), *v;
+	json_t *o = kb__json_parse_object(params_json, "params", err), *v;
 	const char *k;
 	int rc = KB_OK;
 
@@ -241,7 +233,7 @@ static int params_from(kb_params **out, const char *params_json, kb_error *err)
 	json_object_foreach(o, k, v) {
 		char text[256];
 
-		if (rc || (rc = value_text(v, k, text, sizeof(text), err)) ||
+		if (rc || (rc = kb__json_value_text(v, k, text, sizeof(text), err)) ||
 		    (rc = kb_params_set(*out, k, text, err)))
 			break;
 	}
@@ -280,9 +272,9 @@ KB_API int kb_bench_run_json(const char *bench, const char *params_json,
 	if (!result_json)
 		return kb__err(err, KB_EINVAL, "kb_bench_run_json: result_json is NULL");
 	*result_json = NULL;
-	if (!(opts = parse_object(options_json, "options", err)))
+	if (!(opts = kb__json_parse_object(options_json, "options", err)))
 		return err ? err->code : KB_EPARSE;
-	if ((rc = read_opts(opts, "threads data op_log trace dump argv", &jo, err)) ||
+	if ((rc = kb__json_read_opts(opts, "threads data op_log trace dump argv", &jo, err)) ||
 	    (rc = params_from(&params, params_json, err)) ||
 	    (rc = kb_topology_from_json(&topo, topology_json, err)))
 		goto done;
@@ -307,239 +299,6 @@ done:
 	kb_topology_destroy(topo);
 	kb_params_destroy(params);
 	json_decref(opts);
-	return rc;
-}
-
-/* ---- sweeps ----------------------------------------------------------- */
-
-/* How a swept key's values are typed in rows. */
-static int all_values(const sweep_key *k, int want_int)
-{
-	for (size_t i = 0; i < k->n_values; i++) {
-		char *end;
-		const char *v = k->values[i];
-
-		if (want_int)
-			(void)strtoll(v, &end, 10);
-		else
-			(void)strtod(v, &end);
-		if (!*v || *end)
-			return 0;
-	}
-	return 1;
-}
-
-static json_t *typed_value(const kb_sweep *s, size_t key, const char *bench, const char *v)
-{
-	const kb_bench_info *b = kb_bench_find(bench);
-	const sweep_key *k = &s->keys[key];
-
-	for (size_t i = 0; !k->is_set && b && i < b->n_params; i++) {
-		if (strcmp(b->params[i].name, k->name) == 0)
-			return kb__param_json(b->params[i].type, v);
-	}
-	if (all_values(k, 1))
-		return json_integer(strtoll(v, NULL, 10));
-	if (all_values(k, 0))
-		return json_real(strtod(v, NULL));
-	return json_string(v);
-}
-
-KB_API char *kb_sweep_row_to_json(const kb_sweep *s, const kb_sweep_row *row)
-{
-	json_t *o, *keys, *res = NULL;
-	char *text = NULL;
-
-	if (!s || !row || !(o = json_object()))
-		return NULL;
-	keys = json_object();
-	for (size_t i = 0; i < row->n_keys && i < s->n_keys; i++)
-		json_object_set_new(keys, row->keys[i], typed_value(s, i, row->bench, row->values[i]));
-	if (row->result && !row->status) {
-		char *r = kb_result_to_json(row->result);
-
-		res = r ? json_loads(r, 0, NULL) : NULL;
-		free(r);
-	}
-	json_object_set_new(o, "index", json_integer((json_int_t)row->index));
-	json_object_set_new(o, "total", json_integer((json_int_t)row->total));
-	json_object_set_new(o, "bench", json_string(row->bench));
-	json_object_set_new(o, "keys", keys);
-	json_object_set_new(o, "status", json_integer(row->status));
-	json_object_set_new(o, "error", json_string(row->error ? row->error : ""));
-	json_object_set_new(o, "result", res ? res : json_null());
-	if (row->result && !row->status && !res)
-		text = NULL;  /* out of memory in the result: report it as such */
-	else
-		text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
-	json_decref(o);
-	return text;
-}
-
-/* A list (or a scalar: a list of one) as the comma-separated values text. */
-static int list_text(const json_t *v, const char *key, char **out, kb_error *err)
-{
-	size_t n = json_is_array(v) ? json_array_size(v) : 1, used = 0, cap = 64;
-	char *buf = malloc(cap);
-	int rc = KB_OK;
-
-	if (!buf)
-		return kb__err(err, KB_ENOMEM, "out of memory");
-	buf[0] = '\0';
-	if (n == 0)
-		rc = kb__err(err, KB_EINVAL, "%s: the list of values is empty", key);
-	for (size_t i = 0; !rc && i < n; i++) {
-		char text[256];
-		size_t len;
-
-		if ((rc = value_text(json_is_array(v) ? json_array_get(v, i) : v, key, text,
-				     sizeof(text), err)))
-			break;
-		if (strchr(text, ','))
-			rc = kb__err(err, KB_EINVAL, "%s: value '%s' contains a comma", key, text);
-		len = strlen(text);
-		while (!rc && used + len + 2 > cap) {
-			char *nb = realloc(buf, cap *= 2);
-
-			if (!nb)
-				rc = kb__err(err, KB_ENOMEM, "out of memory");
-			else
-				buf = nb;
-		}
-		if (!rc)
-			used += (size_t)sprintf(buf + used, "%s%s", i ? "," : "", text);
-	}
-	if (rc) {
-		free(buf);
-		return rc;
-	}
-	*out = buf;
-	return KB_OK;
-}
-
-static int add_lists(kb_sweep *s, const json_t *o, int is_set, kb_error *err)
-{
-	const char *k;
-	json_t *v;
-
-	if (o && !json_is_object(o))
-		return kb__err(err, KB_ETYPE, "sweep %s: expected an object of lists",
-			       is_set ? "set" : "params");
-	json_object_foreach((json_t *)o, k, v) {
-		char *text = NULL;
-		int rc = list_text(v, k, &text, err);
-
-		if (!rc)
-			rc = is_set ? kb_sweep_add_set(s, k, text, err) : kb_sweep_add_param(s, k, text, err);
-		free(text);
-		if (rc)
-			return rc;
-	}
-	return KB_OK;
-}
-
-typedef struct row_relay {
-	const kb_sweep *s;
-	kb_json_cb cb;
-	void *payload;
-	int oom;
-} row_relay;
-
-static int relay_row(const kb_sweep_row *row, void *payload)
-{
-	row_relay *r = payload;
-	char *text = kb_sweep_row_to_json(r->s, row);
-	int stop;
-
-	if (!text) {
-		r->oom = 1;
-		return 1;
-	}
-	stop = r->cb ? r->cb(text, r->payload) : 0;
-	free(text);
-	return stop;
-}
-
-static int build_sweep(kb_sweep **out, const json_t *spec, kb_error *err)
-{
-	kb_sweep_options so = KB_SWEEP_OPTIONS_INIT;
-	const json_t *benches = json_object_get(spec, "benches");
-	json_t *scope = json_object();
-	kb_topology *topo = NULL;
-	kb_sweep *s = NULL;
-	json_opts jo;
-	const char *k;
-	json_t *v;
-	int rc;
-
-	/* The run options are the keys outside the sweep's definition. */
-	json_object_foreach((json_t *)spec, k, v)
-		if (strcmp(k, "benches") && strcmp(k, "params") && strcmp(k, "set") &&
-		    strcmp(k, "topology"))
-			json_object_set(scope, k, v);
-	rc = read_opts(scope, "jobs threads data argv", &jo, err);
-	free(jo.argv);
-	json_decref(scope);
-	if (rc)
-		return rc;
-	so.jobs = (unsigned)jo.jobs;
-	so.threads = json_object_get(spec, "threads") ? jo.threads : 1;
-	so.data = jo.data;
-	if ((rc = kb_sweep_create(&s, &so, err)))
-		return rc;
-	if (json_is_string(benches)) {
-		rc = kb_sweep_add_bench(s, json_string_value(benches), err);
-	} else if (json_is_array(benches) && json_array_size(benches)) {
-		size_t i;
-
-		json_array_foreach(benches, i, v)
-			if (!rc)
-				rc = json_is_string(v) ? kb_sweep_add_bench(s, json_string_value(v), err)
-						       : kb__err(err, KB_ETYPE, "sweep benches: expected names");
-	} else {
-		rc = kb__err(err, KB_EINVAL, "sweep: \"benches\" must name at least one bench");
-	}
-	if (!rc)
-		rc = add_lists(s, json_object_get(spec, "params"), 0, err);
-	if (!rc)
-		rc = add_lists(s, json_object_get(spec, "set"), 1, err);
-	if (!rc && json_object_get(spec, "topology")) {
-		const json_t *t = json_object_get(spec, "topology");
-
-		rc = json_is_object(t) ? topology_from(&topo, t, err)
-				       : kb__err(err, KB_ETYPE, "sweep topology: expected an object");
-		if (!rc)
-			rc = kb_sweep_set_topology(s, topo, err);
-		kb_topology_destroy(topo);
-	}
-	if (rc) {
-		kb_sweep_destroy(s);
-		return rc;
-	}
-	*out = s;
-	return KB_OK;
-}
-
-KB_API int kb_sweep_run_json(const char *sweep_json, kb_json_cb on_row, void *payload,
-			     kb_error *err)
-{
-	row_relay relay = { NULL, on_row, payload, 0 };
-	kb_sweep *s = NULL;
-	json_t *spec;
-	int rc;
-
-	kb_error_clear(err);
-	if (!(spec = parse_object(sweep_json, "sweep", err)))
-		return err ? err->code : KB_EPARSE;
-	rc = build_sweep(&s, spec, err);
-	json_decref(spec);
-	if (rc)
-		return rc;
-	relay.s = s;
-	rc = kb_sweep_run(s, relay_row, &relay, err);
-	if (relay.oom)
-		rc = kb__err(err, KB_ENOMEM, "out of memory formatting a sweep row");
-	kb_sweep_destroy(s);
 	return rc;
 }
 
@@ -688,9 +447,9 @@ KB_API int kb_simulation_create_json(kb_simulation **out, const char *topology_j
 	if (!out)
 		return kb__err(err, KB_EINVAL, "kb_simulation_create_json: out is NULL");
 	*out = NULL;
-	if (!(opts = parse_object(options_json, "options", err)))
+	if (!(opts = kb__json_parse_object(options_json, "options", err)))
 		return err ? err->code : KB_EPARSE;
-	rc = read_opts(opts, "threads data op_log trace pes kernel_threads", &jo, err);
+	rc = kb__json_read_opts(opts, "threads data op_log trace pes kernel_threads", &jo, err);
 	if (!rc)
 		rc = kb_topology_from_json(&topo, topology_json, err);
 	if (!rc) {

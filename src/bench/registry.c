@@ -15,6 +15,7 @@
 #include "bench/bench_impl.h"
 #include "bench/params.h"
 #include "bench/provenance.h"
+#include "pe/pe.h"
 
 /* " (did you mean 'x'?)" when one of the names is close to name, else
  * " (known: a, b, ...)". */
@@ -366,13 +367,14 @@ static json_t *busy_json(const kb_result *r, int util)
 	return pes;
 }
 
-KB_API char *kb_result_to_json(const kb_result *r)
+json_t *kb__result_json(const kb_result *r)
 {
 	json_t *o = json_object(), *params;
-	char *s;
 
-	if (!o || !r)
+	if (!o || !r) {
+		json_decref(o);
 		return NULL;
+	}
 	json_object_set_new(o, "bench", json_string(r->bench));
 	params = r->params_json ? json_loads(r->params_json, 0, NULL) : NULL;
 	json_object_set_new(o, "params", params ? params : json_object());
@@ -427,7 +429,136 @@ KB_API char *kb_result_to_json(const kb_result *r)
 		if (meta)
 			json_object_set_new(o, "meta", meta);
 	}
-	s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
+	return o;
+}
+
+KB_API char *kb_result_to_json(const kb_result *r)
+{
+	json_t *o = kb__result_json(r);
+	char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12))
+		    : NULL;
+
 	json_decref(o);
 	return s;
+}
+
+/* ---- a result read back from its JSON object -------------------------- */
+
+static int get_u64(const json_t *o, const char *k, uint64_t *v, kb_error *err)
+{
+	const json_t *j = json_object_get(o, k);
+
+	if (!j)
+		return 0;  /* absent: stays 0 */
+	if (!json_is_integer(j) || json_integer_value(j) < 0)
+		return kb__err(err, KB_EPARSE, "result: '%s' is not a count", k);
+	*v = (uint64_t)json_integer_value(j);
+	return 0;
+}
+
+/* A real, or NaN for null or absent. */
+static int get_real(const json_t *o, const char *k, double *v, kb_error *err)
+{
+	const json_t *j = json_object_get(o, k);
+
+	*v = NAN;
+	if (!j || json_is_null(j))
+		return 0;
+	if (!json_is_number(j))
+		return kb__err(err, KB_EPARSE, "result: '%s' is not a number", k);
+	*v = json_number_value(j);
+	return 0;
+}
+
+static int busy_from_json(const json_t *pes, kb_result *r, kb_error *err)
+{
+	size_t i, n = 0;
+	const json_t *pe;
+
+	if (!pes)
+		return 0;
+	if (!json_is_array(pes))
+		return kb__err(err, KB_EPARSE, "result: 'busy_ps' is not a list");
+	r->busy = calloc(json_array_size(pes) * KB_ENG_COUNT + 1, sizeof(*r->busy));
+	if (!r->busy)
+		return kb__err(err, KB_ENOMEM, "out of memory");
+	json_array_foreach(pes, i, pe) {
+		for (int e = 0; e < KB_ENG_COUNT; e++) {
+			const json_t *b = json_object_get(pe, kb__eng_names[e]);
+
+			if (!b)
+				continue;
+			if (!json_is_integer(b))
+				return kb__err(err, KB_EPARSE, "result: busy_ps of pe %zu", i);
+			r->busy[n++] = (kb_engine_busy){ (uint32_t)i, kb__eng_names[e],
+							 (uint64_t)json_integer_value(b) };
+		}
+	}
+	r->n_busy = n;
+	return 0;
+}
+
+static int text_member(const json_t *o, const char *k, char **out, kb_error *err)
+{
+	const json_t *j = json_object_get(o, k);
+
+	if (!j)
+		return 0;
+	*out = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY |
+			      JSON_REAL_PRECISION(17));
+	return *out ? 0 : kb__err(err, KB_ENOMEM, "out of memory");
+}
+
+int kb__result_from_json(const json_t *o, kb_result *r, kb_error *err)
+{
+	const json_t *th = json_object_get(o, "threads"), *x = json_object_get(o, "executor");
+	const char *bench = json_string_value(json_object_get(o, "bench"));
+	const char *sha = json_string_value(json_object_get(o, "oplog_sha256"));
+	uint64_t u = 0;
+	int rc = 0;
+
+	memset(r, 0, sizeof(*r));
+	if (!json_is_object(o) || !bench || !sha || strlen(sha) >= sizeof(r->oplog_sha256))
+		return kb__err(err, KB_EPARSE, "result: not a result object");
+	snprintf(r->bench, sizeof(r->bench), "%s", bench);
+	snprintf(r->oplog_sha256, sizeof(r->oplog_sha256), "%s", sha);
+	r->threads = json_is_integer(th) ? (int)json_integer_value(th) : KB_THREADS_AUTO;
+	r->data = json_is_true(json_object_get(o, "data"));
+	rc = rc ? rc : get_u64(o, "workers", &u, err);
+	r->workers = (unsigned)u;
+	u = 0;
+	rc = rc ? rc : get_u64(o, "pes", &u, err);
+	r->pes = (uint32_t)u;
+	rc = rc ? rc : get_u64(o, "sim_time_ps", &r->sim_time_ps, err);
+	rc = rc ? rc : get_u64(o, "events", &r->events, err);
+	rc = rc ? rc : get_u64(o, "records", &r->records, err);
+	rc = rc ? rc : get_u64(o, "commands", &r->commands, err);
+	rc = rc ? rc : get_u64(o, "dispatch_ps", &r->dispatch_ps, err);
+	rc = rc ? rc : get_u64(o, "tiles", &r->tiles, err);
+	rc = rc ? rc : get_u64(o, "windows", &r->windows, err);
+	rc = rc ? rc : get_u64(o, "parallel_windows", &r->parallel_windows, err);
+	rc = rc ? rc : get_real(o, "dispatch_per_tile_ns", &r->dispatch_per_tile_ns, err);
+	rc = rc ? rc : get_real(o, "dispatch_kernel_per_tile_ns", &r->dispatch_kernel_per_tile_ns, err);
+	rc = rc ? rc : get_real(o, "wall_s", &r->wall_s, err);
+	rc = rc ? rc : get_real(o, "events_per_s", &r->events_per_s, err);
+	rc = rc ? rc : get_real(o, "max_abs_err", &r->max_abs_err, err);
+	rc = rc ? rc : get_real(o, "max_rel_err", &r->max_rel_err, err);
+	if (!rc && json_is_object(x)) {
+		u = 0;
+		rc = get_u64(x, "threads", &u, err);
+		r->exec.threads = (unsigned)u;
+		rc = rc ? rc : get_u64(x, "window_ps", &r->exec.window_ps, err);
+		rc = rc ? rc : get_u64(x, "ns_events", &r->exec.ns_events, err);
+		rc = rc ? rc : get_u64(x, "ns_barrier", &r->exec.ns_barrier, err);
+		rc = rc ? rc : get_u64(x, "ns_next", &r->exec.ns_next, err);
+		rc = rc ? rc : get_u64(x, "ns_drain", &r->exec.ns_drain, err);
+		rc = rc ? rc : get_u64(x, "ns_oplog", &r->exec.ns_oplog, err);
+		rc = rc ? rc : get_u64(x, "ns_wall", &r->exec.ns_wall, err);
+	}
+	rc = rc ? rc : busy_from_json(json_object_get(o, "busy_ps"), r, err);
+	rc = rc ? rc : text_member(o, "params", &r->params_json, err);
+	rc = rc ? rc : text_member(o, "meta", &r->meta_json, err);
+	if (rc)
+		kb_result_clear(r);
+	return rc;
 }

@@ -1,20 +1,10 @@
 /*
- * kernbench sweep: builds a kb_sweep from the command line, writes each row
- * as it arrives (CSV or JSON Lines, flushed row by row so an interrupted
- * sweep keeps every finished point), resumes from an earlier file, and
- * prints the opt3/opt2 headline and the plot at the end.
- *
- * Resume and the final file. Rows arrive in point order, so an interrupted
- * sweep leaves a header and some complete rows (and maybe one truncated row
- * at the end). --resume reads them (sweep_resume.c), marks their points
- * skipped, cuts the file after its last complete row and appends the new
- * rows, flushed one by one: at every moment the file holds every finished
- * row, so a second kill loses nothing either. When the sweep completes, the
- * file is rewritten in point order (header, then each point's row: the old
- * text for old points, the new text for new ones) into FILE.tmp, which is
- * renamed over FILE, so the result is byte-identical to an uninterrupted
- * sweep except for wall_s, and a kill during the rewrite leaves FILE as it
- * was. Failed rows in the file count as done (delete them to run them again).
+ * kernbench sweep: builds a kb_sweep from the command line and hands the
+ * rest to the library (kernbench/sweep.h): the rows go through a
+ * kb_sweep_writer (CSV or JSON Lines, flushed row by row, the lock on
+ * --out, --resume with every kept row verified, the in-order rewrite,
+ * OUT.meta.json). What stays here is the command's own: options, the
+ * progress line, the summary lines of sweep_headline.c and the plot.
  *
  * Under MPI (built with --with-mpi, started by mpirun or srun with several
  * ranks; mpi_sweep.c): every rank parses the same command line and builds
@@ -36,8 +26,7 @@
 #ifdef KB_WITH_MPI
 #include "cli/mpi_sweep.h"
 #endif
-#include "cli/sweep_meta.h"
-#include "cli/sweep_out.h"
+#include "cli/sweep_headline.h"
 #include "kernbench/bench.h"
 #include "kernbench/sweep.h"
 #include "kernbench/topology.h"
@@ -74,11 +63,11 @@ typedef struct sweep_cmd {
 	size_t *n_values;
 	size_t n_keys;
 	size_t total;
-	cli_out_format fmt;
+	kb_sweep_format fmt;
 	const char *path;         /* NULL: standard output */
-	FILE *f;
-	cli_kept_row *rows;       /* per point, when plot, headline or resume need it */
-	int keep_text;
+	kb_sweep_writer *w;       /* the rows' output */
+	kb_sweep_figures *figs;   /* per point, after the run, for the plot and headline */
+	int keep_figures;
 	size_t pending, done, failures;
 	double t0;
 	int progress;
@@ -87,7 +76,7 @@ typedef struct sweep_cmd {
 	kb_sweep_options sopt;    /* -j, --threads, --data */
 	size_t n_params;          /* keys[0..n_params) are --param keys */
 #ifdef KB_WITH_MPI
-	cli_mpi_ctx *mpi;         /* NULL: not under MPI */
+	cli_mpi_ctx *mpi;             /* NULL: not under MPI */
 #endif
 } sweep_cmd;
 
@@ -221,9 +210,9 @@ static int output_options(sweep_cmd *c)
 	const cli_optval *v = c->a.vals;
 
 	c->path = v[O_OUT].value;
-	c->fmt = CLI_OUT_CSV;
+	c->fmt = KB_SWEEP_CSV;
 	if (c->path && cli_ends_with(c->path, ".jsonl"))
-		c->fmt = CLI_OUT_JSONL;
+		c->fmt = KB_SWEEP_JSONL;
 	else if (c->path && !cli_ends_with(c->path, ".csv"))
 		return cli_usage("sweep", "--out '%s': the name must end in .csv or .jsonl", c->path);
 	if (v[O_RESUME].seen && !c->path)
@@ -285,25 +274,6 @@ static int build(sweep_cmd *c)
 
 /* ---- writing rows ------------------------------------------------------ */
 
-static const char *out_name(const sweep_cmd *c)
-{
-	return c->path ? c->path : "standard output";
-}
-
-/* Writes text and flushes it; prints the error once and returns 1 on failure. */
-static int put_text(sweep_cmd *c, FILE *f, const char *text, const char *name)
-{
-	errno = 0;
-	if (fputs(text, f) < 0 || fflush(f) != 0 || ferror(f)) {
-		if (!c->write_failed)
-			cli_error("%s: could not write: %s", name,
-				  strerror(errno ? errno : EIO));
-		c->write_failed = 1;
-		return CLI_FAIL;
-	}
-	return 0;
-}
-
 static void progress(sweep_cmd *c)
 {
 	double el = cli_now() - c->t0;
@@ -323,31 +293,23 @@ static void progress(sweep_cmd *c)
  * (carriage return, erase to end of line); the next row redraws it. */
 static void clear_progress(sweep_cmd *c)
 {
-	if (c->f && isatty(fileno(c->f)))
+	if (!c->path && isatty(STDOUT_FILENO))
 		cli_progress_clear(&c->line);
 }
 
 static int on_row(const kb_sweep_row *row, void *payload)
 {
 	sweep_cmd *c = payload;
-	char *text = cli_out_format_row(c->fmt, c->s, row, c->a.vals[O_DATA].seen);
+	kb_error err;
+	int rc;
 
-	if (!text) {
-		cli_error("out of memory");
+	clear_progress(c);
+	if ((rc = kb_sweep_writer_row(c->w, row, &err))) {
+		if (!c->write_failed)
+			cli_kb_error(&err, rc);
 		c->write_failed = 1;
 		return 1;
 	}
-	clear_progress(c);
-	if (put_text(c, c->f, text, out_name(c))) {
-		free(text);
-		return 1;
-	}
-	if (c->rows) {
-		cli_out_row_figures(row, &c->rows[row->index]);
-		if (c->keep_text)
-			c->rows[row->index].text = text, text = NULL;
-	}
-	free(text);
 	c->failures += row->status != 0;
 	c->done++;
 	if (c->progress)
@@ -357,193 +319,24 @@ static int on_row(const kb_sweep_row *row, void *payload)
 
 /* ---- opening the output -------------------------------------------------- */
 
-static int write_header(sweep_cmd *c)
+/* The writer locks --out, reads it back with --resume, writes OUT.meta.json. */
+static int open_output(sweep_cmd *c)
 {
-	char *h;
-	int rc;
-
-	if (c->fmt != CLI_OUT_CSV)
-		return 0;
-	h = cli_out_csv_header(c->n_keys, (const char *const *)c->keys, c->a.vals[O_DATA].seen);
-	if (!h)
-		return cli_error("out of memory");
-	rc = put_text(c, c->f, h, out_name(c));
-	free(h);
-	return rc;
-}
-
-/* Reads the old file, skips its points, opens it for appending. */
-static int open_resume(sweep_cmd *c, int *exists)
-{
-	size_t keep_len, i;
+	kb_sweep_writer_options wo = KB_SWEEP_WRITER_OPTIONS_INIT;
 	kb_error err;
 	int rc;
 
-	rc = cli_out_read_resume(c->path, c->fmt, c->s, c->n_keys, (const char *const *)c->keys,
-				 c->a.vals[O_DATA].seen, c->rows, &keep_len, exists);
-	if (rc || !*exists)
-		return rc;
-	for (i = 0; i < c->total; i++)
-		if (c->rows[i].present && (rc = kb_sweep_skip(c->s, i, &err)))
-			return cli_kb_error(&err, rc);
-	if (truncate(c->path, (off_t)keep_len) != 0)
-		return cli_error("%s: %s", c->path, strerror(errno));
-	c->f = fopen(c->path, "a");
-	if (!c->f)
-		return cli_error("%s: %s", c->path, strerror(errno));
-	return keep_len == 0 ? write_header(c) : 0;
-}
-
-/* OUT.meta.json, the sweep's provenance (sweep_meta.h). */
-static int write_meta(const sweep_cmd *c)
-{
-	const cli_optval *v = c->a.vals;
-	cli_sweep_def d = { (const char *const *)c->benches, c->n_benches, v[O_PARAM].list,
-			    v[O_PARAM].n_list, v[O_SET].list, v[O_SET].n_list, c->sopt.jobs,
-			    c->sopt.threads, c->sopt.data };
-
-	return cli_sweep_meta_write(c->path, c->topo, &d);
-}
-
-/* Two sweeps writing one --out at once would mix their rows (issue 18
- * §4): the file is locked (flock, held until exit) before it is read or
- * truncated, and a second sweep on it stops at once. The descriptor is
- * left open on purpose; the lock goes with the process. */
-static int lock_output(const char *path)
-{
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-
-	if (fd < 0)
-		return cli_error("%s: %s", path, strerror(errno));
-	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-		int e = errno;
-
-		close(fd);
-		return e == EWOULDBLOCK ? cli_error("%s: another sweep is writing this file", path)
-					: cli_error("%s: cannot lock: %s", path, strerror(e));
-	}
-	return 0;
-}
-
-static int open_output(sweep_cmd *c, int *resumed)
-{
-	int rc;
-
-	*resumed = 0;
-	if (c->path && (rc = lock_output(c->path)))
-		return rc;
-	if (c->a.vals[O_RESUME].seen) {
-		/* Before the old output is touched: refuse another sweep's file. */
-		if ((rc = cli_sweep_meta_check(c->path, c->topo, c->a.vals[O_FORCE].seen > 0)))
-			return rc;
-		rc = open_resume(c, resumed);
-		if (rc || (*resumed && (rc = write_meta(c))))
-			return rc;
-		if (*resumed)
-			return 0;
-	}
-	if (c->path && (rc = write_meta(c)))
-		return rc;
-	c->f = c->path ? fopen(c->path, "w") : stdout;
-	if (!c->f)
-		return cli_error("%s: %s", c->path, strerror(errno));
-	return write_header(c);
-}
-
-/* Rewrites the resumed file in point order through FILE.tmp and rename. */
-static int rewrite_in_order(sweep_cmd *c)
-{
-	size_t n = strlen(c->path) + 5, i;
-	char *tmp = malloc(n);
-	FILE *f;
-	int rc = 0;
-
-	if (!tmp)
-		return cli_error("out of memory");
-	snprintf(tmp, n, "%s.tmp", c->path);
-	f = fopen(tmp, "w");
-	if (!f) {
-		rc = cli_error("%s: %s", tmp, strerror(errno));
-		goto done;
-	}
-	if (c->fmt == CLI_OUT_CSV) {
-		char *h = cli_out_csv_header(c->n_keys, (const char *const *)c->keys,
-					     c->a.vals[O_DATA].seen);
-
-		rc = h ? (fputs(h, f) < 0) : cli_error("out of memory");
-		free(h);
-	}
-	for (i = 0; rc == 0 && i < c->total; i++)
-		if (c->rows[i].text && fputs(c->rows[i].text, f) < 0)
-			rc = 1;
-	if (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0)
-		rc = 1;
-	if ((fclose(f) != 0 || rc) && !c->write_failed)
-		rc = cli_error("%s: could not write: %s (%s keeps every row, out of order)", tmp,
-			       strerror(errno ? errno : EIO), c->path);
-	if (rc == 0 && rename(tmp, c->path) != 0)
-		rc = cli_error("%s: %s", c->path, strerror(errno));
-	if (rc)
-		remove(tmp);
-done:
-	free(tmp);
-	return rc;
-}
-
-/* ---- after the rows ----------------------------------------------------- */
-
-static int bench_index(const sweep_cmd *c, const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < c->n_benches; i++)
-		if (strcmp(c->benches[i], name) == 0)
-			return (int)i;
-	return -1;
-}
-
-/* "k=v, k=v" of point i (the keys), into buf. */
-static void point_label(const sweep_cmd *c, size_t i, size_t from, char *buf, size_t n)
-{
-	const char *const *values;
-	size_t k, len = 0;
-
-	buf[0] = '\0';
-	if (kb_sweep_point(c->s, i, NULL, &values, NULL))
-		return;
-	for (k = from; k < c->n_keys && len < n; k++)
-		len += (size_t)snprintf(buf + len, n - len, "%s%s=%s", k > from ? ", " : "",
-					c->keys[k], values[k]);
-}
-
-/* The opt3/opt2 per-tile dispatch ratio at each combination of the keys. */
-/* The summary lines; CLI_FAIL with a message when they cannot be
- * written (a closed pipe, a full disk): a lost summary is a failure. */
-static int headline(const sweep_cmd *c, FILE *out)
-{
-	int b2 = bench_index(c, "gqa_decode_opt2"), b3 = bench_index(c, "gqa_decode_opt3");
-	size_t per, r;
-
-	if (b2 < 0 || b3 < 0 || !c->rows)
-		return 0;
-	per = c->total / c->n_benches;
-	for (r = 0; r < per; r++) {
-		const cli_kept_row *k2 = &c->rows[(size_t)b2 * per + r];
-		const cli_kept_row *k3 = &c->rows[(size_t)b3 * per + r];
-		char label[512];
-
-		if (!k2->ok || !k3->ok || !isfinite(k2->fig[CLI_FIG_DPT_NS]) ||
-		    !isfinite(k3->fig[CLI_FIG_DPT_NS]) || k2->fig[CLI_FIG_DPT_NS] == 0)
-			continue;
-		point_label(c, (size_t)b3 * per + r, 0, label, sizeof(label));
-		fprintf(out, "%s%sopt3/opt2 per-tile dispatch ratio = %.2f\n", label,
-			*label ? ": " : "", k3->fig[CLI_FIG_DPT_NS] / k2->fig[CLI_FIG_DPT_NS]);
-	}
-	errno = 0;
-	if (fflush(out) != 0 || ferror(out))
-		return cli_error("could not write the sweep's summary to %s: %s",
-				 out == stdout ? "standard output" : "standard error",
-				 strerror(errno ? errno : EIO));
+	wo.format = c->fmt;
+	wo.data = c->a.vals[O_DATA].seen > 0;
+	wo.resume = c->a.vals[O_RESUME].seen > 0;
+	wo.force = c->a.vals[O_FORCE].seen > 0;
+	wo.keep_figures = c->keep_figures;
+	wo.argc = cli_argc;
+	wo.argv = cli_argv;
+	if ((rc = kb_sweep_writer_open(&c->w, c->s, c->path, &wo, &err)))
+		return cli_kb_error(&err, rc);
+	if (kb_sweep_writer_warning(c->w))
+		cli_warn("--resume --force: %s; continuing", kb_sweep_writer_warning(c->w));
 	return 0;
 }
 
@@ -570,9 +363,8 @@ static void cmd_free(sweep_cmd *c)
 {
 	size_t i;
 
-	for (i = 0; c->rows && i < c->total; i++)
-		free(c->rows[i].text);
-	free(c->rows);
+	kb_sweep_writer_destroy(c->w);
+	free(c->figs);
 	for (i = 0; i < c->n_benches; i++)
 		free(c->benches[i]);
 	free(c->benches);
@@ -585,35 +377,30 @@ static void cmd_free(sweep_cmd *c)
 	cli_args_free(&c->a);
 }
 
-/* Rows kept in memory: figures for the plot and the headline, texts for resume. */
-static int alloc_rows(sweep_cmd *c)
+/* Figures are kept for the plot and the headline. */
+static void want_figures(sweep_cmd *c)
 {
-	size_t i;
-	int headline_wanted = bench_index(c, "gqa_decode_opt2") >= 0 &&
-			      bench_index(c, "gqa_decode_opt3") >= 0;
-
-	c->keep_text = c->a.vals[O_RESUME].seen > 0;
-	if (!c->keep_text && !c->a.vals[O_PLOT].seen && !headline_wanted)
-		return 0;
-	c->rows = calloc(c->total + 1, sizeof(*c->rows));
-	if (!c->rows)
-		return cli_error("out of memory");
-	for (i = 0; i < c->total; i++)
-		c->rows[i].fig[0] = NAN;
-	return 0;
+	c->keep_figures = c->a.vals[O_PLOT].seen ||
+			  sweep_headline_wanted((const char *const *)c->benches, c->n_benches);
 }
 
-static size_t old_failures(const sweep_cmd *c, size_t *pending)
+/* Every point's figures, from the writer (resumed rows and new ones). */
+static int collect_figures(sweep_cmd *c)
 {
-	size_t i, n = 0;
+	kb_error err;
+	int rc;
 
-	*pending = c->total;
-	for (i = 0; c->rows && i < c->total; i++)
-		if (c->rows[i].present) {
-			(*pending)--;
-			n += !c->rows[i].ok;
-		}
-	return n;
+	if (!c->keep_figures)
+		return 0;
+	c->figs = calloc(c->total + 1, sizeof(*c->figs));
+	if (!c->figs)
+		return cli_error("out of memory");
+	for (size_t i = 0; i < c->total; i++) {
+		c->figs[i] = (kb_sweep_figures)KB_SWEEP_FIGURES_INIT;
+		if ((rc = kb_sweep_writer_figures(c->w, i, &c->figs[i], &err)))
+			return cli_kb_error(&err, rc);
+	}
+	return 0;
 }
 
 #ifdef KB_WITH_MPI
@@ -640,15 +427,19 @@ static int mpi_run_rows(sweep_cmd *c)
 	size_t i;
 	int rc;
 
-	if (c->rows) {
+	if (c->a.vals[O_RESUME].seen) {
 		skip = calloc(c->total + 1, 1);
 		if (!skip)
 			return cli_error("out of memory");
-		for (i = 0; i < c->total; i++)
-			skip[i] = c->rows[i].present != 0;
+		for (i = 0; i < c->total; i++) {
+			kb_sweep_figures f = KB_SWEEP_FIGURES_INIT;
+
+			kb_sweep_writer_figures(c->w, i, &f, NULL);
+			skip[i] = f.present != 0;
+		}
 	}
-	rc = cli_mpi_sweep_run(c->mpi, &sp, cli_mpi_sweep_jobs(c->mpi, c->sopt.jobs), c->total,
-			       skip, on_row, c);
+	rc = cli_mpi_sweep_run(c->mpi, &sp, cli_mpi_sweep_jobs(c->mpi, c->sopt.jobs), c->total, skip,
+			   on_row, c);
 	free(skip);
 	return rc;
 }
@@ -672,11 +463,13 @@ static int mpi_worker(sweep_cmd *c, int argc, char **argv)
 #endif
 
 /* Runs the points and closes the output; returns the exit status so far. */
-static int run_rows(sweep_cmd *c, int resumed)
+static int run_rows(sweep_cmd *c)
 {
 	kb_error err;
-	int rc, close_rc = 0;
-	size_t old_failed = old_failures(c, &c->pending);
+	int rc;
+	size_t old_failed = 0, old = kb_sweep_writer_resumed(c->w, &old_failed);
+
+	c->pending = c->total - old;
 
 	c->t0 = cli_now();
 	c->progress = isatty(STDERR_FILENO) && !c->a.vals[O_QUIET].seen && c->pending > 0;
@@ -694,21 +487,18 @@ static int run_rows(sweep_cmd *c, int resumed)
 	}
 	if (c->progress && c->done < c->pending)
 		fputc('\n', stderr);
-	if (c->f && c->f != stdout && fclose(c->f) != 0 && !c->write_failed)
-		close_rc = cli_error("%s: %s", c->path, strerror(errno));
-	c->f = NULL;
-	if (rc || close_rc || c->write_failed)
+	if (rc || c->write_failed)
 		return CLI_FAIL;
-	if (resumed && (rc = rewrite_in_order(c)))
-		return rc;
+	if ((rc = kb_sweep_writer_finish(c->w, &err)))
+		return cli_kb_error(&err, rc);
 	c->failures += old_failed;
-	return 0;
+	return collect_figures(c);
 }
 
 int cli_cmd_sweep(int argc, char **argv)
 {
 	sweep_cmd c;
-	int rc, resumed = 0, stop = 0;
+	int rc, stop = 0;
 
 	memset(&c, 0, sizeof(c));
 #ifdef KB_WITH_MPI
@@ -725,33 +515,35 @@ int cli_cmd_sweep(int argc, char **argv)
 		rc = cli_print_help("sweep");
 		stop = 1;
 	}
-	if (rc == 0 && !stop && ((rc = build(&c)) || (rc = alloc_rows(&c))))
+	if (rc == 0 && !stop && (rc = build(&c)))
 		stop = 1;
+	if (rc == 0 && !stop)
+		want_figures(&c);
 	if (rc == 0 && !stop && c.a.vals[O_PLOT].seen)
 		rc = check_plot_path(c.a.vals[O_PLOT].value);
 	if (rc == 0 && !stop)
-		rc = open_output(&c, &resumed);
+		rc = open_output(&c);
 #ifdef KB_WITH_MPI
 	if (cli_mpi_sweep_parallel(c.mpi)) {
 		int r = cli_mpi_sweep_setup_root(c.mpi, rc || stop,
-						 cli_mpi_sweep_jobs(c.mpi, c.sopt.jobs));
+					     cli_mpi_sweep_jobs(c.mpi, c.sopt.jobs));
 
 		rc = rc ? rc : r;
 	}
 #endif
-	if (rc || stop || (rc = run_rows(&c, resumed)))
+	if (rc || stop || (rc = run_rows(&c)))
 		goto done;
-	rc = headline(&c, c.path ? stdout : stderr);
+	if (c.figs)
+		rc = sweep_headline(c.path ? stdout : stderr, c.s, (const char *const *)c.benches,
+				    c.n_benches, (const char *const *)c.keys, c.n_keys, c.figs);
 	if (rc == 0 && c.a.vals[O_PLOT].seen)
 		rc = cli_plot_sweep(c.a.vals[O_PLOT].value, c.s, c.n_benches,
-				    (const char *const *)c.benches, c.n_keys,
-				    (const char *const *)c.keys, c.n_values, c.rows,
-				    c.a.vals[O_PLOT_FIGURES].value, c.a.vals[O_PLOT_LOG].value);
+				(const char *const *)c.benches, c.n_keys,
+				(const char *const *)c.keys, c.n_values, c.figs,
+				c.a.vals[O_PLOT_FIGURES].value, c.a.vals[O_PLOT_LOG].value);
 	if (rc == 0 && c.failures)
 		rc = CLI_FAIL;
 done:
-	if (c.f && c.f != stdout)
-		fclose(c.f);
 	cmd_free(&c);
 #ifdef KB_WITH_MPI
 	rc = cli_mpi_sweep_end(c.mpi, rc);

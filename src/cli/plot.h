@@ -32,16 +32,16 @@ size_t cli_plot_panels(const cli_plot_data *d);
 int cli_plot_write_svg(const char *path, const cli_plot_data *d);
 
 /*
- * Plots the rows of a sweep (rows[i] for point i, see sweep_out.h): x is the
+ * Plots the rows of a sweep (rows[i]: the figures of point i): x is the
  * first key's value, one series per bench and combination of the other
  * keys. figures: comma-separated figure names to draw (NULL: every one but
  * wall_s, which is host noise). Returns 0, or prints an error and returns 1.
  */
 struct kb_sweep;
-struct cli_kept_row;
+struct kb_sweep_figures;
 int cli_plot_sweep(const char *path, const struct kb_sweep *s, size_t n_benches,
 		   const char *const *benches, size_t n_keys, const char *const *keys,
-		   const size_t *n_values, const struct cli_kept_row *rows, const char *figures,
+		   const size_t *n_values, const struct kb_sweep_figures *rows, const char *figures,
 		   const char *log_axes);
 /* Checks a --plot-figures list: 0, or a usage error (2) naming the bad figure. */
 int cli_plot_check_figures(const char *figures);

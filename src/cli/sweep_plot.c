@@ -6,7 +6,6 @@
 
 #include "cli/cli.h"
 #include "cli/plot.h"
-#include "cli/sweep_out.h"
 #include "kernbench/sweep.h"
 
 typedef struct plot_build {
@@ -14,7 +13,7 @@ typedef struct plot_build {
 	char **x_text;
 	char **series;
 	double *y;
-	int shown[CLI_N_FIG];
+	int shown[KB_SWEEP_N_FIGS];
 	char title[512];
 } plot_build;
 
@@ -77,12 +76,22 @@ static int labels(plot_build *b, const kb_sweep *s, const char *const *benches,
 	return 0;
 }
 
-/* Index of a figure name of len bytes in cli_out_fig_names, or -1. */
+/* The figure column names, as the library names them. */
+static const char *const *fig_names(void)
+{
+	static const char *names[KB_SWEEP_N_FIGS];
+
+	for (int f = 0; f < KB_SWEEP_N_FIGS; f++)
+		names[f] = kb_sweep_fig_name(f);
+	return names;
+}
+
+/* Index of a figure name of len bytes in fig_names(), or -1. */
 static int fig_index(const char *name, size_t len)
 {
-	for (int f = 0; f < CLI_N_FIG; f++)
-		if (strlen(cli_out_fig_names[f]) == len &&
-		    strncmp(cli_out_fig_names[f], name, len) == 0)
+	for (int f = 0; f < KB_SWEEP_N_FIGS; f++)
+		if (strlen(fig_names()[f]) == len &&
+		    strncmp(fig_names()[f], name, len) == 0)
 			return f;
 	return -1;
 }
@@ -115,7 +124,7 @@ int cli_plot_check_figures(const char *figures)
 			char *bad = strndup(p, len), hint[96] = "";
 
 			if (bad)
-				cli_hint(bad, cli_out_fig_names, CLI_N_FIG, hint, sizeof(hint));
+				cli_hint(bad, fig_names(), KB_SWEEP_N_FIGS, hint, sizeof(hint));
 			cli_usage("sweep", "--plot-figures: unknown figure '%s'%s", bad ? bad : "", hint);
 			free(bad);
 			return CLI_USAGE;
@@ -127,10 +136,10 @@ int cli_plot_check_figures(const char *figures)
 }
 
 /* Which figures to draw: the list, or every one but wall_s. */
-static void wanted(const char *figures, int want[CLI_N_FIG])
+static void wanted(const char *figures, int want[KB_SWEEP_N_FIGS])
 {
-	for (int f = 0; f < CLI_N_FIG; f++)
-		want[f] = !figures && f != CLI_FIG_WALL_S;
+	for (int f = 0; f < KB_SWEEP_N_FIGS; f++)
+		want[f] = !figures && f != KB_SWEEP_FIG_WALL_S;
 	for (const char *p = figures; p && *p;) {
 		size_t len = strcspn(p, ",");
 		int f = fig_index(p, len);
@@ -141,22 +150,23 @@ static void wanted(const char *figures, int want[CLI_N_FIG])
 	}
 }
 
-static void figures(plot_build *b, const cli_kept_row *rows, size_t inner,
-		    const int want[CLI_N_FIG])
+static void figures(plot_build *b, const kb_sweep_figures *rows, size_t inner,
+		    const int want[KB_SWEEP_N_FIGS])
 {
 	size_t per = b->d.n_x * inner, s, x, f;
 
 	for (s = 0; s < b->d.n_series; s++)
 		for (x = 0; x < b->d.n_x; x++) {
-			const cli_kept_row *r = &rows[(s / inner) * per + x * inner + s % inner];
+			const kb_sweep_figures *r = &rows[(s / inner) * per + x * inner + s % inner];
 
-			for (f = 0; f < CLI_N_FIG; f++) {
+			for (f = 0; f < KB_SWEEP_N_FIGS; f++) {
 				double v = r->present && r->ok ? r->fig[f] : NAN;
 
-				b->y[(s * b->d.n_x + x) * CLI_N_FIG + f] = v;
+				b->y[(s * b->d.n_x + x) * KB_SWEEP_N_FIGS + f] = v;
 				/* dispatch per tile only when some bench has tiles,
 				 * the error figures only in data mode */
-				if (want[f] && ((f != CLI_FIG_DPT_NS && f < CLI_FIG_MAX_ABS_ERR) ||
+				if (want[f] && ((f != KB_SWEEP_FIG_DISPATCH_PER_TILE_NS &&
+						 f < KB_SWEEP_FIG_MAX_ABS_ERR) ||
 						isfinite(v)))
 					b->shown[f] = 1;
 			}
@@ -165,10 +175,10 @@ static void figures(plot_build *b, const cli_kept_row *rows, size_t inner,
 
 int cli_plot_sweep(const char *path, const kb_sweep *s, size_t n_benches,
 		   const char *const *benches, size_t n_keys, const char *const *keys,
-		   const size_t *n_values, const cli_kept_row *rows, const char *fig_list,
+		   const size_t *n_values, const kb_sweep_figures *rows, const char *fig_list,
 		   const char *log_axes)
 {
-	int want[CLI_N_FIG];
+	int want[KB_SWEEP_N_FIGS];
 	plot_build b;
 	size_t total = kb_sweep_points(s), inner, i;
 	int rc;
@@ -179,7 +189,7 @@ int cli_plot_sweep(const char *path, const kb_sweep *s, size_t n_benches,
 	b.d.n_series = n_benches * inner;
 	b.x_text = calloc(b.d.n_x, sizeof(char *));
 	b.series = calloc(b.d.n_series, sizeof(char *));
-	b.y = calloc(b.d.n_series * b.d.n_x * CLI_N_FIG, sizeof(double));
+	b.y = calloc(b.d.n_series * b.d.n_x * KB_SWEEP_N_FIGS, sizeof(double));
 	if (!b.x_text || !b.series || !b.y || labels(&b, s, benches, n_keys, keys, inner)) {
 		build_free(&b);
 		return cli_error("out of memory");
@@ -194,8 +204,8 @@ int cli_plot_sweep(const char *path, const kb_sweep *s, size_t n_benches,
 	b.d.x_label = n_keys ? keys[0] : "(no swept key)";
 	b.d.x_text = (const char *const *)b.x_text;
 	b.d.series = (const char *const *)b.series;
-	b.d.n_fig = CLI_N_FIG;
-	b.d.fig_names = cli_out_fig_names;
+	b.d.n_fig = KB_SWEEP_N_FIGS;
+	b.d.fig_names = fig_names();
 	b.d.fig_shown = b.shown;
 	b.d.y = b.y;
 	(void)cli_plot_log_axes(log_axes, &b.d.log_x, &b.d.log_y); /* checked up front */

@@ -11,7 +11,7 @@
 
 #include "base/err.h"
 #include "bench/bench_impl.h"
-#include "bench/sweep_impl.h"
+#include "sweep/sweep_impl.h"
 
 /* More points than this is surely a mistake (and the skip map would be big). */
 #define MAX_POINTS ((size_t)100000000)

@@ -1,6 +1,6 @@
 /*
  * Running a sweep: a pool of worker threads, each running whole points via
- * kb_bench_run, and a reorder buffer that hands rows to the caller's
+ * kb_registry_run (the sweep's registry), and a reorder buffer that hands rows to the caller's
  * callback, on the calling thread, strictly in point order.
  *
  * Workers claim point indices in increasing order. A finished result goes
@@ -29,8 +29,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "base/err.h"
-#include "bench/sweep_impl.h"
+#include "sweep/sweep_impl.h"
 
 /* How long a waiting thread sleeps before it looks at the cancel flag again. */
 #define POLL_NS 20000000L
@@ -96,14 +98,13 @@ static char *dup_msg(int status, const kb_error *e)
 }
 
 /* Bench parameters and topology of one point, built from its values. */
-static int point_inputs(const run_ctx *c, const char *const *values, kb_params **params,
-			kb_topology **topo, kb_error *err)
+static int point_inputs(const kb_sweep *s, const kb_topology *base, const char *const *values,
+			kb_params **params, kb_topology **topo, kb_error *err)
 {
-	const kb_sweep *s = c->s;
 	size_t k;
 	int rc;
 
-	if ((rc = kb_params_create(params, err)) || (rc = kb_topology_clone(topo, c->base, err)))
+	if ((rc = kb_params_create(params, err)) || (rc = kb_topology_clone(topo, base, err)))
 		return rc;
 	for (k = 0; k < s->n_keys; k++) {
 		if (s->keys[k].is_set)
@@ -116,19 +117,19 @@ static int point_inputs(const run_ctx *c, const char *const *values, kb_params *
 	return 0;
 }
 
-/* Runs point i; fills sl (status, error or result). Called without the lock. */
-static void run_point(const run_ctx *c, size_t i, const char **values, slot *sl)
+void kb__sweep_run_one(const kb_sweep *s, const kb_topology *base, size_t i,
+		       const char **values, int *status, char **error, kb_result **out)
 {
 	kb_run_options o = KB_RUN_OPTIONS_INIT;
 	kb_params *params = NULL;
 	kb_topology *topo = NULL;
 	kb_result *res = NULL;
-	const char *bench = kb__sweep_decode(c->s, i, values);
+	const char *bench = kb__sweep_decode(s, i, values);
 	kb_error e;
 	int rc;
 
 	kb_error_clear(&e);
-	rc = point_inputs(c, values, &params, &topo, &e);
+	rc = point_inputs(s, base, values, &params, &topo, &e);
 	if (rc)
 		goto done;
 	res = calloc(1, sizeof(*res));
@@ -136,20 +137,26 @@ static void run_point(const run_ctx *c, size_t i, const char **values, slot *sl)
 		rc = kb__err(&e, KB_ENOMEM, "out of memory");
 		goto done;
 	}
-	o.threads = c->s->opt.threads;
-	o.data = c->s->opt.data;
-	rc = kb_registry_run(kb__sweep_registry(c->s), bench, params, topo, &o, res, &e);
+	o.threads = s->opt.threads;
+	o.data = s->opt.data;
+	rc = kb_registry_run(kb__sweep_registry(s), bench, params, topo, &o, res, &e);
 done:
 	if (rc && res) {
 		kb_result_clear(res);
 		free(res);
 		res = NULL;
 	}
-	sl->status = rc;
-	sl->res = res;
-	sl->error = rc ? dup_msg(rc, &e) : NULL;
+	*status = rc;
+	*out = res;
+	*error = rc ? dup_msg(rc, &e) : NULL;
 	kb_params_destroy(params);
 	kb_topology_destroy(topo);
+}
+
+/* Runs point i; fills sl (status, error or result). Called without the lock. */
+static void run_point(const run_ctx *c, size_t i, const char **values, slot *sl)
+{
+	kb__sweep_run_one(c->s, c->base, i, values, &sl->status, &sl->error, &sl->res);
 }
 
 /* ---- workers ---------------------------------------------------------- */
@@ -380,5 +387,81 @@ KB_API int kb_sweep_run(kb_sweep *s, kb_sweep_cb on_row, void *payload, kb_error
 	}
 	free(values);
 	kb_topology_destroy(def);
+	return rc;
+}
+
+KB_API int kb_sweep_run_point(char **row_json, const kb_sweep *s, size_t index, kb_error *err)
+{
+	kb_topology *def = NULL;
+	const char **values;
+	kb_sweep_row row;
+	slot sl = { 1, 0, NULL, NULL };
+	json_t *o;
+	int rc;
+
+	kb_error_clear(err);
+	if (!row_json || !s)
+		return kb__err(err, KB_EINVAL, "kb_sweep_run_point: NULL argument");
+	if (index >= kb_sweep_points(s))
+		return kb__err(err, KB_ERANGE, "point %zu out of range (the sweep has %zu)", index,
+			       kb_sweep_points(s));
+	if (!s->topo && (rc = kb_topology_default(&def, err)))
+		return rc;
+	if (!(values = calloc(s->n_keys + 1, sizeof(*values)))) {
+		kb_topology_destroy(def);
+		return kb__err(err, KB_ENOMEM, "out of memory");
+	}
+	kb__sweep_run_one(s, s->topo ? s->topo : def, index, values, &sl.status, &sl.error, &sl.res);
+	row.index = index;
+	row.total = kb_sweep_points(s);
+	row.bench = kb__sweep_decode(s, index, values);
+	row.n_keys = s->n_keys;
+	row.keys = s->key_names;
+	row.values = values;
+	row.status = sl.status;
+	row.error = sl.status ? (sl.error ? sl.error : kb_strerror(sl.status)) : "";
+	row.result = sl.status ? NULL : sl.res;
+	o = kb__sweep_row_json(s, &row);
+	*row_json = o ? kb__sweep_json_text(o) : NULL;
+	json_decref(o);
+	free_slot(&sl);
+	free((void *)values);
+	kb_topology_destroy(def);
+	return *row_json ? 0 : kb__err(err, KB_ENOMEM, "out of memory");
+}
+
+KB_API int kb_sweep_deliver_json(const kb_sweep *s, size_t index, const char *row_json,
+				 kb_sweep_cb on_row, void *payload, kb_error *err)
+{
+	const char **values;
+	kb_sweep_row row;
+	slot sl = { 1, 0, NULL, NULL };
+	int rc;
+
+	kb_error_clear(err);
+	if (!s || !row_json || !on_row)
+		return kb__err(err, KB_EINVAL, "kb_sweep_deliver_json: NULL argument");
+	if (index >= kb_sweep_points(s))
+		return kb__err(err, KB_ERANGE, "point %zu out of range (the sweep has %zu)", index,
+			       kb_sweep_points(s));
+	if ((rc = kb__sweep_row_decode(row_json, index, &sl.status, &sl.error, &sl.res, err)))
+		return rc;
+	if (!(values = calloc(s->n_keys + 1, sizeof(*values)))) {
+		free_slot(&sl);
+		return kb__err(err, KB_ENOMEM, "out of memory");
+	}
+	row.index = index;
+	row.total = kb_sweep_points(s);
+	row.bench = kb__sweep_decode(s, index, values);
+	row.n_keys = s->n_keys;
+	row.keys = s->key_names;
+	row.values = values;
+	row.status = sl.status;
+	row.error = sl.status ? sl.error : "";
+	row.result = sl.status ? NULL : sl.res;
+	rc = on_row(&row, payload) ? kb__err(err, KB_ESTATE, "stopped by the row callback after "
+					     "point %zu", index) : 0;
+	free_slot(&sl);
+	free((void *)values);
 	return rc;
 }
