@@ -22,6 +22,7 @@ static const struct {
 	{ "bench", bench_suite },       { "data", data_suite },
 	{ "parallel", parallel_suite }, { "api", api_suite },
 	{ "limits", limits_suite },     { "registry", registry_suite },
+	{ "sweep", sweep_suite },
 };
 
 int main(int argc, char **argv)

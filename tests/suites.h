@@ -26,5 +26,6 @@ Suite *parallel_suite(void);
 Suite *api_suite(void);
 Suite *limits_suite(void);
 Suite *registry_suite(void);
+Suite *sweep_suite(void);
 
 #endif
