@@ -107,6 +107,7 @@ struct kb_sim {
 	unsigned threshold;      /* the parallel threshold now (adapts) */
 	unsigned wins, losses;   /* parallel windows that paid / did not */
 	double overhead;         /* their ns beyond their events, this batch */
+	unsigned probes;         /* windows dense only at the configured threshold */
 	uint64_t sparse_run;     /* windows in a row run by the coordinator alone */
 	uint64_t adapt_windows, adapt_next, adapt_events; /* figures at the last regroup */
 	uint64_t adapt_every;    /* KB_EXEC_ADAPT_WINDOWS (tests): regroup this often */

@@ -390,17 +390,30 @@ static kb_time global_min(kb_sim *sim, kb_time *bound_out)
  * it (chains of events), so what is pending at its start undercounts a
  * long window: the rate of events per simulated picosecond seen so far (a
  * moving average) says what a window of this length will hold. */
-static int window_is_dense(const kb_sim *sim, kb_time t, kb_time bound)
+static int holds(const kb_sim *sim, kb_time t, kb_time bound, size_t cap)
 {
-	size_t cap = sim->threshold, n = 0;
+	size_t n = 0;
 
-	if (sim->n_active < 2 || sim->ncpu < 2)
-		return 0;
 	if (bound == KB_TIME_INF || sim->rate * (double)(bound - t) >= (double)cap)
 		return 1;
 	for (unsigned i = 0; i < sim->n_active && n < cap; i++)
 		n += kb__worker_count_below(sim->active[i], bound, cap - n);
 	return n >= cap;
+}
+
+/* A raised threshold is probed again: one window in PROBE_EVERY of those
+ * the configured threshold would run in parallel still is, and judged, so
+ * that a threshold raised while the machine was busy comes back down. */
+#define PROBE_EVERY 16
+
+static int window_is_dense(kb_sim *sim, kb_time t, kb_time bound)
+{
+	if (sim->n_active < 2 || sim->ncpu < 2)
+		return 0;
+	if (holds(sim, t, bound, sim->threshold))
+		return 1;
+	return sim->threshold > sim->cfg.par_threshold &&
+	       holds(sim, t, bound, sim->cfg.par_threshold) && ++sim->probes % PROBE_EVERY == 0;
 }
 
 /* Finishes what the window hook set aside at the end of an earlier window. */
