@@ -4,6 +4,8 @@
  * and the row encoding's round trip.
  */
 #include <check.h>
+#include <pthread.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -374,6 +376,190 @@ START_TEST(definition_hash)
 }
 END_TEST
 
+
+/* ---- a transport in one process: a serving thread behind a queue ---- */
+
+typedef struct loop {
+	pthread_mutex_t mu;
+	size_t todo[64], n_todo, todo_head;   /* sent, not yet taken by the server */
+	size_t done_idx[64];
+	char *done_json[64];
+	size_t n_done, done_head;             /* rows back, not yet received */
+	int stop;                             /* no more points */
+	size_t in_flight;
+	const kb_sweep *server_sweep;
+} loop;
+
+static size_t lo_room(void *p)
+{
+	loop *l = p;
+	size_t r;
+
+	pthread_mutex_lock(&l->mu);
+	r = l->in_flight < 2 ? 2 - l->in_flight : 0;
+	pthread_mutex_unlock(&l->mu);
+	return r;
+}
+
+static int lo_send(void *p, size_t index, kb_error *err)
+{
+	loop *l = p;
+
+	(void)err;
+	pthread_mutex_lock(&l->mu);
+	l->todo[(l->todo_head + l->n_todo++) % 64] = index;
+	l->in_flight++;
+	pthread_mutex_unlock(&l->mu);
+	return 0;
+}
+
+static int lo_receive(void *p, long wait_ns, size_t *index, char **json, kb_error *err)
+{
+	loop *l = p;
+	int got = 0;
+
+	(void)err;
+	pthread_mutex_lock(&l->mu);
+	if (l->n_done) {
+		*index = l->done_idx[l->done_head % 64];
+		*json = l->done_json[l->done_head++ % 64];
+		l->n_done--;
+		l->in_flight--;
+		got = 1;
+	}
+	pthread_mutex_unlock(&l->mu);
+	if (!got)
+		nanosleep(&(struct timespec){ 0, wait_ns }, NULL);
+	return got;
+}
+
+static int lo_next(void *p, long wait_ns, size_t *index)
+{
+	loop *l = p;
+	int r = 0;
+
+	pthread_mutex_lock(&l->mu);
+	if (l->n_todo) {
+		*index = l->todo[l->todo_head++ % 64];
+		l->n_todo--;
+		r = 1;
+	} else if (l->stop) {
+		r = -1;
+	}
+	pthread_mutex_unlock(&l->mu);
+	if (r == 0)
+		nanosleep(&(struct timespec){ 0, wait_ns }, NULL);
+	return r;
+}
+
+static int lo_done(void *p, size_t index, char *json)
+{
+	loop *l = p;
+
+	pthread_mutex_lock(&l->mu);
+	l->done_idx[(l->done_head + l->n_done) % 64] = index;
+	l->done_json[(l->done_head + l->n_done++) % 64] = json;
+	pthread_mutex_unlock(&l->mu);
+	return 0;
+}
+
+static void *server(void *p)
+{
+	loop *l = p;
+	kb_sweep_source src = { KB_SWEEP_TRANSPORT_VERSION, lo_next, lo_done, l };
+	kb_error err;
+
+	ck_assert_int_eq(kb_sweep_serve(l->server_sweep, &src, &err), 0);
+	return NULL;
+}
+
+/* Rows of a transport are the rows kb_sweep_run gives, in order (wall_s aside). */
+START_TEST(transport_loopback)
+{
+	kb_sweep *s = small_sweep(0), *far = small_sweep(0), *ref = small_sweep(0);
+	collect a = { s, KB_SWEEP_CSV, { NULL }, 0 }, b = { ref, KB_SWEEP_CSV, { NULL }, 0 };
+	loop l;
+	kb_sweep_transport t = { KB_SWEEP_TRANSPORT_VERSION, lo_room, lo_send, lo_receive, &l, 2 };
+	pthread_t th;
+	kb_error err;
+
+	memset(&l, 0, sizeof(l));
+	pthread_mutex_init(&l.mu, NULL);
+	l.server_sweep = far;
+	ck_assert_int_eq(pthread_create(&th, NULL, server, &l), 0);
+	ck_assert_int_eq(kb_sweep_run_transport(s, &t, on_row, &a, &err), 0);
+	pthread_mutex_lock(&l.mu);
+	l.stop = 1;
+	pthread_mutex_unlock(&l.mu);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(kb_sweep_run(ref, on_row, &b, &err), 0);
+	ck_assert_int_eq(a.rows, 2);
+	for (int i = 0; i < 2; i++) {
+		/* Same up to wall_s (the 8th cell). */
+		char *x = strchr(strchr(a.text[i], ',') + 1, ','), *y;
+
+		for (int k = 0; k < 5; k++)
+			x = strchr(x + 1, ',');
+		y = b.text[i] + (x - a.text[i]);
+		ck_assert_int_eq(strncmp(a.text[i], b.text[i], (size_t)(x - a.text[i])), 0);
+		ck_assert_str_eq(strchr(x + 1, ','), strchr(y + 1, ','));
+		free(a.text[i]);
+		free(b.text[i]);
+	}
+	pthread_mutex_destroy(&l.mu);
+	kb_sweep_destroy(s);
+	kb_sweep_destroy(far);
+	kb_sweep_destroy(ref);
+}
+END_TEST
+
+static size_t bad_room(void *p)
+{
+	(void)p;
+	return 1;
+}
+
+static int bad_send(void *p, size_t index, kb_error *err)
+{
+	(void)p;
+	snprintf(err->message, sizeof(err->message), "rank 9 failed: point %zu", index);
+	err->code = KB_EIO;
+	return KB_EIO;
+}
+
+static int bad_receive(void *p, long wait_ns, size_t *index, char **json, kb_error *err)
+{
+	(void)p, (void)index, (void)json, (void)err;
+	nanosleep(&(struct timespec){ 0, wait_ns }, NULL);
+	return 0;
+}
+
+START_TEST(transport_failure)
+{
+	kb_sweep_options o = KB_SWEEP_OPTIONS_INIT;
+	kb_sweep *s = NULL;
+	collect a = { NULL, KB_SWEEP_CSV, { NULL }, 0 };
+	kb_sweep_transport t = { KB_SWEEP_TRANSPORT_VERSION, bad_room, bad_send, bad_receive, NULL, 1 };
+	kb_error err;
+
+	o.jobs = 1;
+	ck_assert_int_eq(kb_sweep_create(&s, &o, &err), 0);
+	ck_assert_int_eq(kb_sweep_add_bench(s, "synthetic", &err), 0);
+	/* The first point keeps the one local worker busy, so the transport
+	 * surely gets the second. */
+	ck_assert_int_eq(kb_sweep_add_param(s, "events", "2000000,20,30,40", &err), 0);
+	a.s = s;
+	ck_assert_int_eq(kb_sweep_run_transport(s, &t, on_row, &a, &err), KB_EIO);
+	ck_assert_ptr_nonnull(strstr(err.message, "rank 9 failed"));
+	/* The rows delivered are a prefix of the order. */
+	for (int i = 0; i < a.rows; i++)
+		ck_assert_ptr_nonnull(a.text[i]);
+	for (int i = 0; i < 4; i++)
+		free(a.text[i]);
+	kb_sweep_destroy(s);
+}
+END_TEST
+
 Suite *sweep_suite(void)
 {
 	Suite *s = suite_create("sweep");
@@ -386,6 +572,8 @@ Suite *sweep_suite(void)
 	tcase_add_test(tc, resume_csv_strict);
 	tcase_add_test(tc, resume_jsonl_strict);
 	tcase_add_test(tc, definition_hash);
+	tcase_add_test(tc, transport_loopback);
+	tcase_add_test(tc, transport_failure);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -218,6 +218,52 @@ KB_API int kb_sweep_run_point(char **row_json, const kb_sweep *s, size_t index, 
 KB_API int kb_sweep_deliver_json(const kb_sweep *s, size_t index, const char *row_json,
 				 kb_sweep_cb on_row, void *payload, kb_error *err);
 
+/*
+ * A transport: runs points in other processes. kb_sweep_run_transport
+ * claims points for it in the same order and within the same reorder
+ * window as its own pool's, and every row, local or remote, goes to on_row
+ * in point order. Every callback is called on the calling thread.
+ */
+typedef struct kb_sweep_transport {
+	unsigned version;     /* KB_SWEEP_TRANSPORT_VERSION */
+	/* Points the transport can take now (0: none). */
+	size_t (*room)(void *payload);
+	/* Sends point index away to be run: 0, or a kb_status with err set. */
+	int (*send)(void *payload, size_t index, kb_error *err);
+	/* Waits at most wait_ns for a finished row: 1 with *index and *row_json
+	 * (malloc'd; the library frees it), 0 when none came, or a kb_status
+	 * with err set: the sweep then stops as after kb_sweep_cancel, the
+	 * points sent away are given up, and kb_sweep_run_transport returns
+	 * that error. */
+	int (*receive)(void *payload, long wait_ns, size_t *index, char **row_json,
+		       kb_error *err);
+	void *payload;
+	unsigned remote_jobs; /* points it runs at once (sizes the reorder buffer) */
+} kb_sweep_transport;
+#define KB_SWEEP_TRANSPORT_VERSION 1u
+
+KB_API int kb_sweep_run_transport(kb_sweep *s, const kb_sweep_transport *t, kb_sweep_cb on_row,
+				  void *payload, kb_error *err);
+
+/*
+ * The serving side: runs the points next() gives with a pool of the sweep's
+ * jobs threads (the pool of kb_sweep_run) and gives each row in the row
+ * encoding to done(), which owns the text. next() returns 1 with *index, 0
+ * when there is none now (it may wait up to wait_ns), -1 when there are no
+ * more: the queued points are dropped, the running ones finish (next() is
+ * still called meanwhile, and may wait) and kb_sweep_serve returns 0.
+ * Nonzero from done() stops with KB_ESTATE. Both are called on the calling
+ * thread.
+ */
+typedef struct kb_sweep_source {
+	unsigned version;     /* KB_SWEEP_TRANSPORT_VERSION */
+	int (*next)(void *payload, long wait_ns, size_t *index);
+	int (*done)(void *payload, size_t index, char *row_json);
+	void *payload;
+} kb_sweep_source;
+
+KB_API int kb_sweep_serve(const kb_sweep *s, const kb_sweep_source *src, kb_error *err);
+
 
 #ifdef __cplusplus
 }

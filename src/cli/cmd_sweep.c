@@ -7,10 +7,10 @@
  * progress line, the summary lines of sweep_headline.c and the plot.
  *
  * Under MPI (built with --with-mpi, started by mpirun or srun with several
- * ranks; mpi_sweep.c): every rank parses the same command line and builds
+ * ranks; mpi_sweep.h): every rank parses the same command line and builds
  * the same sweep; rank 0 alone opens, resumes, writes and plots, with the
- * same on_row as here, while cli_mpi_sweep_run hands the points out to every
- * rank's pool instead of kb_sweep_run running them all in this process.
+ * same on_row as here, while cli_mpi_sweep_run runs the sweep with MPI as
+ * the library's transport. Without MPI the same calls say "one process".
  */
 #include <fcntl.h>
 #include <errno.h>
@@ -23,9 +23,7 @@
 
 #include "cli/cli.h"
 #include "cli/plot.h"
-#ifdef KB_WITH_MPI
 #include "cli/mpi_sweep.h"
-#endif
 #include "cli/sweep_headline.h"
 #include "kernbench/bench.h"
 #include "kernbench/sweep.h"
@@ -75,9 +73,7 @@ typedef struct sweep_cmd {
 	int write_failed;
 	kb_sweep_options sopt;    /* -j, --threads, --data */
 	size_t n_params;          /* keys[0..n_params) are --param keys */
-#ifdef KB_WITH_MPI
-	cli_mpi_ctx *mpi;             /* NULL: not under MPI */
-#endif
+	cli_mpi_ctx *mpi;         /* NULL: not under MPI */
 } sweep_cmd;
 
 /* ---- building the sweep ----------------------------------------------- */
@@ -251,6 +247,7 @@ static int build(sweep_cmd *c)
 	    (rc = output_options(c)))
 		return rc;
 	o.registry = cli_registry;
+	o.jobs = cli_mpi_sweep_jobs(c->mpi, o.jobs);  /* under MPI: the node's cores shared */
 	c->sopt = o;
 	c->n_params = v[O_PARAM].n_list;
 	c->keys = calloc(nk + 1, sizeof(char *));
@@ -403,51 +400,9 @@ static int collect_figures(sweep_cmd *c)
 	return 0;
 }
 
-#ifdef KB_WITH_MPI
-/* How every rank runs a point of this sweep. */
-static cli_mpi_point_spec point_spec(const sweep_cmd *c)
-{
-	cli_mpi_point_spec sp;
-
-	sp.s = c->s;
-	sp.topo = c->topo;
-	sp.n_keys = c->n_keys;
-	sp.n_params = c->n_params;
-	sp.keys = (const char *const *)c->keys;
-	sp.threads = c->sopt.threads;
-	sp.data = c->sopt.data;
-	return sp;
-}
-
-/* Rank 0: the points over every rank, rows through on_row. */
-static int mpi_run_rows(sweep_cmd *c)
-{
-	cli_mpi_point_spec sp = point_spec(c);
-	unsigned char *skip = NULL;
-	size_t i;
-	int rc;
-
-	if (c->a.vals[O_RESUME].seen) {
-		skip = calloc(c->total + 1, 1);
-		if (!skip)
-			return cli_error("out of memory");
-		for (i = 0; i < c->total; i++) {
-			kb_sweep_figures f = KB_SWEEP_FIGURES_INIT;
-
-			kb_sweep_writer_figures(c->w, i, &f, NULL);
-			skip[i] = f.present != 0;
-		}
-	}
-	rc = cli_mpi_sweep_run(c->mpi, &sp, cli_mpi_sweep_jobs(c->mpi, c->sopt.jobs), c->total, skip,
-			   on_row, c);
-	free(skip);
-	return rc;
-}
-
 /* Ranks other than 0: build the same sweep, run the points they are given. */
 static int mpi_worker(sweep_cmd *c, int argc, char **argv)
 {
-	cli_mpi_point_spec sp;
 	int rc, stop = 0;
 
 	if ((rc = cli_mpi_sweep_setup_wait(c->mpi, &stop)) || stop)
@@ -455,12 +410,10 @@ static int mpi_worker(sweep_cmd *c, int argc, char **argv)
 	rc = cli_parse("sweep", opts, N_OPTS, argc, argv, &c->a);
 	if (rc == 0)
 		rc = build(c);
-	if ((rc = cli_mpi_sweep_setup_done(c->mpi, rc, cli_mpi_sweep_jobs(c->mpi, c->sopt.jobs))))
+	if ((rc = cli_mpi_sweep_setup_done(c->mpi, rc, c->s, c->sopt.jobs)))
 		return rc;
-	sp = point_spec(c);
-	return cli_mpi_sweep_work(c->mpi, &sp, cli_mpi_sweep_jobs(c->mpi, c->sopt.jobs));
+	return cli_mpi_sweep_work(c->mpi, c->s, c->sopt.jobs);
 }
-#endif
 
 /* Runs the points and closes the output; returns the exit status so far. */
 static int run_rows(sweep_cmd *c)
@@ -470,17 +423,13 @@ static int run_rows(sweep_cmd *c)
 	size_t old_failed = 0, old = kb_sweep_writer_resumed(c->w, &old_failed);
 
 	c->pending = c->total - old;
-
 	c->t0 = cli_now();
 	c->progress = isatty(STDERR_FILENO) && !c->a.vals[O_QUIET].seen && c->pending > 0;
-#ifdef KB_WITH_MPI
 	if (cli_mpi_sweep_parallel(c->mpi)) {
 		c->progress = cli_mpi_sweep_progress_wanted() && !c->a.vals[O_QUIET].seen &&
 			      c->pending > 0;
-		rc = mpi_run_rows(c);
-	} else
-#endif
-	{
+		rc = cli_mpi_sweep_run(c->mpi, c->s, c->sopt.jobs, on_row, c);
+	} else {
 		rc = kb_sweep_run(c->s, on_row, c, &err);
 		if (rc && !c->write_failed)
 			cli_kb_error(&err, rc);
@@ -501,7 +450,6 @@ int cli_cmd_sweep(int argc, char **argv)
 	int rc, stop = 0;
 
 	memset(&c, 0, sizeof(c));
-#ifdef KB_WITH_MPI
 	if ((rc = cli_mpi_sweep_start(&c.mpi)))
 		return rc;
 	if (cli_mpi_sweep_parallel(c.mpi) && cli_mpi_sweep_rank(c.mpi) > 0) {
@@ -509,7 +457,6 @@ int cli_cmd_sweep(int argc, char **argv)
 		cmd_free(&c);
 		return cli_mpi_sweep_end(c.mpi, rc);
 	}
-#endif
 	rc = cli_parse("sweep", opts, N_OPTS, argc, argv, &c.a);
 	if (rc == 0 && c.a.vals[O_HELP].seen) {
 		rc = cli_print_help("sweep");
@@ -523,14 +470,11 @@ int cli_cmd_sweep(int argc, char **argv)
 		rc = check_plot_path(c.a.vals[O_PLOT].value);
 	if (rc == 0 && !stop)
 		rc = open_output(&c);
-#ifdef KB_WITH_MPI
 	if (cli_mpi_sweep_parallel(c.mpi)) {
-		int r = cli_mpi_sweep_setup_root(c.mpi, rc || stop,
-					     cli_mpi_sweep_jobs(c.mpi, c.sopt.jobs));
+		int r = cli_mpi_sweep_setup_root(c.mpi, rc || stop, c.s, c.sopt.jobs);
 
 		rc = rc ? rc : r;
 	}
-#endif
 	if (rc || stop || (rc = run_rows(&c)))
 		goto done;
 	if (c.figs)
@@ -545,8 +489,6 @@ int cli_cmd_sweep(int argc, char **argv)
 		rc = CLI_FAIL;
 done:
 	cmd_free(&c);
-#ifdef KB_WITH_MPI
 	rc = cli_mpi_sweep_end(c.mpi, rc);
-#endif
 	return rc;
 }

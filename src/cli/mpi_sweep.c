@@ -1,42 +1,49 @@
 /*
- * `kernbench sweep` over MPI ranks: rank 0 hands out points dynamically and
- * writes every row, in point order, through the single-process row writer.
+ * `kernbench sweep` over MPI ranks: MPI as a transport of the library's
+ * sweep (kernbench/sweep.h). Rank 0 runs kb_sweep_run_transport: its own
+ * pool runs points, and the transport hands other points to the other
+ * ranks, which run them with kb_sweep_serve (the same pool, the same
+ * library call for a point) and send back each row in the library's row
+ * encoding; the library's one reorder buffer delivers every row in point
+ * order to the same on_row as the single-process sweep.
  *
- * Threads: MPI_THREAD_FUNNELED. Only the main thread of a rank calls MPI;
- * the points run on the rank's pool (mpi_pool.c). Nobody blocks in MPI
- * while the sweep runs: the main threads poll (MPI_Iprobe) and otherwise
- * sleep on their pool's condition variable for POLL_NS, so waiting ranks
- * leave the cores to the points (a blocking MPI receive spins).
+ * Threads: MPI_THREAD_FUNNELED. Only the main thread of a rank calls MPI:
+ * the library calls a transport's callbacks on the calling thread. Nobody
+ * blocks in MPI while the sweep runs: the main threads poll (MPI_Iprobe)
+ * and otherwise sleep for the library's short wait, so waiting ranks leave
+ * the cores to the points (a blocking MPI receive spins).
+ *
+ * Set-up: every rank builds the sweep from the same command line; rank 0
+ * then broadcasts its sweep's definition (kb_sweep_definition_json) and
+ * every rank compares its own hash with it: a rank that read another
+ * topology file under the same path, or another list, says how it differs
+ * and the command ends on every rank (issue 18 §5).
  *
  * Protocol (MPI_COMM_WORLD, every payload MPI_BYTE):
  *   worker -> 0  REQUEST  uint32 n: n more points may be sent (first: -j)
  *   0 -> worker  WORK     uint64 index of a point to run
- *   worker -> 0  RESULT   an cli_mpi_wire_row; also asks for one more point
+ *   worker -> 0  RESULT   uint64 index, then the row encoding (JSON, NUL);
+ *                         also asks for one more point
  *   0 -> worker  STOP     no more points: finish the running ones, say BYE
  *   worker -> 0  BYE      finished (after STOP)
  *   worker -> 0  FAIL     text: this rank cannot go on (it then stops)
  *   worker -> 0  ALIVE    nothing else sent for HEARTBEAT_S seconds
- * So each rank has at most -j points queued or running, rank 0 included
- * (its own pool gets points the same way, without messages).
- *
- * Order and memory: rank 0 keeps finished rows in a ring of `window` slots
- * (4 per job over all ranks) and only hands out a point below
- * next_deliver + window, like the single-process reorder buffer; rows are
- * passed to on_row strictly in point order.
  *
  * Failures: a failing point is a row like any other. A rank that cannot go
- * on sends FAIL: rank 0 prints "rank N: ...", stops handing out points,
- * still writes the rows that are next in order, stops every rank and
- * returns 1. A rank that dies is normally noticed by the launcher, which
- * ends the job and names it (mpirun: "process rank N ... exited on
- * signal"); if the job goes on (fault-tolerant runtimes, a hung node),
- * rank 0 gives up on a rank that sent nothing for KERNBENCH_MPI_TIMEOUT
- * seconds (default 60), names it and aborts the job. In every case the rows
- * already written stay and `--resume` completes the file.
+ * on sends FAIL: the transport reports "rank N failed: ...", the library
+ * stops handing out points and delivers the rows that are next in order,
+ * rank 0 stops every rank and the command exits 1. A rank that dies is
+ * normally noticed by the launcher, which ends the job and names it; if the
+ * job goes on, rank 0 gives up on a rank that sent nothing for
+ * KERNBENCH_MPI_TIMEOUT seconds (default 60), names it and aborts the job.
+ * In every case the rows already written stay and --resume completes the
+ * file.
  */
 #include <errno.h>
 #include <limits.h>
 #include <mpi.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,20 +53,22 @@
 #include "cli/cli.h"
 #include "cli/mpi_sweep.h"
 
-#define POLL_NS 2000000L       /* 2 ms between polls of an idle main thread */
 #define HEARTBEAT_S 2.0
 #define DEFAULT_TIMEOUT_S 60.0
-#define WINDOW_PER_JOB 4
 
 enum { TAG_REQUEST = 1, TAG_WORK, TAG_RESULT, TAG_STOP, TAG_BYE, TAG_FAIL, TAG_ALIVE };
 
 struct cli_mpi_ctx {
 	int rank, size, local_size;
+	unsigned long total_jobs;   /* -j summed over every rank (set-up) */
 };
 
 /* ---- start and end ----------------------------------------------------- */
 
-static int launched_by_mpi(void)
+/* KERNBENCH_MPI: 1 starts MPI, 0 never, unset or empty: as the launcher
+ * says. Anything else is refused (issue 18 §5): a typo must not silently
+ * run a plain sweep on every rank. */
+static int launched_by_mpi(int *bad)
 {
 	static const char *const vars[] = {
 		"OMPI_COMM_WORLD_SIZE",   /* Open MPI's mpirun */
@@ -71,8 +80,11 @@ static int launched_by_mpi(void)
 	const char *force = getenv("KERNBENCH_MPI");
 	size_t i;
 
-	if (force && *force)
-		return strcmp(force, "0") != 0;
+	*bad = 0;
+	if (force && *force) {
+		*bad = strcmp(force, "0") != 0 && strcmp(force, "1") != 0;
+		return strcmp(force, "1") == 0;
+	}
 	for (i = 0; vars[i]; i++)
 		if (getenv(vars[i]))
 			return 1;
@@ -95,9 +107,14 @@ int cli_mpi_sweep_start(cli_mpi_ctx **out)
 	MPI_Comm local;
 	int provided = 0, rc;
 
+	int bad;
+
 	*out = NULL;
-	if (!launched_by_mpi())
+	if (!launched_by_mpi(&bad) && !bad)
 		return 0;
+	if (bad)
+		return cli_usage("sweep", "KERNBENCH_MPI='%s': expected 1 (start MPI), 0 (never) "
+				 "or nothing (as the launcher says)", getenv("KERNBENCH_MPI"));
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return cli_error("out of memory");
@@ -137,7 +154,7 @@ unsigned cli_mpi_sweep_jobs(const cli_mpi_ctx *m, unsigned requested)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 
-	if (requested)
+	if (requested || !cli_mpi_sweep_parallel(m))
 		return requested;
 	if (m && m->local_size > 1)
 		n /= m->local_size;
@@ -178,7 +195,7 @@ int cli_mpi_sweep_end(cli_mpi_ctx *m, int status)
 
 /* ---- set-up ------------------------------------------------------------ */
 
-int cli_mpi_sweep_setup_root(cli_mpi_ctx *m, int stop, unsigned jobs)
+int cli_mpi_sweep_setup_root(cli_mpi_ctx *m, int stop, const kb_sweep *s, unsigned jobs)
 {
 	int v = stop != 0, rc;
 
@@ -186,7 +203,7 @@ int cli_mpi_sweep_setup_root(cli_mpi_ctx *m, int stop, unsigned jobs)
 		return 0;
 	if ((rc = MPI_Bcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD)) != MPI_SUCCESS)
 		return mpi_fail(rc, "set-up");
-	return stop ? 0 : cli_mpi_sweep_setup_done(m, 0, jobs);
+	return stop ? 0 : cli_mpi_sweep_setup_done(m, 0, s, jobs);
 }
 
 int cli_mpi_sweep_setup_wait(cli_mpi_ctx *m, int *stop)
@@ -198,25 +215,82 @@ int cli_mpi_sweep_setup_wait(cli_mpi_ctx *m, int *stop)
 	return rc == MPI_SUCCESS ? 0 : mpi_fail(rc, "set-up");
 }
 
-/* Every rank: agree that the set-up worked everywhere; rank 0 gets the
- * total of the ranks' jobs (the reorder window) back through m. */
-static unsigned long total_jobs;
-
-int cli_mpi_sweep_setup_done(cli_mpi_ctx *m, int status, unsigned jobs)
+/* Every rank: the first rank with a nonzero status, or -1; rc an MPI code. */
+static int first_failed(int status, int rank, int *rc)
 {
-	int in[2] = { status != 0, m->rank }, res[2] = { 0, 0 }, rc;
-	unsigned long j = jobs, sum = 0;
+	int in[2] = { status != 0, rank }, res[2] = { 0, 0 };
 
-	rc = MPI_Allreduce(in, res, 1, MPI_2INT, MPI_MAXLOC, MPI_COMM_WORLD);
+	*rc = MPI_Allreduce(in, res, 1, MPI_2INT, MPI_MAXLOC, MPI_COMM_WORLD);
+	return res[0] ? res[1] : -1;
+}
+
+/* Rank 0's definition to every rank; each compares it with its own sweep's
+ * and prints, naming itself, how they differ. 0 when they agree. */
+static int agree_on_definition(const cli_mpi_ctx *m, const kb_sweep *s)
+{
+	char mine[65], theirs[65], *text = NULL, *root = NULL;
+	unsigned long len = 0;
+	kb_error err;
+	int rc = kb_sweep_definition_json(&text, s, &err), mrc;
+
+	if (rc == 0)
+		rc = kb_sweep_definition_sha256(s, mine, &err);
+	if (rc)
+		cli_kb_error(&err, rc);
+	len = m->rank == 0 && text ? (unsigned long)strlen(text) + 1 : 0;
+	if ((mrc = MPI_Bcast(&len, 1, MPI_UNSIGNED_LONG, 0, MPI_COMM_WORLD)) != MPI_SUCCESS ||
+	    len == 0 || len > INT_MAX) {
+		free(text);
+		return mrc != MPI_SUCCESS ? mpi_fail(mrc, "set-up") : CLI_FAIL;
+	}
+	root = m->rank == 0 ? text : malloc(len);
+	if (!root) {
+		free(text);
+		return cli_error("out of memory");
+	}
+	if ((mrc = MPI_Bcast(root, (int)len, MPI_BYTE, 0, MPI_COMM_WORLD)) != MPI_SUCCESS)
+		rc = mpi_fail(mrc, "set-up");
+	else if (m->rank != 0 && !rc) {
+		/* The hash of rank 0's text, computed the same way as our own. */
+		root[len - 1] = '\0';
+		if (strcmp(root, text) != 0) {
+			if (kb_sweep_definition_compare(text, root, &err) == 0)
+				snprintf(err.message, sizeof(err.message), "the texts differ");
+			(void)theirs;
+			rc = cli_error("rank %d: this rank's sweep differs from rank 0's (sweep "
+				       "definition %.12s here): %s; every rank must read the same "
+				       "topology and lists", m->rank, mine, err.message);
+		}
+	}
+	if (root != text)
+		free(root);
+	free(text);
+	return rc;
+}
+
+/* Every rank: agree that the set-up worked everywhere and that every rank
+ * built the same sweep; rank 0 keeps the total of the ranks' jobs. */
+int cli_mpi_sweep_setup_done(cli_mpi_ctx *m, int status, const kb_sweep *s, unsigned jobs)
+{
+	unsigned long j = jobs, sum = 0;
+	int failed, rc;
+
+	failed = first_failed(status, m->rank, &rc);
 	if (rc == MPI_SUCCESS)
 		rc = MPI_Allreduce(&j, &sum, 1, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
 	if (rc != MPI_SUCCESS)
 		return mpi_fail(rc, "set-up");
-	total_jobs = sum;
-	if (res[0]) {
+	m->total_jobs = sum;
+	if (failed < 0) {
+		status = agree_on_definition(m, s);
+		failed = first_failed(status, m->rank, &rc);
+		if (rc != MPI_SUCCESS)
+			return mpi_fail(rc, "set-up");
+	}
+	if (failed >= 0) {
 		if (m->rank == 0)
 			cli_error("rank %d could not set up the sweep (its message is above)",
-				  res[1]);
+				  failed);
 		return CLI_FAIL;
 	}
 	return 0;
@@ -265,160 +339,90 @@ static int recv_probed(const MPI_Status *st, char **buf, int *len)
 	return rc;
 }
 
-/* ---- rank 0 ------------------------------------------------------------- */
+/* ---- rank 0: the transport ---------------------------------------------- */
 
 typedef struct root {
 	cli_mpi_ctx *m;
-	cli_mpi_pool *pool;
-	const cli_mpi_point_spec *spec;
-	size_t total, window, next_claim, next_deliver;
-	const unsigned char *skip;
-	cli_mpi_wire_row **ring;
 	unsigned long *credits;   /* per rank: points it may still be sent */
 	double *last_seen;        /* per rank: when it last sent something */
 	char *gone;               /* per rank: said BYE or FAIL */
 	int rr;                   /* round-robin start of the hand-out */
-	int fatal;                /* stop handing out points */
-	int cb_stopped;           /* on_row asked to stop: deliver nothing more */
 	double timeout;
-	kb_sweep_cb on_row;
-	void *payload;
 } root;
 
-static int skipped(const root *R, size_t i)
-{
-	return R->skip && R->skip[i];
-}
+static void set_err(kb_error *err, int code, const char *fmt, ...) KB_PRINTF(3, 4);
 
-/* Puts a finished row into the reorder ring (takes it). */
-static void store(root *R, cli_mpi_wire_row *w, int src)
+/* The error a transport callback returns to the library. */
+static void set_err(kb_error *err, int code, const char *fmt, ...)
 {
-	size_t i = (size_t)w->index;
+	va_list ap;
 
-	if (i < R->next_deliver || i >= R->next_deliver + R->window || i >= R->total ||
-	    R->ring[i % R->window]) {
-		if (!R->fatal)
-			cli_error("rank %d sent a row for point %zu, which it was not given", src, i);
-		R->fatal = 1;
-		free(w);
+	if (!err)
 		return;
-	}
-	R->ring[i % R->window] = w;
+	kb_error_clear(err);
+	err->code = code;
+	va_start(ap, fmt);
+	vsnprintf(err->message, sizeof(err->message), fmt, ap);
+	va_end(ap);
 }
 
-/* Passes every ready row that is next in order to on_row. */
-static int deliver_ready(root *R)
+static size_t t_room(void *payload)
 {
-	const cli_mpi_point_spec *sp = R->spec;
-	char **values = calloc(sp->n_keys + 1, sizeof(*values));
-	int rc = 0;
+	const root *R = payload;
+	size_t n = 0;
 
-	if (!values)
-		return cli_error("out of memory");
-	while (!R->cb_stopped) {
-		cli_mpi_wire_row *w;
-		kb_sweep_row row;
-		kb_result res;
-		char *bench = NULL;
-		size_t i, k;
-
-		while (R->next_deliver < R->total && skipped(R, R->next_deliver))
-			R->next_deliver++;
-		if (R->next_deliver >= R->total)
-			break;
-		i = R->next_deliver;
-		w = R->ring[i % R->window];
-		if (!w)
-			break;
-		R->ring[i % R->window] = NULL;
-		if ((rc = cli_mpi_pool_decode(R->pool, i, &bench, values)) != 0) {
-			rc = cli_error("out of memory");
-			free(w);
-			break;
-		}
-		memset(&res, 0, sizeof(res));
-		memcpy(res.bench, w->bench, sizeof(res.bench));
-		res.threads = w->threads;
-		res.workers = w->workers;
-		res.data = w->data;
-		res.sim_time_ps = w->sim_time_ps;
-		res.events = w->events;
-		res.records = w->records;
-		res.commands = w->commands;
-		res.dispatch_ps = w->dispatch_ps;
-		res.tiles = w->tiles;
-		res.dispatch_per_tile_ns = w->dispatch_per_tile_ns;
-		res.wall_s = w->wall_s;
-		res.events_per_s = w->events_per_s;
-		memcpy(res.oplog_sha256, w->oplog_sha256, sizeof(res.oplog_sha256));
-		res.max_abs_err = w->max_abs_err;
-		res.max_rel_err = w->max_rel_err;
-		res.pes = w->pes;
-		row.index = i;
-		row.total = R->total;
-		row.bench = bench;
-		row.n_keys = sp->n_keys;
-		row.keys = sp->keys;
-		row.values = (const char *const *)values;
-		row.status = w->status;
-		row.error = w->status ? w->error : "";
-		row.result = w->status ? NULL : &res;
-		if (R->on_row(&row, R->payload))
-			R->cb_stopped = R->fatal = 1;
-		R->next_deliver++;
-		free(w);
-		free(bench);
-		for (k = 0; k < sp->n_keys; k++) {
-			free(values[k]);
-			values[k] = NULL;
-		}
-	}
-	free(values);
-	if (rc)
-		R->fatal = 1;
-	return rc;
+	for (int r = 1; r < R->m->size; r++)
+		n += R->gone[r] ? 0 : R->credits[r];
+	return n;
 }
 
-/* Gives claimable points to ranks with credit; nonzero when it gave some. */
-static int hand_out(root *R)
+static int t_send(void *payload, size_t index, kb_error *err)
 {
-	int given = 0, tried = 0, r = R->rr;
+	root *R = payload;
+	uint64_t idx = index;
+	int r, rc;
 
-	while (!R->fatal && tried < R->m->size) {
-		uint64_t idx;
-		int rc;
-
-		while (R->next_claim < R->total && skipped(R, R->next_claim))
-			R->next_claim++;
-		if (R->next_claim >= R->total || R->next_claim >= R->next_deliver + R->window)
-			break;
-		if (R->gone[r] || R->credits[r] == 0) {
-			r = (r + 1) % R->m->size;
-			tried++;
+	for (int tried = 0; tried < R->m->size; tried++) {
+		r = 1 + (R->rr + tried) % (R->m->size - 1);
+		if (R->gone[r] || R->credits[r] == 0)
 			continue;
-		}
-		idx = R->next_claim++;
+		R->rr = r % (R->m->size - 1);
 		R->credits[r]--;
-		if (r == 0) {
-			cli_mpi_pool_push(R->pool, (size_t)idx);
-		} else if ((rc = send_bytes(&idx, sizeof(idx), r, TAG_WORK)) != MPI_SUCCESS) {
-			mpi_fail(rc, "sending a point");
-			cli_error("rank %d could not be reached", r);
-			R->fatal = 1;
-			break;
-		}
-		given = 1;
-		tried = 0;
-		r = (r + 1) % R->m->size;
+		rc = send_bytes(&idx, sizeof(idx), r, TAG_WORK);
+		if (rc == MPI_SUCCESS)
+			return 0;
+		mpi_fail(rc, "sending a point");
+		set_err(err, KB_EIO, "rank %d could not be reached", r);
+		return KB_EIO;
 	}
-	R->rr = r;
-	return given;
+	set_err(err, KB_ESTATE, "no rank can take point %zu", index);
+	return KB_ESTATE;
 }
 
-/* Handles every waiting message; nonzero when there was one. */
-static int poll_messages(root *R)
+/* A rank that sent nothing for the timeout: name it and end the job. */
+static void check_alive(root *R)
 {
-	int got = 0;
+	double t = now_s();
+
+	for (int r = 1; r < R->m->size; r++) {
+		if (R->gone[r] || t - R->last_seen[r] <= R->timeout)
+			continue;
+		cli_error("rank %d sent nothing for %.0f s: it died or hangs; the rows written "
+			  "so far stay (run the same command with --resume to complete the file)",
+			  r, R->timeout);
+		fflush(NULL);
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	}
+}
+
+/*
+ * Handles waiting messages until a RESULT (1, *index and *json set), none is
+ * left (0, after waiting wait_ns once), or an error (a kb_status).
+ */
+static int t_receive(void *payload, long wait_ns, size_t *index, char **json, kb_error *err)
+{
+	root *R = payload;
+	int waited = 0;
 
 	for (;;) {
 		MPI_Status st;
@@ -426,19 +430,23 @@ static int poll_messages(root *R)
 		int flag = 0, len = 0, src, rc;
 
 		rc = MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
-		if (rc == MPI_SUCCESS && !flag)
-			return got;
+		if (rc == MPI_SUCCESS && !flag) {
+			check_alive(R);
+			if (waited || wait_ns <= 0)
+				return 0;
+			nanosleep(&(struct timespec){ 0, wait_ns }, NULL);
+			waited = 1;
+			continue;
+		}
 		if (rc == MPI_SUCCESS)
 			rc = recv_probed(&st, &buf, &len);
 		if (rc != MPI_SUCCESS) {
 			free(buf);
 			mpi_fail(rc, flag ? "receiving from a rank" : "probing for messages");
-			if (flag)
-				cli_error("rank %d: its message could not be received", st.MPI_SOURCE);
-			R->fatal = 1;
-			return got;
+			set_err(err, KB_EIO, "rank %d: its message could not be received",
+				flag ? st.MPI_SOURCE : -1);
+			return KB_EIO;
 		}
-		got = 1;
 		src = st.MPI_SOURCE;
 		R->last_seen[src] = now_s();
 		switch (st.MPI_TAG) {
@@ -450,27 +458,35 @@ static int poll_messages(root *R)
 				R->credits[src] += n;
 			}
 			break;
-		case TAG_RESULT:
-			if ((size_t)len < offsetof(cli_mpi_wire_row, error) + 1 ||
-			    cli_mpi_wire_size((cli_mpi_wire_row *)buf) != (size_t)len) {
-				cli_error("rank %d sent a malformed row", src);
-				R->fatal = 1;
-				break;
+		case TAG_RESULT: {
+			uint64_t idx;
+
+			if ((size_t)len <= sizeof(idx) || buf[len - 1] != '\0') {
+				free(buf);
+				set_err(err, KB_EPARSE, "rank %d sent a malformed row", src);
+				return KB_EPARSE;
 			}
+			memcpy(&idx, buf, sizeof(idx));
 			R->credits[src]++;
-			store(R, (cli_mpi_wire_row *)buf, src);
-			buf = NULL;
-			break;
+			*index = (size_t)idx;
+			*json = strdup(buf + sizeof(idx));
+			free(buf);
+			if (!*json) {
+				set_err(err, KB_ENOMEM, "out of memory");
+				return KB_ENOMEM;
+			}
+			return 1;
+		}
 		case TAG_BYE:
 			R->gone[src] = 1;
 			R->credits[src] = 0;
 			break;
 		case TAG_FAIL:
-			cli_error("rank %d failed: %s", src, buf);
 			R->gone[src] = 1;
 			R->credits[src] = 0;
-			R->fatal = 1;
-			break;
+			set_err(err, KB_EIO, "rank %d failed: %s", src, buf);
+			free(buf);
+			return KB_EIO;
 		default:  /* TAG_ALIVE */
 			break;
 		}
@@ -478,138 +494,62 @@ static int poll_messages(root *R)
 	}
 }
 
-/* A rank that sent nothing for the timeout: name it and end the job. */
-static void check_alive(root *R)
-{
-	double t = now_s();
-	int r;
-
-	for (r = 1; r < R->m->size; r++) {
-		if (R->gone[r] || t - R->last_seen[r] <= R->timeout)
-			continue;
-		cli_error("rank %d sent nothing for %.0f s: it died or hangs; the rows written "
-			  "so far stay (run the same command with --resume to complete the file)",
-			  r, R->timeout);
-		fflush(NULL);
-		MPI_Abort(MPI_COMM_WORLD, 1);
-	}
-}
-
 static int all_gone(const root *R)
 {
-	int r;
-
-	for (r = 1; r < R->m->size; r++)
+	for (int r = 1; r < R->m->size; r++)
 		if (!R->gone[r])
 			return 0;
 	return 1;
 }
 
-/* Takes the rows of rank 0's own pool; nonzero when there was one. */
-static int take_local(root *R)
-{
-	cli_mpi_wire_row *w;
-	int got = 0;
-
-	while ((w = cli_mpi_pool_pop(R->pool))) {
-		R->credits[0]++;
-		store(R, w, 0);
-		got = 1;
-	}
-	if (cli_mpi_pool_failed(R->pool) && !R->fatal) {
-		cli_error("rank 0 failed: out of memory while running a point");
-		R->fatal = 1;
-	}
-	return got;
-}
-
+/* The end: every other rank finishes its running points and says BYE
+ * (rows that come meanwhile are not needed any more). */
 static void stop_all(root *R)
 {
-	int r;
-
-	for (r = 1; r < R->m->size; r++)
+	for (int r = 1; r < R->m->size; r++)
 		if (!R->gone[r])
 			send_bytes(NULL, 0, r, TAG_STOP);
+	while (!all_gone(R)) {
+		size_t idx;
+		char *json = NULL;
+		int got = t_receive(R, 2000000L, &idx, &json, NULL);
+
+		free(json);
+		(void)got;
+	}
 }
 
-int cli_mpi_sweep_run(cli_mpi_ctx *m, const cli_mpi_point_spec *spec, unsigned jobs, size_t total,
-		      const unsigned char *skip, kb_sweep_cb on_row, void *payload)
+int cli_mpi_sweep_run(cli_mpi_ctx *m, kb_sweep *s, unsigned jobs, kb_sweep_cb on_row,
+		      void *payload)
 {
+	kb_sweep_transport t = { KB_SWEEP_TRANSPORT_VERSION, t_room, t_send, t_receive, NULL, 0 };
+	kb_error err;
 	root R;
-	size_t i;
-	int r, rc = 0;
+	int rc;
 
 	memset(&R, 0, sizeof(R));
 	R.m = m;
-	R.spec = spec;
-	R.total = total;
-	R.skip = skip;
-	R.on_row = on_row;
-	R.payload = payload;
 	R.timeout = timeout_s();
-	R.window = (size_t)(total_jobs ? total_jobs : jobs) * WINDOW_PER_JOB;
-	R.ring = calloc(R.window, sizeof(*R.ring));
 	R.credits = calloc((size_t)m->size, sizeof(*R.credits));
 	R.last_seen = calloc((size_t)m->size, sizeof(*R.last_seen));
 	R.gone = calloc((size_t)m->size, 1);
-	if (!R.ring || !R.credits || !R.last_seen || !R.gone ||
-	    cli_mpi_pool_start(&R.pool, spec, jobs)) {
+	if (!R.credits || !R.last_seen || !R.gone) {
 		rc = cli_error("out of memory");
-		R.fatal = 1;
+		goto done;
 	}
-	for (r = 0; r < m->size && R.last_seen; r++)
+	for (int r = 0; r < m->size; r++)
 		R.last_seen[r] = now_s();
-	if (R.credits)
-		R.credits[0] = jobs;
-
-	/* The sweep. */
-	while (!R.fatal) {
-		int active = take_local(&R);
-
-		active |= poll_messages(&R);
-		deliver_ready(&R);
-		if (R.next_deliver >= R.total || R.fatal)
-			break;
-		active |= hand_out(&R);
-		check_alive(&R);
-		if (!active)
-			cli_mpi_pool_wait(R.pool, POLL_NS);
+	t.payload = &R;
+	t.remote_jobs = (unsigned)(m->total_jobs > jobs ? m->total_jobs - jobs : 0);
+	rc = kb_sweep_run_transport(s, &t, on_row, payload, &err);
+	stop_all(&R);
+	if (rc && rc != KB_ESTATE) {
+		cli_kb_error(&err, rc);
+		cli_error("the sweep stopped; the rows written stay (run the same command with "
+			  "--resume to complete the file)");
 	}
-
-	/* The end: every other rank finishes its running points and says BYE;
-	 * after a failure their rows are still written while they are next. */
-	if (R.gone) {
-		if (R.pool)
-			cli_mpi_pool_drop_queued(R.pool);
-		stop_all(&R);
-		while (!all_gone(&R) || (R.pool && cli_mpi_pool_busy(R.pool))) {
-			int active = R.pool ? take_local(&R) : 0;
-
-			active |= poll_messages(&R);
-			deliver_ready(&R);
-			check_alive(&R);
-			if (!active && R.pool)
-				cli_mpi_pool_wait(R.pool, POLL_NS);
-			else if (!active)
-				nanosleep(&(struct timespec){ 0, POLL_NS }, NULL);
-		}
-		if (R.pool)
-			take_local(&R);
-		deliver_ready(&R);
-	}
-	if (R.fatal && !rc) {
-		rc = CLI_FAIL;
-		while (R.next_deliver < R.total && skipped(&R, R.next_deliver))
-			R.next_deliver++;
-		if (!R.cb_stopped && R.next_deliver < R.total)
-			cli_error("sweep stopped before point %zu of %zu; the rows written stay "
-				  "(run the same command with --resume to complete the file)",
-				  R.next_deliver, R.total);
-	}
-	cli_mpi_pool_destroy(R.pool);
-	for (i = 0; R.ring && i < R.window; i++)
-		free(R.ring[i]);
-	free(R.ring);
+	rc = rc ? CLI_FAIL : 0;
+done:
 	free(R.credits);
 	free(R.last_seen);
 	free(R.gone);
@@ -617,6 +557,14 @@ int cli_mpi_sweep_run(cli_mpi_ctx *m, const cli_mpi_point_spec *spec, unsigned j
 }
 
 /* ---- the other ranks ---------------------------------------------------- */
+
+typedef struct worker {
+	const cli_mpi_ctx *m;
+	uint32_t jobs;
+	int asked, stopped, failed;
+	long sent, fail_after;
+	double last_sent;
+} worker;
 
 /* KERNBENCH_MPI_TEST_FAIL=RANK:N makes rank RANK fail after N rows (tests). */
 static long test_fail_after(const cli_mpi_ctx *m)
@@ -629,95 +577,103 @@ static long test_fail_after(const cli_mpi_ctx *m)
 	return n;
 }
 
-static int worker_fail(const char *msg)
+static int worker_fail(worker *W, const char *msg)
 {
+	W->failed = 1;
 	send_bytes(msg, strlen(msg) + 1, 0, TAG_FAIL);
-	return CLI_FAIL;
+	return 1;
 }
 
-int cli_mpi_sweep_work(cli_mpi_ctx *m, const cli_mpi_point_spec *spec, unsigned jobs)
+/* The library asks for work: a point from rank 0 (1), none now (0), or no
+ * more (-1). Heartbeats go from here. */
+static int w_next(void *payload, long wait_ns, size_t *index)
 {
-	cli_mpi_pool *pool = NULL;
-	uint32_t n = jobs;
-	double last_sent;
-	long sent = 0, fail_after = test_fail_after(m);
-	int stopping = 0, rc = 0;
+	worker *W = payload;
+	MPI_Status st;
+	int flag = 0, rc;
 
-	if (cli_mpi_pool_start(&pool, spec, jobs))
-		return worker_fail("out of memory (could not start the pool of points)");
-	if ((rc = send_bytes(&n, sizeof(n), 0, TAG_REQUEST)) != MPI_SUCCESS) {
-		cli_mpi_pool_destroy(pool);
-		return mpi_fail(rc, "asking rank 0 for points");
+	if (!W->asked) {
+		W->asked = 1;
+		if (send_bytes(&W->jobs, sizeof(W->jobs), 0, TAG_REQUEST) != MPI_SUCCESS)
+			return worker_fail(W, "could not ask rank 0 for points"), -1;
+		W->last_sent = now_s();
 	}
-	last_sent = now_s();
-	for (;;) {
-		cli_mpi_wire_row *w;
-		MPI_Status st;
-		int flag = 0, active = 0;
+	while (!W->stopped) {
+		char *buf = NULL;
+		int len = 0;
 
-		/* Points and STOP from rank 0. */
-		for (;;) {
-			char *buf = NULL;
-			int len = 0;
-
-			rc = MPI_Iprobe(0, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
-			if (rc != MPI_SUCCESS || !flag)
-				break;
-			if ((rc = recv_probed(&st, &buf, &len)) != MPI_SUCCESS)
-				break;
-			active = 1;
-			if (st.MPI_TAG == TAG_WORK && len == (int)sizeof(uint64_t)) {
-				uint64_t idx;
-
-				memcpy(&idx, buf, sizeof(idx));
-				cli_mpi_pool_push(pool, (size_t)idx);
-			} else if (st.MPI_TAG == TAG_STOP) {
-				stopping = 1;
-				cli_mpi_pool_drop_queued(pool);
-			}
+		rc = MPI_Iprobe(0, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
+		if (rc != MPI_SUCCESS || !flag)
+			break;
+		if (recv_probed(&st, &buf, &len) != MPI_SUCCESS) {
 			free(buf);
-		}
-		if (rc != MPI_SUCCESS) {
-			rc = mpi_fail(rc, "receiving from rank 0");
+			W->stopped = 1;
 			break;
 		}
-		/* Finished rows to rank 0. */
-		while ((w = cli_mpi_pool_pop(pool))) {
-			rc = send_bytes(w, cli_mpi_wire_size(w), 0, TAG_RESULT);
-			free(w);
-			if (rc != MPI_SUCCESS)
-				break;
-			last_sent = now_s();
-			active = 1;
-			if (++sent == fail_after) {
-				rc = worker_fail("injected failure (KERNBENCH_MPI_TEST_FAIL)");
-				break;
-			}
+		if (st.MPI_TAG == TAG_WORK && len == (int)sizeof(uint64_t)) {
+			uint64_t idx;
+
+			memcpy(&idx, buf, sizeof(idx));
+			free(buf);
+			*index = (size_t)idx;
+			return 1;
 		}
-		if (rc) {
-			if (rc != CLI_FAIL)
-				rc = mpi_fail(rc, "sending a row to rank 0");
-			break;
-		}
-		if (cli_mpi_pool_failed(pool)) {
-			rc = worker_fail("out of memory while running a point");
-			break;
-		}
-		if (stopping && cli_mpi_pool_busy(pool) == 0) {
-			while ((w = cli_mpi_pool_pop(pool))) { /* finished meanwhile */
-				send_bytes(w, cli_mpi_wire_size(w), 0, TAG_RESULT);
-				free(w);
-			}
-			send_bytes(NULL, 0, 0, TAG_BYE);
-			break;
-		}
-		if (now_s() - last_sent >= HEARTBEAT_S) {
-			send_bytes(NULL, 0, 0, TAG_ALIVE);
-			last_sent = now_s();
-		}
-		if (!active)
-			cli_mpi_pool_wait(pool, POLL_NS);
+		if (st.MPI_TAG == TAG_STOP)
+			W->stopped = 1;
+		free(buf);
 	}
-	cli_mpi_pool_destroy(pool);
-	return rc;
+	if (now_s() - W->last_sent >= HEARTBEAT_S) {
+		send_bytes(NULL, 0, 0, TAG_ALIVE);
+		W->last_sent = now_s();
+	}
+	if (wait_ns > 0)
+		nanosleep(&(struct timespec){ 0, wait_ns }, NULL);
+	return W->stopped || W->failed ? -1 : 0;
+}
+
+/* A finished row to rank 0: its index, then the row encoding. */
+static int w_done(void *payload, size_t index, char *json)
+{
+	worker *W = payload;
+	size_t n = strlen(json) + 1;
+	char *buf = malloc(sizeof(uint64_t) + n);
+	uint64_t idx = index;
+	int rc;
+
+	if (!buf) {
+		free(json);
+		return worker_fail(W, "out of memory sending a row");
+	}
+	memcpy(buf, &idx, sizeof(idx));
+	memcpy(buf + sizeof(idx), json, n);
+	free(json);
+	rc = send_bytes(buf, sizeof(idx) + n, 0, TAG_RESULT);
+	free(buf);
+	if (rc != MPI_SUCCESS) {
+		mpi_fail(rc, "sending a row to rank 0");
+		W->failed = 1;
+		return 1;
+	}
+	W->last_sent = now_s();
+	if (++W->sent == W->fail_after)
+		return worker_fail(W, "injected failure (KERNBENCH_MPI_TEST_FAIL)");
+	return 0;
+}
+
+int cli_mpi_sweep_work(cli_mpi_ctx *m, const kb_sweep *s, unsigned jobs)
+{
+	worker W = { m, jobs, 0, 0, 0, 0, test_fail_after(m), 0 };
+	kb_sweep_source src = { KB_SWEEP_TRANSPORT_VERSION, w_next, w_done, &W };
+	kb_error err;
+	int rc = kb_sweep_serve(s, &src, &err);
+
+	if (rc && !W.failed) {
+		char msg[sizeof(err.message) + 32];
+
+		snprintf(msg, sizeof(msg), "%s", err.message);
+		worker_fail(&W, msg);
+	}
+	if (!W.failed)
+		send_bytes(NULL, 0, 0, TAG_BYE);
+	return W.failed ? CLI_FAIL : 0;
 }

@@ -17,6 +17,13 @@
  * points in progress finish; rows that are ready and next in order are still
  * delivered on cancel (so a file keeps a prefix of the order), then the run
  * stops.
+ *
+ * A transport (kb_sweep_run_transport) takes part in the same claim order
+ * and the same ring: the calling thread claims indices for it as it has
+ * room, and stores the rows it brings back (the row encoding, decoded) in
+ * the slots, beside the rows of the local workers. The serving side of a
+ * transport (kb_sweep_serve) runs the same workers on indices it is given,
+ * and hands back each row in the row encoding.
  */
 #include "kernbench/sweep.h"
 
@@ -38,6 +45,8 @@
 #define POLL_NS 20000000L
 /* Results that may wait in the reorder buffer, per job. */
 #define WINDOW_PER_JOB 4
+/* How long the calling thread waits for a transport's row at a time. */
+#define POLL_T_NS 2000000L
 
 typedef struct slot {
 	int ready;
@@ -46,8 +55,22 @@ typedef struct slot {
 	kb_result *res;       /* NULL when status != 0 */
 } slot;
 
+typedef struct done_row {
+	struct done_row *next;
+	size_t index;
+	char *json;             /* the row encoding; NULL: out of memory */
+} done_row;
+
 typedef struct run_ctx {
-	kb_sweep *s;
+	const kb_sweep *s;
+	const kb_sweep_transport *t;  /* NULL: local points only */
+	unsigned remote;          /* points sent through t, not yet back */
+	int t_rc;                 /* the transport's error: the sweep stops */
+	kb_error t_err;
+	/* Serving (kb_sweep_serve): the indices to run and the rows done. */
+	int serve;
+	size_t *queue, q_head, q_len, q_cap;
+	done_row *done, **done_tail;
 	const kb_topology *base;
 	size_t total, window;
 	pthread_mutex_t mu;
@@ -62,7 +85,7 @@ typedef struct run_ctx {
 
 static int cancelled(const run_ctx *c)
 {
-	return c->stop || atomic_load(&c->s->cancel);
+	return c->stop || atomic_load(&((kb_sweep *)c->s)->cancel);
 }
 
 static int is_skipped(const kb_sweep *s, size_t i)
@@ -162,6 +185,17 @@ static void run_point(const run_ctx *c, size_t i, const char **values, slot *sl)
 /* ---- workers ---------------------------------------------------------- */
 
 /* Next index to run, or total when there is none; called with the lock. */
+/* Next index for the transport (no wait), or total; called with the lock. */
+static size_t claim_now(run_ctx *c)
+{
+	while (c->next_claim < c->total && is_skipped(c->s, c->next_claim))
+		c->next_claim++;
+	if (cancelled(c) || c->next_claim >= c->total ||
+	    c->next_claim >= c->next_deliver + c->window)
+		return c->total;
+	return c->next_claim++;
+}
+
 static size_t claim(run_ctx *c)
 {
 	for (;;) {
@@ -175,12 +209,88 @@ static size_t claim(run_ctx *c)
 	}
 }
 
-static void *worker(void *arg)
+/* A point's row in the row encoding (NULL when out of memory). */
+static char *encode(const run_ctx *c, size_t i, const char **values, slot *sl)
+{
+	kb_sweep_row row;
+	json_t *o;
+	char *text;
+
+	row.index = i;
+	row.total = c->total;
+	row.bench = kb__sweep_decode(c->s, i, values);
+	row.n_keys = c->s->n_keys;
+	row.keys = c->s->key_names;
+	row.values = values;
+	row.status = sl->status;
+	row.error = sl->status ? (sl->error ? sl->error : kb_strerror(sl->status)) : "";
+	row.result = sl->status ? NULL : sl->res;
+	o = kb__sweep_row_json(c->s, &row);
+	text = o ? kb__sweep_json_text(o) : NULL;
+	json_decref(o);
+	return text;
+}
+
+static void free_slot(slot *sl);
+
+/* Serving: the next queued index, or total when stopping; with the lock. */
+static size_t claim_queued(run_ctx *c)
+{
+	while (!c->stop && c->q_len == 0)
+		wait_poll(&c->cv_space, &c->mu);
+	if (c->q_len == 0)
+		return c->total;
+	c->q_len--;
+	return c->queue[c->q_head++ % c->q_cap];
+}
+
+static void *serve_worker(void *arg)
 {
 	run_ctx *c = arg;
 	const char **values = calloc(c->s->n_keys + 1, sizeof(*values));
 	size_t i;
 
+	pthread_mutex_lock(&c->mu);
+	while (values && (i = claim_queued(c)) < c->total) {
+		slot sl = { 1, 0, NULL, NULL };
+		done_row *d;
+
+		c->running++;
+		pthread_mutex_unlock(&c->mu);
+		run_point(c, i, values, &sl);
+		d = calloc(1, sizeof(*d));
+		if (d) {
+			d->index = i;
+			d->json = encode(c, i, values, &sl);
+		}
+		free_slot(&sl);
+		pthread_mutex_lock(&c->mu);
+		c->running--;
+		if (d) {
+			*c->done_tail = d;
+			c->done_tail = &d->next;
+		} else {
+			c->stop = 1;
+		}
+		pthread_cond_signal(&c->cv_ready);
+	}
+	if (!values)
+		c->stop = 1;
+	pthread_cond_signal(&c->cv_ready);
+	pthread_mutex_unlock(&c->mu);
+	free(values);
+	return NULL;
+}
+
+static void *worker(void *arg)
+{
+	run_ctx *c = arg;
+	const char **values;
+	size_t i;
+
+	if (c->serve)
+		return serve_worker(c);
+	values = calloc(c->s->n_keys + 1, sizeof(*values));
 	pthread_mutex_lock(&c->mu);
 	while (values && (i = claim(c)) < c->total) {
 		slot done = { 1, 0, NULL, NULL };
@@ -209,6 +319,71 @@ static void free_slot(slot *sl)
 	}
 	free(sl->error);
 	memset(sl, 0, sizeof(*sl));
+}
+
+/* ---- the transport ------------------------------------------------------ */
+
+/* The transport failed: the sweep stops after the local points in progress
+ * (the points sent away are given up); called with the lock. */
+static void transport_failed(run_ctx *c, int rc, const kb_error *e)
+{
+	if (!c->t_rc) {
+		c->t_rc = rc;
+		kb__err_copy(&c->t_err, e);
+	}
+	c->stop = 1;
+	c->remote = 0;
+}
+
+/* Hands claimable points to the transport, takes one row back (waiting a
+ * little when none came). Called on the calling thread with the lock, which
+ * it releases around the transport's callbacks. */
+static void transport_step(run_ctx *c)
+{
+	const kb_sweep_transport *t = c->t;
+	size_t room, idx;
+	char *json = NULL;
+	kb_error e;
+	int r;
+
+	pthread_mutex_unlock(&c->mu);
+	kb_error_clear(&e);
+	for (room = t->room(t->payload); room > 0; room--) {
+		pthread_mutex_lock(&c->mu);
+		idx = claim_now(c);
+		c->remote += idx < c->total;
+		pthread_mutex_unlock(&c->mu);
+		if (idx >= c->total)
+			break;
+		if ((r = t->send(t->payload, idx, &e))) {
+			pthread_mutex_lock(&c->mu);
+			transport_failed(c, r, &e);
+			return;
+		}
+	}
+	r = t->receive(t->payload, POLL_T_NS, &idx, &json, &e);
+	if (r == 1) {
+		slot sl = { 1, 0, NULL, NULL };
+		int rc = kb__sweep_row_decode(json, idx, &sl.status, &sl.error, &sl.res, &e);
+
+		free(json);
+		pthread_mutex_lock(&c->mu);
+		if (!rc && (idx < c->next_deliver || idx >= c->next_deliver + c->window ||
+			    idx >= c->total || c->slots[idx % c->window].ready || c->remote == 0))
+			rc = kb__err(&e, KB_EPARSE, "a row for point %zu, which was not sent away",
+				     idx);
+		if (rc) {
+			free_slot(&sl);
+			transport_failed(c, rc, &e);
+			return;
+		}
+		c->slots[idx % c->window] = sl;
+		c->remote--;
+		return;
+	}
+	pthread_mutex_lock(&c->mu);
+	if (r < 0 || r > 1)
+		transport_failed(c, r < 0 ? r : KB_EINVAL, &e);
 }
 
 /* ---- delivery --------------------------------------------------------- */
@@ -268,12 +443,20 @@ static int deliver_all(run_ctx *c, const char **values, kb_sweep_cb on_row, void
 			}
 			continue;
 		}
-		if (cancelled(c) && c->running == 0) {
-			rc = kb__err(err, KB_ESTATE, "sweep cancelled before point %zu of %zu",
-				     c->next_deliver, c->total);
+		if (cancelled(c) && c->running == 0 && (c->remote == 0 || c->t_rc)) {
+			if (c->t_rc) {
+				kb__err_copy(err, &c->t_err);
+				rc = c->t_rc;
+			} else {
+				rc = kb__err(err, KB_ESTATE, "sweep cancelled before point %zu of %zu",
+					     c->next_deliver, c->total);
+			}
 			break;
 		}
-		wait_poll(&c->cv_ready, &c->mu);
+		if (c->t && !c->t_rc)
+			transport_step(c);
+		else
+			wait_poll(&c->cv_ready, &c->mu);
 	}
 	c->stop = 1;
 	pthread_cond_broadcast(&c->cv_space);
@@ -324,12 +507,13 @@ static int run_pool(run_ctx *c, unsigned jobs, const char **values, kb_sweep_cb 
 	return rc;
 }
 
-static int init_ctx(run_ctx *c, kb_sweep *s, size_t total, unsigned jobs, kb_error *err)
+static int init_ctx(run_ctx *c, const kb_sweep *s, size_t total, unsigned jobs, kb_error *err)
 {
 	memset(c, 0, sizeof(*c));
 	c->s = s;
 	c->total = total;
 	c->window = (size_t)jobs * WINDOW_PER_JOB;
+	c->done_tail = &c->done;
 	c->slots = calloc(c->window, sizeof(*c->slots));
 	if (!c->slots)
 		return kb__err(err, KB_ENOMEM, "out of memory");
@@ -346,22 +530,36 @@ static void fini_ctx(run_ctx *c)
 	for (i = 0; i < c->window; i++)
 		free_slot(&c->slots[i]);
 	free(c->slots);
+	free(c->queue);
+	while (c->done) {
+		done_row *d = c->done;
+
+		c->done = d->next;
+		free(d->json);
+		free(d);
+	}
 	pthread_mutex_destroy(&c->mu);
 	pthread_cond_destroy(&c->cv_ready);
 	pthread_cond_destroy(&c->cv_space);
 }
 
-KB_API int kb_sweep_run(kb_sweep *s, kb_sweep_cb on_row, void *payload, kb_error *err)
+static int run_with(kb_sweep *s, const kb_sweep_transport *t, kb_sweep_cb on_row,
+		    void *payload, kb_error *err)
 {
 	kb_topology *def = NULL;
 	const char **values = NULL;
 	size_t total, pending;
+	unsigned jobs;
 	run_ctx c;
 	int rc;
 
 	kb_error_clear(err);
 	if (!s || !on_row)
 		return kb__err(err, KB_EINVAL, "kb_sweep_run: NULL argument");
+	if (t && (t->version != KB_SWEEP_TRANSPORT_VERSION || !t->room || !t->send || !t->receive))
+		return kb__err(err, KB_EINVAL, "kb_sweep_run_transport: a transport of version %u "
+			       "with room, send and receive is needed (this library: %u)",
+			       t->version, KB_SWEEP_TRANSPORT_VERSION);
 	if (s->running)
 		return kb__err(err, KB_ESTATE, "the sweep is already running");
 	if (s->n_benches == 0)
@@ -377,15 +575,153 @@ KB_API int kb_sweep_run(kb_sweep *s, kb_sweep_cb on_row, void *payload, kb_error
 		kb_topology_destroy(def);
 		return kb__err(err, KB_ENOMEM, "out of memory");
 	}
-	rc = init_ctx(&c, s, total, pool_size(s, pending), err);
+	jobs = pool_size(s, pending);
+	rc = init_ctx(&c, s, total, jobs + (t ? t->remote_jobs : 0), err);
 	if (rc == 0) {
+		c.t = t;
 		c.base = s->topo ? s->topo : def;
 		s->running = 1;
-		rc = run_pool(&c, pool_size(s, pending), values, on_row, payload, err);
+		rc = run_pool(&c, jobs, values, on_row, payload, err);
 		s->running = 0;
 		fini_ctx(&c);
 	}
 	free(values);
+	kb_topology_destroy(def);
+	return rc;
+}
+
+KB_API int kb_sweep_run(kb_sweep *s, kb_sweep_cb on_row, void *payload, kb_error *err)
+{
+	return run_with(s, NULL, on_row, payload, err);
+}
+
+KB_API int kb_sweep_run_transport(kb_sweep *s, const kb_sweep_transport *t, kb_sweep_cb on_row,
+				  void *payload, kb_error *err)
+{
+	if (!t) {
+		kb_error_clear(err);
+		return kb__err(err, KB_EINVAL, "kb_sweep_run_transport: NULL transport");
+	}
+	return run_with(s, t, on_row, payload, err);
+}
+
+/* ---- serving a transport ------------------------------------------------ */
+
+/* Hands the finished rows to src->done (lock not held); nonzero: stop. */
+static int hand_back(run_ctx *c, const kb_sweep_source *src, kb_error *err)
+{
+	done_row *d;
+	int rc = 0;
+
+	pthread_mutex_lock(&c->mu);
+	d = c->done;
+	c->done = NULL;
+	c->done_tail = &c->done;
+	pthread_mutex_unlock(&c->mu);
+	while (d) {
+		done_row *next = d->next;
+
+		if (!rc && !d->json)
+			rc = kb__err(err, KB_ENOMEM, "out of memory encoding the row of point %zu",
+				     d->index);
+		else if (!rc && src->done(src->payload, d->index, d->json))
+			rc = kb__err(err, KB_ESTATE, "serving stopped after point %zu", d->index);
+		else if (!rc)
+			d->json = NULL;  /* the callee's now */
+		free(d->json);
+		free(d);
+		d = next;
+	}
+	return rc;
+}
+
+static int serve_loop(run_ctx *c, const kb_sweep_source *src, kb_error *err)
+{
+	int rc = 0, stopping = 0;
+
+	for (;;) {
+		size_t idx;
+		int r, idle;
+
+		if ((rc = hand_back(c, src, err)))
+			break;
+		pthread_mutex_lock(&c->mu);
+		idle = c->running == 0 && c->q_len == 0 && !c->done;
+		if (c->stop && !stopping)
+			rc = kb__err(err, KB_ENOMEM, "out of memory in the pool of points");
+		pthread_mutex_unlock(&c->mu);
+		if (rc || (stopping && idle))
+			break;
+		r = src->next(src->payload, POLL_T_NS, &idx);
+		if (stopping)
+			continue;  /* only for the transport's sake (heartbeats) */
+		pthread_mutex_lock(&c->mu);
+		if (r == 1 && idx < c->total && c->q_len < c->q_cap) {
+			c->queue[(c->q_head + c->q_len++) % c->q_cap] = idx;
+			pthread_cond_signal(&c->cv_space);
+		} else if (r == 1) {
+			rc = kb__err(err, KB_ERANGE, "point %zu out of range or more points than "
+				     "the queue holds (%zu)", idx, c->q_cap);
+		} else if (r < 0) {
+			stopping = 1;
+			c->q_len = 0;  /* not started: dropped */
+		}
+		pthread_mutex_unlock(&c->mu);
+		if (rc)
+			break;
+	}
+	pthread_mutex_lock(&c->mu);
+	c->stop = 1;
+	c->q_len = 0;
+	pthread_cond_broadcast(&c->cv_space);
+	pthread_mutex_unlock(&c->mu);
+	return rc;
+}
+
+KB_API int kb_sweep_serve(const kb_sweep *s, const kb_sweep_source *src, kb_error *err)
+{
+	kb_topology *def = NULL;
+	pthread_t *tids = NULL;
+	unsigned jobs, started = 0;
+	run_ctx c;
+	int rc;
+
+	kb_error_clear(err);
+	if (!s || !src || !src->next || !src->done || src->version != KB_SWEEP_TRANSPORT_VERSION)
+		return kb__err(err, KB_EINVAL, "kb_sweep_serve: NULL argument or a source of "
+			       "another version");
+	if (s->n_benches == 0)
+		return kb__err(err, KB_ESTATE, "the sweep has no bench");
+	jobs = pool_size(s, (size_t)-1);
+	if (!s->topo && (rc = kb_topology_default(&def, err)))
+		return rc;
+	rc = init_ctx(&c, s, kb_sweep_points(s), jobs, err);
+	if (rc) {
+		kb_topology_destroy(def);
+		return rc;
+	}
+	c.serve = 1;
+	c.base = s->topo ? s->topo : def;
+	/* The transport sends at most the points it was told it may (jobs in
+	 * flight); the queue holds the window's worth anyway. */
+	c.q_cap = c.window;
+	c.queue = calloc(c.q_cap, sizeof(*c.queue));
+	tids = calloc(jobs, sizeof(*tids));
+	if (!c.queue || !tids)
+		rc = kb__err(err, KB_ENOMEM, "out of memory");
+	for (; !rc && started < jobs; started++)
+		if (pthread_create(&tids[started], NULL, worker, &c) != 0)
+			break;
+	if (!rc && started == 0)
+		rc = kb__err(err, KB_ENOMEM, "could not start a sweep thread");
+	if (!rc)
+		rc = serve_loop(&c, src, err);
+	for (unsigned t = 0; t < started; t++)
+		pthread_join(tids[t], NULL);
+	if (!rc)
+		rc = hand_back(&c, src, err);
+	free(tids);
+	fini_ctx(&c);
 	kb_topology_destroy(def);
 	return rc;
 }

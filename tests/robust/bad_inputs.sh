@@ -307,6 +307,23 @@ done
 "$KB" sweep synthetic --param events=10 --param lps=1,2,3 --quiet --out "$TMP/locked.csv" \
 	--resume >/dev/null 2>"$TMP/err" || fail "resume after the lock was released: $(cat "$TMP/err")"
 
+# Rule (issue 18 §5): KERNBENCH_MPI accepts only its documented values (1,
+# 0, or unset/empty), in a build with MPI or without: a typo is a usage
+# error, not a silent plain sweep on every rank. (Ranks that disagree on the
+# sweep: tests/mpi/sweep_agree.sh.)
+for v in yes 2 true; do
+	KERNBENCH_MPI=$v "$KB" sweep synthetic --param events=10 --quiet >/dev/null 2>"$TMP/err"
+	got=$?
+	n=$((n + 1))
+	if [ "$got" -ne 2 ] || ! grep -q "^kernbench: usage: .*KERNBENCH_MPI='$v': expected 1" "$TMP/err"; then
+		echo "FAIL: KERNBENCH_MPI=$v: exit $got, expected 2 with the rule:" >&2
+		cat "$TMP/err" >&2
+		bad=$((bad + 1))
+	fi
+done
+KERNBENCH_MPI=0 "$KB" sweep synthetic --param events=10 --quiet >/dev/null 2>"$TMP/err" ||
+	fail "KERNBENCH_MPI=0 refused: $(cat "$TMP/err")"
+
 [ "$n" -ge 40 ] || fail "only $n rows in the table"
 [ "$bad" -eq 0 ] || fail "$bad of $n rows failed"
 echo "PASS: $n bad inputs"

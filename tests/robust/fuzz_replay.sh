@@ -6,7 +6,7 @@
 B=${abs_top_builddir:-.}
 S=${abs_top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
 rc=0
-for t in topology set kernel; do
+for t in topology set kernel resume; do
 	prog=$B/tests/fuzz/replay_$t
 	if [ ! -x "$prog" ]; then
 		echo "SKIP: $prog not built" >&2
