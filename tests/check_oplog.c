@@ -410,6 +410,68 @@ START_TEST(typed_fields)
 }
 END_TEST
 
+/* Numbers at every power of ten (10^k - 1, 10^k, 10^k + 1, k = 0..19),
+ * where the formatter's digit count and its eight-digit chunks change,
+ * read back as printf writes them. */
+typedef struct json_list {
+	char text[64][128];
+	int n;
+} json_list;
+
+static int keep_each(const kb_oplog_record *rec, void *payload)
+{
+	json_list *l = payload;
+
+	ck_assert_int_lt(l->n, 64);
+	ck_assert_uint_lt(rec->json_len, sizeof(l->text[0]));
+	memcpy(l->text[l->n], rec->json, rec->json_len);
+	l->text[l->n++][rec->json_len] = 0;
+	return 0;
+}
+
+START_TEST(number_edges)
+{
+	kb_oplog_options oo = { 0 };
+	kb_oplog *log = NULL;
+	kb_oplog_lane *lane;
+	kb_error err;
+	char hex[65], want[128];
+	uint64_t v[64], p = 1;
+	int n = 0;
+	static json_list got;
+
+	for (int k = 0; k < 20; k++, p *= 10) {
+		v[n++] = p - 1;
+		v[n++] = p;
+		v[n++] = p + 1;
+	}
+	v[n++] = UINT64_MAX;
+	got.n = 0;
+	oo.callback = keep_each;
+	oo.payload = &got;
+	ck_assert_int_eq(kb__oplog_create(&log, &oo, &err), 0);
+	lane = kb__oplog_lane(log, 0);
+	ck_assert_ptr_nonnull(lane);
+	for (int i = 0; i < n; i++) {
+		kb_oplog_record r = { v[i], v[i], 0, "cpu", "x", v[i], NULL, -1, -1, NULL, 0 };
+		kb_oplog_field f = KB_FIELD_U("u", v[i]);
+
+		/* t1 must not decrease within a lane: the record's index. */
+		r.t1_ps = (uint64_t)i;
+		ck_assert_int_eq(kb__oplog_emit(lane, &r, &f, 1), 0);
+	}
+	ck_assert_int_eq(kb__oplog_finish(log, hex, NULL, &err), 0);
+	ck_assert_int_eq(got.n, n);
+	for (int i = 0; i < n; i++) {
+		snprintf(want, sizeof(want),
+			 "{\"t0\":%llu,\"t1\":%d,\"pe\":0,\"eng\":\"cpu\",\"op\":\"x\",\"cmd\":%llu,\"u\":%llu}",
+			 (unsigned long long)v[i], i, (unsigned long long)v[i], (unsigned long long)v[i]);
+		ck_assert_str_eq(got.text[i], want);
+	}
+	kb__oplog_destroy(log);
+}
+END_TEST
+
 /* ---- streaming -------------------------------------------------------- */
 
 #define STREAM_RECORDS 2000000u
@@ -995,6 +1057,7 @@ Suite *oplog_suite(void)
 	tcase_add_test(format, sha256_of_file);
 	tcase_add_test(format, sha256_empty);
 	tcase_add_test(format, typed_fields);
+	tcase_add_test(format, number_edges);
 	suite_add_tcase(s, format);
 
 	tcase_set_timeout(stream, 120);
