@@ -42,6 +42,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <mpi.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -577,6 +578,17 @@ static long test_fail_after(const cli_mpi_ctx *m)
 	return n;
 }
 
+/* KERNBENCH_MPI_TEST_STOP=RANK:N makes rank RANK stop itself (SIGSTOP) after
+ * N rows, so that a test can kill a rank that is surely still running. */
+static void test_stop_after(const cli_mpi_ctx *m, long sent)
+{
+	const char *e = getenv("KERNBENCH_MPI_TEST_STOP");
+	long rank, n;
+
+	if (e && sscanf(e, "%ld:%ld", &rank, &n) == 2 && rank == m->rank && sent == n)
+		raise(SIGSTOP);
+}
+
 static int worker_fail(worker *W, const char *msg)
 {
 	W->failed = 1;
@@ -657,6 +669,7 @@ static int w_done(void *payload, size_t index, char *json)
 	W->last_sent = now_s();
 	if (++W->sent == W->fail_after)
 		return worker_fail(W, "injected failure (KERNBENCH_MPI_TEST_FAIL)");
+	test_stop_after(W->m, W->sent);
 	return 0;
 }
 

@@ -25,13 +25,16 @@ head -n $((rows + 1)) "$TMP/full.csv" | cut -d, -f1-3 | cmp -s - <(cut -d, -f1-3
 mpirun_kb 3 sweep "${args[@]}" -j 1 --out "$TMP/fail.csv" --resume || fail "resume exited $?"
 strip_wall "$TMP/fail.csv" | cmp -s - "$TMP/full.s" || fail "resumed file differs"
 
-# 2. Rank 1 is killed (SIGKILL) once some rows are written: the run ends
-# with an error naming rank 1 (mpirun's), then --resume completes the file.
+# 2. Rank 1 is killed (SIGKILL) once it has sent 3 rows: the run ends with
+# an error naming rank 1 (mpirun's), then --resume completes the file. A
+# test hook makes rank 1 stop itself (SIGSTOP) after its 3rd row, so it is
+# surely alive when killed, however fast or slow the machine is.
 export KB_MPI_TEST_TAG=$TMP
-mpirun_kb 2 sweep "${args[@]}" -j 1 --out "$TMP/kill.csv" >"$TMP/kill.out" 2>&1 &
+KERNBENCH_MPI_TEST_STOP=1:3 mpirun_kb 2 sweep "${args[@]}" -j 1 --out "$TMP/kill.csv" \
+	>"$TMP/kill.out" 2>&1 &
 mpid=$!
 victim=
-for _ in $(seq 1 600); do
+for _ in $(seq 1 1200); do
 	if [ -z "$victim" ]; then
 		for e in /proc/[0-9]*/environ; do
 			grep -qzx "KB_MPI_TEST_TAG=$TMP" "$e" 2>/dev/null || continue
@@ -40,10 +43,13 @@ for _ in $(seq 1 600); do
 			break
 		done
 	fi
-	[ -n "$victim" ] && [ -f "$TMP/kill.csv" ] && [ "$(wc -l <"$TMP/kill.csv")" -ge 6 ] && break
+	# field 3 of /proc/PID/stat is the state: T once the rank has stopped
+	[ -n "$victim" ] && [ "$(awk '{print $3}' "/proc/$victim/stat" 2>/dev/null)" = T ] && break
 	sleep 0.05
 done
 [ -n "$victim" ] || { kill "$mpid"; fail "rank 1 not found"; }
+[ "$(awk '{print $3}' "/proc/$victim/stat" 2>/dev/null)" = T ] ||
+	{ kill "$mpid"; fail "rank 1 did not stop after 3 rows within 60 s"; }
 kill -9 "$victim"
 wait "$mpid"
 rc=$?
