@@ -5,10 +5,12 @@
  * into TCM first).
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/err.h"
+#include "base/memlimit.h"
 #include "bench/bench_util.h"
 #include "bench/reference.h"
 
@@ -83,6 +85,28 @@ static int gemm_check(kb_bench_ctx *ctx, kb_simulation *sim, void *state, kb_res
 	return rc;
 }
 
+/* Data mode holds A, B (and the bias or D) on the host in double beside
+ * their HBM copies, and checks C against a double reference: refuse up
+ * front, naming the shape, what cannot fit. */
+static int check_memory(kb_bench_ctx *ctx, const gemm_args *g, int has_x, kb_error *err)
+{
+	uint64_t es = kb_dtype_size(g->dt), hbm = es + es / 8 + 1;
+	uint64_t mk = (uint64_t)g->M * (uint64_t)g->K, kn = (uint64_t)g->K * (uint64_t)g->N;
+	uint64_t mn = (uint64_t)g->M * (uint64_t)g->N, x = has_x ? mn : 0;
+	uint64_t need = kb__add_sat(kb__mul_sat(mk + kn + x, 8 + hbm),
+				    kb__mul_sat(mn, sizeof(double) + sizeof(float) + hbm));
+	double hbm_bytes = 0;
+	char why[160];
+
+	/* Past the simulated HBM the allocation names memory.hbm_bytes. */
+	kb_topology_get_number(kb_bench_topology(ctx), "memory.hbm_bytes", &hbm_bytes, NULL);
+	if ((double)(mk + kn + mn + x) * (double)es > hbm_bytes)
+		return KB_OK;
+	snprintf(why, sizeof(why), "data mode with M = %lld, K = %lld, N = %lld",
+		 (long long)g->M, (long long)g->K, (long long)g->N);
+	return kb__mem_need(need, why, err);
+}
+
 static int run_gemm(kb_bench_ctx *ctx, kb_result *res, kb_error *err)
 {
 	gemm_args g = { kb_bench_param_int(ctx, "M"), kb_bench_param_int(ctx, "K"),
@@ -96,7 +120,9 @@ static int run_gemm(kb_bench_ctx *ctx, kb_result *res, kb_error *err)
 
 	kb_dtype_parse(kb_bench_param_str(ctx, "dtype"), &g.dt);
 	kb_bench_seed(ctx, (uint64_t)kb_bench_param_int(ctx, "seed"));
-	rc = kb_bench_simulation(ctx, 1, &sim, err);
+	rc = kb_bench_options(ctx)->data ? check_memory(ctx, &g, bias || add, err) : KB_OK;
+	if (!rc)
+		rc = kb_bench_simulation(ctx, 1, &sim, err);
 	if (!rc)
 		rc = kb_bench_input(ctx, sim, g.dt, 2, sa, std, &g.a, &g.ha, err);
 	if (!rc)

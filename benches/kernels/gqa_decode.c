@@ -388,6 +388,11 @@ static int run_decode(kb_bench_ctx *ctx, kb_result *res, kb_error *err, int opt2
 	rc = fit_topology(ctx, pes, clusters, err);
 	if (!rc)
 		rc = kb_bench_simulation(ctx, pes, &sim, err);
+	/* The machine is grown from H_kv, P and C: a limit it passes is named
+	 * by what the user set, not by the topology key it became. */
+	if (rc == KB_ERANGE || rc == KB_ENOMEM)
+		kb__err_prefix(err, "H_kv = %u x P = %u = %u PEs over C = %u cluster%s", a.H, a.P,
+			       pes, clusters, clusters == 1 ? "" : "s");
 	if (!rc)
 		rc = setup_tensors(ctx, sim, &a, err);
 	if (!rc)

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "base/err.h"
+#include "base/memlimit.h"
 #include "bench/bench_impl.h"
 #include "bench/rng.h"
 #include "oplog/oplog.h"
@@ -97,6 +98,26 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* Host memory of an LP's queue, lane and state, measured (about 9 KiB at
+ * 65536 LPs), with room; and of a message in flight: a queued event, twice
+ * for the heap's doubling. */
+#define LP_BYTES (16u << 10)
+#define MESSAGE_BYTES (2 * sizeof(kb_event))
+
+/* Refuses before any LP exists when the messages in flight at the start
+ * (every LP sends population of them) cannot fit in host memory. */
+static int check_memory(uint32_t n, uint64_t population, kb_error *err)
+{
+	uint64_t messages = kb__mul_sat(n, population);
+	uint64_t need = kb__add_sat(kb__mul_sat(n, LP_BYTES), kb__mul_sat(messages, MESSAGE_BYTES));
+	char why[160];
+
+	snprintf(why, sizeof(why),
+		 "lps = %u x population = %llu (%llu messages in flight from the start)", n,
+		 (unsigned long long)population, (unsigned long long)messages);
+	return kb__mem_need(need, why, err);
+}
+
 static int run_synthetic(kb_bench_ctx *ctx, kb_result *res, kb_error *err)
 {
 	uint32_t n = (uint32_t)kb__bench_int(ctx, "lps");
@@ -108,12 +129,16 @@ static int run_synthetic(kb_bench_ctx *ctx, kb_result *res, kb_error *err)
 	kb_sim_config cfg = { .threads = ctx->opt->threads, .lat_pe = la, .lat_cluster = la, .lat_global = la,
 			      .par_threshold = 0 };
 	kb_oplog_pump pump;
-	phold_lp *lps = calloc(n, sizeof(*lps));
+	phold_lp *lps;
 	kb_oplog *log = NULL;
 	kb_sim *sim = NULL;
 	double t0;
 	int rc;
 
+	rc = check_memory(n, (uint64_t)kb__bench_int(ctx, "population"), err);
+	if (rc)
+		return rc;
+	lps = calloc(n, sizeof(*lps));
 	if (!lps)
 		return kb__err(err, KB_ENOMEM, "out of memory for %u LPs", n);
 	if (ctx->opt->data) {

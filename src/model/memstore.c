@@ -1,9 +1,11 @@
 #include "model/memstore.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/err.h"
+#include "base/memlimit.h"
 
 #define HBM_ALIGN 256u
 
@@ -106,6 +108,19 @@ int kb__mem_hbm_alloc(kb_memstore *m, uint64_t bytes, int zero, uint64_t *addr, 
 			return kb__err(err, KB_ENOMEM, "out of memory");
 		m->blocks = nb;
 		m->cap_blocks = cap;
+	}
+	if (m->data) {
+		/* Data mode holds every HBM byte on the host too, with a bit of
+		 * "written" map per byte: refuse what cannot fit, up front. */
+		uint64_t held = m->hbm_next - HBM_ALIGN + bytes;
+		char why[128];
+		int rc;
+
+		snprintf(why, sizeof(why), "data mode: HBM tensors of %llu bytes in all",
+			 (unsigned long long)held);
+		rc = kb__mem_need(held + held / 8, why, err);
+		if (rc)
+			return rc;
 	}
 	b = &m->blocks[m->n_blocks];
 	memset(b, 0, sizeof(*b));

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "base/err.h"
+#include "base/memlimit.h"
 #include "kernbench/simulation.h"
 #include "model/memstore.h"
 #include "model/topology.h"
@@ -46,6 +47,27 @@ struct kb_simulation {
 static char *dup_or_null(const char *s)
 {
 	return s ? strdup(s) : NULL;
+}
+
+/* Host memory of a PE's engines, queues and op_log lanes, measured (about
+ * 200 KiB with 4096 PEs), with room. */
+#define PE_BYTES (256u << 10)
+
+/* Refuses a machine whose PEs cannot fit in host memory before any is
+ * built: each PE's state, its kernel's stack (mapped whole) and, in data
+ * mode, its TCM with the written-byte map. */
+static int check_memory(const kb_simulation *s, kb_error *err)
+{
+	uint64_t stack = s->opt.kernel_stack_bytes ? s->opt.kernel_stack_bytes
+						   : KB_KERNEL_STACK_DEFAULT;
+	uint64_t per = kb__add_sat(PE_BYTES, stack), tcm = s->tp->mem.tcm_bytes;
+	char why[160];
+
+	if (s->opt.data)
+		per = kb__add_sat(per, tcm + tcm / 8);
+	snprintf(why, sizeof(why), "%u PEs (%llu bytes each%s)", s->n_pes,
+		 (unsigned long long)per, s->opt.data ? ", TCM in data mode included" : "");
+	return kb__mem_need(kb__mul_sat(s->n_pes, per), why, err);
 }
 
 KB_API int kb_simulation_create(kb_simulation **out, const kb_topology *topo,
@@ -95,7 +117,10 @@ KB_API int kb_simulation_create(kb_simulation **out, const kb_topology *topo,
 			     s->n_pes, (unsigned long long)total);
 		goto fail;
 	}
-	rc = kb__mem_create(&s->mem, s->tp->mem.hbm_bytes, s->n_pes, s->tp->mem.tcm_bytes, opt->data, err);
+	rc = check_memory(s, err);
+	if (!rc)
+		rc = kb__mem_create(&s->mem, s->tp->mem.hbm_bytes, s->n_pes, s->tp->mem.tcm_bytes,
+				    opt->data, err);
 	if (rc)
 		goto fail;
 	*out = s;

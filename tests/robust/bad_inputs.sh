@@ -203,6 +203,13 @@ table=$(cat <<ROWS
 # Rule (issue 18 §4): the sweep records its definition (OUT.meta.json);
 # resume refuses a file made under another topology, bench list or keys.
 1|-|records another sweep (topology_sha256|sweep synthetic --param events=10 --param lps=1,2 --quiet --out @TMP@/done.csv --resume --topology @T@/clock2.json
+# Rule (issue 18 §2): memory needs are estimated from the parameters and
+# refused before the work, with the figure and the limit, naming what the
+# user set (not the topology key a bench grew from it).
+1|-|lps = 65536 x population = 1048576 (68719476736 messages in flight from the start) needs about 10.0 TiB of host memory, more than the limit of|$R --param lps=65536 --param population=1048576
+1|-|H_kv = 64 x P = 64 = 4096 PEs over C = 1 cluster: pes_per_cluster = 4096|run gqa_decode_opt2 --param H_kv=64 --param P=64
+1|-|H_kv = 64 x P = 64 = 4096 PEs over C = 5 clusters: clusters * pes_per_cluster|run gqa_decode_opt2 --param H_kv=64 --param P=64 --param C=5
+1|-|data mode with M = 1000000, K = 1000000, N = 1000 needs about|run gemm --data --param M=1000000 --param K=1000000 --param N=1000 --set memory.hbm_bytes=281474976710656
 ROWS
 )
 
@@ -267,6 +274,28 @@ while IFS='|' read -r want check frag args; do
 		bad=$((bad + 1))
 	fi
 done <<<"$table"
+
+# Rule (issue 18 §2): under an address-space limit (ulimit -v) the estimate
+# refuses before any PE is built, naming the user's parameters, the figure
+# and the limit (was: 'cannot map a kernel stack' midway). Not for a
+# sanitized build, which needs terabytes of address space.
+while IFS='|' read -r frag args; do
+	[ "$limit" = unlimited ] && break
+	read -r -a argv <<<"$args"
+	(ulimit -v 3000000; exec "$KB" "${argv[@]}") >/dev/null 2>"$TMP/err"
+	got=$?
+	n=$((n + 1))
+	if [ "$got" -ne 1 ] || ! grep -qF -- "$frag" "$TMP/err" ||
+		! grep -qF "address-space limit (ulimit -v)" "$TMP/err"; then
+		echo "FAIL: ulimit -v 3000000; kernbench $args: exit $got, stderr:" >&2
+		cat "$TMP/err" >&2
+		bad=$((bad + 1))
+	fi
+done <<'LIMITED'
+H_kv = 64 x P = 64 = 4096 PEs over C = 4 clusters: 4096 PEs (1310720 bytes each) needs about 5.0 GiB|run gqa_decode_opt2 --param H_kv=64 --param P=64 --param C=4
+data mode with M = 32768, K = 32768, N = 32768 needs about 37.0 GiB|run gemm --data --param M=32768 --param K=32768 --param N=32768
+lps = 65536 x population = 1000 (65536000 messages in flight from the start) needs about|run synthetic --param lps=65536 --param population=1000
+LIMITED
 
 # Rule (issue 18 §3): a closed pipe on standard output is exit 1 with a
 # message, not death by SIGPIPE (the reader is gone before the first write).

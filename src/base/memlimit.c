@@ -1,0 +1,92 @@
+#include "base/memlimit.h"
+
+#include <stdio.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+static void lower(uint64_t *limit, const char **what, uint64_t v, const char *name)
+{
+	if (v < *limit) {
+		*limit = v;
+		*what = name;
+	}
+}
+
+/* memory.max of the process's cgroup (v2); UINT64_MAX for "max" or none. */
+static uint64_t cgroup_max(void)
+{
+	char path[512], line[512], group[401];
+	unsigned long long v = 0;
+	FILE *f = fopen("/proc/self/cgroup", "r");
+	int found = 0;
+
+	if (!f)
+		return UINT64_MAX;
+	/* The v2 line is "0::/PATH". */
+	while (!found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "0::%400[^\n]", group) == 1;
+	fclose(f);
+	if (found && snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.max", group) >=
+			     (int)sizeof(path))
+		found = 0;
+	if (!found || !(f = fopen(path, "r")))
+		return UINT64_MAX;
+	if (fscanf(f, "%llu", &v) != 1)
+		v = 0;
+	fclose(f);
+	return v ? (uint64_t)v : UINT64_MAX;
+}
+
+uint64_t kb__mem_limit(const char **what)
+{
+	uint64_t limit = UINT64_MAX;
+	const char *name = "no limit";
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+	struct rlimit rl;
+
+	if (pages > 0 && page > 0)
+		lower(&limit, &name, kb__mul_sat((uint64_t)pages, (uint64_t)page),
+		      "physical memory");
+	lower(&limit, &name, cgroup_max(), "cgroup's memory.max");
+	if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		lower(&limit, &name, (uint64_t)rl.rlim_cur, "address-space limit (ulimit -v)");
+	if (getrlimit(RLIMIT_DATA, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		lower(&limit, &name, (uint64_t)rl.rlim_cur, "data limit (ulimit -d)");
+	if (what)
+		*what = name;
+	return limit;
+}
+
+/* "1.5 GiB": bytes in the largest binary unit that keeps a digit before
+ * the point. */
+static void human(uint64_t bytes, char *buf, size_t n)
+{
+	static const char *const unit[] = { "bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+	double v = (double)bytes;
+	int u = 0;
+
+	while (v >= 1024 && u < 6) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, n, "%llu bytes", (unsigned long long)bytes);
+	else
+		snprintf(buf, n, "%.1f %s", v, unit[u]);
+}
+
+int kb__mem_need(uint64_t need, const char *why, kb_error *err)
+{
+	const char *what;
+	uint64_t limit = kb__mem_limit(&what);
+	char a[32], b[32];
+
+	if (need <= limit)
+		return KB_OK;
+	human(need, a, sizeof(a));
+	human(limit, b, sizeof(b));
+	return kb__err(err, KB_ENOMEM,
+		       "%s needs about %s of host memory, more than the limit of %s (%s): "
+		       "make it smaller",
+		       why, need == UINT64_MAX ? "16 EiB or more" : a, b, what);
+}
