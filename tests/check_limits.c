@@ -10,6 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <dirent.h>
+#include <unistd.h>
+
+#include "base/memlimit.h"
+#include "base/outfile.h"
 #include "suites.h"
 #include "testutil.h"
 
@@ -209,6 +214,54 @@ START_TEST(test_time_end)
 }
 END_TEST
 
+/* Rule (issue 18 §1): each example of the issue, which used to exit 0 with
+ * a wrapped time (sim_time_ps -74, a utilization of 16.5, op_logs that
+ * differ between executors), is KB_ERANGE naming the key, under the
+ * sequential and the one-thread-per-engine executor alike. */
+static const char *const wrap_examples[][2] = {
+	{ "clock_freq_ghz=1e-300", "clock_freq_ghz = 1e-300" },
+	{ "clock_freq_ghz=1e-12", "clock_freq_ghz = 1e-12" },
+	{ "pe.dma.bytes_per_cycle=1e-10", "pe.dma.bytes_per_cycle = 1e-10" },
+};
+#define N_WRAP (sizeof(wrap_examples) / sizeof(wrap_examples[0]))
+
+START_TEST(test_wrap_examples)
+{
+	const char *const sets[] = { wrap_examples[_i][0], NULL };
+	static const char *const benches[] = { "gemm", "synthetic" };
+	static const int threads[] = { 1, 0 };
+
+	for (int b = 0; b < 2; b++)
+		for (int t = 0; t < 2; t++) {
+			kb_result r;
+			kb_error err;
+			int rc;
+
+			memset(&r, 0, sizeof(r));
+			rc = kbt_run(benches[b], NULL, sets, threads[t], 0, &r, &err);
+			kb_result_clear(&r);
+			ck_assert_msg(rc == KB_ERANGE, "%s --set %s --threads %d: %d %s", benches[b],
+				      sets[0], threads[t], rc, err.message);
+			ck_assert_msg(strstr(err.message, wrap_examples[_i][1]), "%s", err.message);
+		}
+}
+END_TEST
+
+/* The same in a topology file: the smallest denormal clock. */
+START_TEST(test_wrap_denormal_file)
+{
+	kb_topology *t = NULL;
+	kb_error err;
+	int rc = kb_topology_load_string(
+		&t, "{\"schema\": \"kernbench-topology/1\", \"clock_freq_ghz\": 5e-324}", &err);
+
+	ck_assert_int_eq(rc, KB_ERANGE);
+	ck_assert_ptr_null(t);
+	ck_assert_msg(strstr(err.message, "clock_freq_ghz = 5e-324"), "%s", err.message);
+	ck_assert_str_eq(err.source, "clock_freq_ghz");
+}
+END_TEST
+
 /* Rule (issue 18 §6): spaces and tabs around a name or a value are trimmed
  * the same way by every setter; inside a value they are an error. */
 START_TEST(test_trim_everywhere)
@@ -245,6 +298,93 @@ START_TEST(test_trim_everywhere)
 }
 END_TEST
 
+/* Entries of dir other than . and .. */
+static int entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)))
+		n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+	closedir(d);
+	return n;
+}
+
+static void slurp(const char *path, char *buf, size_t n)
+{
+	FILE *f = fopen(path, "r");
+	size_t got;
+
+	ck_assert_ptr_nonnull(f);
+	got = fread(buf, 1, n - 1, f);
+	buf[got] = '\0';
+	fclose(f);
+}
+
+/* Rule (issue 18 §3): an output is whole or absent. While it is written
+ * nothing is at its name; kept, it is renamed there; discarded, the
+ * temporary goes and an earlier file at the name stays as it was. */
+START_TEST(test_outfile_whole_or_absent)
+{
+	char *dir = kbt_tmpdir(), path[512], buf[64];
+	kb_outfile o;
+
+	snprintf(path, sizeof(path), "%s/out.jsonl", dir);
+	ck_assert_int_eq(kb__outfile_open(&o, path, "w"), 0);
+	fputs("new\n", o.f);
+	ck_assert_int_eq(access(path, F_OK), -1);
+	ck_assert_int_eq(entries(dir), 1);
+	ck_assert_int_eq(kb__outfile_close(&o, 1), 0);
+	slurp(path, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "new\n");
+	ck_assert_int_eq(entries(dir), 1);
+	ck_assert_int_eq(kb__outfile_open(&o, path, "w"), 0);
+	fputs("half", o.f);
+	ck_assert_int_eq(kb__outfile_close(&o, 0), 0);
+	slurp(path, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "new\n");
+	ck_assert_int_eq(entries(dir), 1);
+	/* A closed object closes again harmlessly. */
+	ck_assert_int_eq(kb__outfile_close(&o, 1), 0);
+	/* Devices are written directly: /dev/full's error shows at close. */
+	ck_assert_int_eq(kb__outfile_open(&o, "/dev/full", "w"), 0);
+	ck_assert_ptr_null(o.tmp);
+	fputs("x", o.f);
+	ck_assert_int_eq(kb__outfile_close(&o, 1), -1);
+	snprintf(path, sizeof(path), "%s/no/such/dir.jsonl", dir);
+	ck_assert_int_eq(kb__outfile_open(&o, path, "w"), -1);
+	snprintf(path, sizeof(path), "%s/out.jsonl", dir);
+	remove(path);
+	rmdir(dir);
+	free(dir);
+}
+END_TEST
+
+/* Rule (issue 18 §2): a need over the limit is KB_ENOMEM with both
+ * figures and the limit's name; a need within it passes; an estimate that
+ * overflows saturates instead of wrapping to a small number. */
+START_TEST(test_mem_need)
+{
+	const char *what = NULL;
+	uint64_t limit = kb__mem_limit(&what);
+	kb_error err;
+
+	ck_assert_ptr_nonnull(what);
+	ck_assert_int_eq(kb__mem_need(1024, "a small run", &err), KB_OK);
+	ck_assert_int_eq(kb__mem_need(UINT64_MAX, "lps = 7", &err),
+			 limit == UINT64_MAX ? KB_OK : KB_ENOMEM);
+	if (limit != UINT64_MAX) {
+		ck_assert_msg(strstr(err.message, "lps = 7 needs about"), "%s", err.message);
+		ck_assert_msg(strstr(err.message, what), "%s", err.message);
+	}
+	ck_assert_uint_eq(kb__mul_sat(UINT64_MAX / 2, 3), UINT64_MAX);
+	ck_assert_uint_eq(kb__mul_sat(65536, 1048576), 68719476736ull);
+	ck_assert_uint_eq(kb__add_sat(UINT64_MAX - 1, 2), UINT64_MAX);
+}
+END_TEST
+
 Suite *limits_suite(void)
 {
 	Suite *s = suite_create("limits");
@@ -254,6 +394,12 @@ Suite *limits_suite(void)
 	tcase_add_loop_test(tc, test_range_ends, 0, N_RANGES);
 	tcase_add_loop_test(tc, test_range_table_matches, 0, N_RANGES);
 	tcase_add_loop_test(tc, test_time_end, 0, N_SLOWS);
+	tcase_add_loop_test(tc, test_wrap_examples, 0, N_WRAP);
+	tcase_add_test(tc, test_wrap_denormal_file);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("resources");
+	tcase_add_test(tc, test_outfile_whole_or_absent);
+	tcase_add_test(tc, test_mem_need);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("consistency");
 	tcase_add_test(tc, test_trim_everywhere);

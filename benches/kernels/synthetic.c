@@ -170,8 +170,11 @@ static int run_synthetic(kb_bench_ctx *ctx, kb_result *res, kb_error *err)
 		rc = kb__sim_run(sim, err);
 	if (log) {
 		kb_error ferr;
-		int frc = kb__oplog_finish(log, res->oplog_sha256, &res->records, &ferr);
+		int frc;
 
+		if (rc)
+			kb__oplog_discard(log);
+		frc = kb__oplog_finish(log, res->oplog_sha256, &res->records, &ferr);
 		if (!rc && frc) {
 			kb__err_copy(err, &ferr);
 			rc = frc;

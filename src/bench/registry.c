@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "base/err.h"
+#include "base/outfile.h"
 #include "base/outpath.h"
 #include "base/suggest.h"
 #include "bench/bench_impl.h"
@@ -236,12 +237,21 @@ static int write_meta(const char *dir, const json_t *meta, kb_error *err)
 {
 	size_t n = strlen(dir) + sizeof("/meta.json");
 	char *path = malloc(n);
+	kb_outfile out;
 	int rc = KB_OK;
 
 	if (!path)
 		return kb__err(err, KB_ENOMEM, "out of memory");
 	snprintf(path, n, "%s/meta.json", dir);
-	if (json_dump_file(meta, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0)
+	/* Whole or absent, like every output (base/outfile.h). */
+	if (kb__outfile_open(&out, path, "w") != 0) {
+		rc = KB_EIO;
+	} else {
+		int ok = json_dumpf(meta, out.f, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == 0;
+
+		rc = kb__outfile_close(&out, ok) != 0 || !ok ? KB_EIO : KB_OK;
+	}
+	if (rc)
 		rc = kb__err(err, KB_EIO, "%s: cannot write the dump's provenance", path);
 	free(path);
 	return rc;

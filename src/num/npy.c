@@ -8,9 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "base/err.h"
+#include "base/outfile.h"
 
 #define NPY_MAGIC "\x93NUMPY"
 #define NPY_MAGIC_LEN 6
@@ -152,47 +152,32 @@ static int write_args_ok(const char *path, kb_dtype dt, int rank, const int64_t 
 	       (dt == KB_FP32 || dt == KB_FP16 || dt == KB_BF16);
 }
 
-/* Only a regular file we wrote may be removed: never /dev/full or a FIFO. */
-static int is_regular(FILE *f)
-{
-	struct stat st;
-
-	return fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode);
-}
-
 int kb__npy_write(const char *path, kb_dtype dt, int rank, const int64_t *shape,
 		  const void *data, kb_error *err)
 {
 	char hdr[512];
 	size_t hlen;
-	FILE *f;
-	int regular, e;
+	kb_outfile out;
+	int e;
 
 	if (!write_args_ok(path, dt, rank, shape, data))
 		return kb__err(err, KB_EINVAL, "npy: bad arguments for %s", path ? path : "(null)");
 	hlen = build_header(hdr, sizeof(hdr), dt == KB_FP16 ? "<f2" : "<f4", rank, shape);
 	if (hlen == 0)
 		return kb__err(err, KB_EINTERNAL, "npy: header of %s too long", path);
-	f = fopen(path, "wb");
-	if (!f)
+	/* Written under a temporary name and renamed into place when whole. */
+	if (kb__outfile_open(&out, path, "wb"))
 		return kb__err(err, KB_EIO, "%s: %s", path, strerror(errno));
-	regular = is_regular(f);
-	if (fwrite(hdr, 1, hlen, f) != hlen ||
-	    write_data(f, dt, data, (size_t)numel_of(rank, shape)) < 0)
-		goto fail;
-	/* fclose flushes: on /dev/full this is where ENOSPC shows up. */
-	if (fclose(f) != 0) {
-		f = NULL;
-		goto fail;
+	if (fwrite(hdr, 1, hlen, out.f) != hlen ||
+	    write_data(out.f, dt, data, (size_t)numel_of(rank, shape)) < 0) {
+		e = errno;
+		kb__outfile_close(&out, 0);
+		return kb__err(err, KB_EIO, "%s: %s", path, strerror(e));
 	}
+	/* Closing flushes: on /dev/full this is where ENOSPC shows up. */
+	if (kb__outfile_close(&out, 1))
+		return kb__err(err, KB_EIO, "%s: %s", path, strerror(errno));
 	return KB_OK;
-fail:
-	e = errno;
-	if (f)
-		fclose(f);
-	if (regular)
-		remove(path);
-	return kb__err(err, KB_EIO, "%s: %s", path, strerror(e));
 }
 
 /* ---- reader --------------------------------------------------------------- */

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "base/err.h"
+#include "base/outfile.h"
 #include "base/sha256.h"
 #include "oplog/trace.h"
 
@@ -56,7 +57,8 @@ struct kb_oplog {
 	int sealed;              /* slices planned over the sealed buffers, not yet written */
 	int want_recs;           /* a trace or a callback takes records one by one */
 	kb_sha256 sha;
-	FILE *file;
+	kb_outfile outfile;      /* the op_log file, renamed into place when whole */
+	FILE *file;              /* outfile.f, or NULL: no op_log file */
 	char *path;
 	kb_trace *trace;
 	kb_oplog_cb callback;
@@ -64,6 +66,7 @@ struct kb_oplog {
 	uint64_t records;
 	uint64_t sink_ns;        /* wall ns in the sinks (the serial part) */
 	int failed;
+	int discard;             /* the run failed: keep no output */
 	kb_error error;
 };
 
@@ -78,7 +81,8 @@ int kb__oplog_create(kb_oplog **out, const kb_oplog_options *opt, kb_error *err)
 	kb__sha256_init(&log->sha);
 	if (opt && opt->path) {
 		log->path = strdup(opt->path);
-		log->file = fopen(opt->path, "w");
+		if (log->path && kb__outfile_open(&log->outfile, opt->path, "w") == 0)
+			log->file = log->outfile.f;
 		if (!log->path || !log->file) {
 			rc = kb__err(err, KB_EIO, "cannot write op_log '%s': %s", opt->path,
 				     strerror(errno));
@@ -103,10 +107,7 @@ int kb__oplog_create(kb_oplog **out, const kb_oplog_options *opt, kb_error *err)
 	*out = log;
 	return KB_OK;
 fail:
-	if (log->file) {
-		fclose(log->file);
-		remove(log->path);
-	}
+	kb__outfile_close(&log->outfile, 0);
 	free(log->path);
 	free(log);
 	return rc;
@@ -825,17 +826,30 @@ size_t kb__oplog_buffered(const kb_oplog *log)
 	return n;
 }
 
+void kb__oplog_discard(kb_oplog *log)
+{
+	if (log)
+		log->discard = 1;
+}
+
 int kb__oplog_finish(kb_oplog *log, char sha_hex[65], uint64_t *records, kb_error *err)
 {
-	int rc = kb__oplog_flush(log, KB_TIME_INF, err);
+	int rc = kb__oplog_flush(log, KB_TIME_INF, err), keep;
 
+	/* Both files complete and flushed before either is renamed into
+	 * place; after a failure neither is. */
+	if (log->trace && !log->discard && !rc && !log->failed && kb__trace_end(log->trace))
+		write_error(log, "trace", kb__trace_path(log->trace));
+	if (log->file && !log->failed && fflush(log->file) == EOF)
+		write_error(log, "op_log", log->path);
+	keep = !rc && !log->failed && !log->discard;
 	if (log->file) {
-		if (fclose(log->file) == EOF)
+		if (kb__outfile_close(&log->outfile, keep) && keep)
 			write_error(log, "op_log", log->path);
 		log->file = NULL;
 	}
 	if (log->trace) {
-		if (kb__trace_close(log->trace))
+		if (kb__trace_close(log->trace, keep && !log->failed) && keep)
 			write_error(log, "trace", kb__trace_path(log->trace));
 		kb__trace_free(log->trace);
 		log->trace = NULL;
@@ -854,10 +868,10 @@ void kb__oplog_destroy(kb_oplog *log)
 {
 	if (!log)
 		return;
-	if (log->file)
-		fclose(log->file);
+	/* Not finished: the run never completed, so nothing is kept. */
+	kb__outfile_close(&log->outfile, 0);
 	if (log->trace) {
-		kb__trace_close(log->trace);
+		kb__trace_close(log->trace, 0);
 		kb__trace_free(log->trace);
 	}
 	for (size_t i = 0; i < log->n_lanes; i++) {

@@ -85,7 +85,12 @@ void kb__oplog_share(kb_oplog *log);
 uint64_t kb__oplog_sink_ns(const kb_oplog *log);
 /* Records buffered in lanes (not sealed) and not yet flushed. */
 size_t kb__oplog_buffered(const kb_oplog *log);
-/* Flushes all, closes files; fills sha256 hex and the record count. */
+/* Marks the run as failed: finish will keep no op_log or trace file. */
+void kb__oplog_discard(kb_oplog *log);
+/* Flushes all, closes files; fills sha256 hex and the record count. The
+ * op_log and trace are written under temporary names and renamed into
+ * place here, when complete and not discarded; otherwise removed (an
+ * earlier file at the name stays as it was). */
 int kb__oplog_finish(kb_oplog *log, char sha_hex[65], uint64_t *records, kb_error *err);
 void kb__oplog_destroy(kb_oplog *log);
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/outfile.h"
 #include "oplog/oplog.h"
 
 /*
@@ -30,11 +31,13 @@ typedef struct pe_tracks {
 } pe_tracks;
 
 struct kb_trace {
-	FILE *f;
+	kb_outfile out;          /* renamed into place when whole */
+	FILE *f;                 /* out.f */
 	char *path;
 	int first;
 	pe_tracks *pes;          /* per PE, grown on demand */
 	size_t pes_cap;
+	int ended;               /* the closing bracket is written */
 	int closed;
 	const char *const *tracks;
 	int n_tracks;
@@ -58,12 +61,12 @@ int kb__trace_open(kb_trace **out, const char *path, const char *const *tracks, 
 	t->n_tracks = n_tracks;
 	t->channel = channel;
 	t->path = strdup(path);
-	t->f = fopen(path, "w");
+	if (t->path && kb__outfile_open(&t->out, path, "w") == 0)
+		t->f = t->out.f;
 	if (!t->path || !t->f) {
 		int rc = kb__err(err, KB_EIO, "cannot write trace '%s': %s", path, strerror(errno));
 
-		if (t->f)
-			fclose(t->f);
+		kb__outfile_close(&t->out, 0);
 		free(t->path);
 		free(t);
 		return rc;
@@ -205,23 +208,29 @@ int kb__trace_set_metadata(kb_trace *t, const char *json_object)
 	return json_object && !t->metadata ? -1 : 0;
 }
 
-int kb__trace_close(kb_trace *t)
+int kb__trace_end(kb_trace *t)
 {
-	int rc = 0;
-
-	if (t->closed)
+	if (t->closed || t->ended)
 		return 0;
-	t->closed = 1;
+	t->ended = 1;
 	/* The trace format's own place for facts about the whole trace. */
 	if (t->metadata)
 		fprintf(t->f, "\n],\"metadata\":%s}\n", t->metadata);
 	else
 		fputs("\n]}\n", t->f);
-	if (ferror(t->f))
-		rc = -1;
-	if (fclose(t->f) == EOF)
-		rc = -1;
-	return rc;
+	return ferror(t->f) || fflush(t->f) == EOF ? -1 : 0;
+}
+
+int kb__trace_close(kb_trace *t, int keep)
+{
+	if (t->closed)
+		return 0;
+	t->closed = 1;
+	if (keep && kb__trace_end(t)) {
+		kb__outfile_close(&t->out, 0);
+		return -1;
+	}
+	return kb__outfile_close(&t->out, keep);
 }
 
 const char *kb__trace_path(const kb_trace *t)

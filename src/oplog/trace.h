@@ -21,7 +21,13 @@ int kb__trace_open(kb_trace **out, const char *path, const char *const *tracks, 
 int kb__trace_set_metadata(kb_trace *t, const char *json_object);
 /* Returns nonzero on a write error (errno set). */
 int kb__trace_record(kb_trace *t, const kb_oplog_record *rec);
-int kb__trace_close(kb_trace *t);
+/* Writes the closing bracket (and metadata) and flushes; nonzero on a
+ * write error. */
+int kb__trace_end(kb_trace *t);
+/* Closes the file: when keep, ends it and renames it into place (it is
+ * written under a temporary name); otherwise removes it. Nonzero on a
+ * write, close or rename error (errno set). */
+int kb__trace_close(kb_trace *t, int keep);
 const char *kb__trace_path(const kb_trace *t);
 void kb__trace_free(kb_trace *t);
 

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include "base/err.h"
@@ -317,15 +316,6 @@ static int fill_result(kb_simulation *s, const kb_machine *m, kb_result *res, do
 	return KB_OK;
 }
 
-/* Removes path when it is a regular file (never /dev/null or a pipe). */
-static void remove_regular(const char *path)
-{
-	struct stat st;
-
-	if (path && stat(path, &st) == 0 && S_ISREG(st.st_mode))
-		remove(path);
-}
-
 KB_API int kb_simulation_run(kb_simulation *s, kb_result *res, kb_error *err)
 {
 	kb_oplog_options oo = { 0 };
@@ -380,16 +370,15 @@ KB_API int kb_simulation_run(kb_simulation *s, kb_result *res, kb_error *err)
 			kb__kernel_stop(m->pes[p]->source.ctx);
 	{
 		kb_error ferr;
-		int frc = kb__oplog_finish(log, sha, &records, &ferr);
+		int frc;
 
+		/* A failed run leaves no op_log or trace cut mid-record. */
+		if (rc)
+			kb__oplog_discard(log);
+		frc = kb__oplog_finish(log, sha, &records, &ferr);
 		if (!rc && frc) {
 			kb__err_copy(err, &ferr);
 			rc = frc;
-		}
-		/* A failed run leaves no op_log or trace cut mid-record. */
-		if (rc) {
-			remove_regular(s->oplog_path);
-			remove_regular(s->trace_path);
 		}
 	}
 	if (!rc && res) {

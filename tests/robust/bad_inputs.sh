@@ -311,6 +311,57 @@ for cmd in "run gemm --json" "sweep synthetic --param events=10 --param lps=1,2"
 	fi
 done
 
+# Rule (issue 18 §3): a closed pipe on standard output, as `| head -c1`
+# closes it after the first byte, is exit 1 with a message (output larger
+# than a pipe's buffer, so the write surely meets the closed pipe).
+for cmd in "run synthetic --param events=100000 --op-log /dev/stdout" \
+	"sweep synthetic --param events=10 --param lps=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32"; do
+	read -r -a argv <<<"$cmd"
+	"$KB" "${argv[@]}" 2>"$TMP/err" | head -c1 >/dev/null
+	got=${PIPESTATUS[0]}
+	n=$((n + 1))
+	if [ "$got" -ne 1 ] || ! grep -q "^kernbench: error: .*Broken pipe" "$TMP/err"; then
+		echo "FAIL: kernbench $cmd | head -c1: exit $got, stderr:" >&2
+		cat "$TMP/err" >&2
+		bad=$((bad + 1))
+	fi
+done
+
+# Rule (issue 18 §3): outputs are renamed into place when whole. A run that
+# fails leaves an earlier op_log and trace at their names as they were and
+# no temporary behind; a run killed midway leaves no file at the name.
+mkdir -p "$TMP/keep"
+echo old-log >"$TMP/keep/x.jsonl"
+echo old-trace >"$TMP/keep/t.json"
+"$KB" run gemm --param M=8192 --param K=8192 --param N=8192 --set clock_freq_ghz=0.001 \
+	--set pe.dma.bytes_per_cycle=0.001 --op-log "$TMP/keep/x.jsonl" --trace "$TMP/keep/t.json" \
+	>/dev/null 2>"$TMP/err"
+got=$?
+n=$((n + 1))
+if [ "$got" -ne 1 ] || [ "$(cat "$TMP/keep/x.jsonl")" != old-log ] ||
+	[ "$(cat "$TMP/keep/t.json")" != old-trace ] || [ "$(ls -A "$TMP/keep" | wc -l)" -ne 2 ]; then
+	echo "FAIL: a failed run changed its outputs or left a temporary (exit $got):" >&2
+	ls -A "$TMP/keep" >&2
+	bad=$((bad + 1))
+fi
+"$KB" run synthetic --param events=100000000 --threads 1 --op-log "$TMP/keep/killed.jsonl" \
+	--trace "$TMP/keep/killed.json" >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 50); do
+	ls -A "$TMP/keep" | grep -q kbtmp && break
+	sleep 0.1
+done
+sleep 0.5
+kill -9 "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+n=$((n + 1))
+if [ -e "$TMP/keep/killed.jsonl" ] || [ -e "$TMP/keep/killed.json" ] ||
+	! ls -A "$TMP/keep" | grep -q '^\.killed\.jsonl\.kbtmp-'; then
+	echo "FAIL: a killed run left a file at its output's name, or wrote no temporary:" >&2
+	ls -A "$TMP/keep" >&2
+	bad=$((bad + 1))
+fi
+
 # Rule (issue 18 §4): --out is locked (flock) while a sweep writes it; a
 # second sweep on the same file stops at once and leaves it as it was. The
 # lock is held here with flock(1), as a running sweep holds it, so the case
