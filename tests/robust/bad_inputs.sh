@@ -327,6 +327,19 @@ for cmd in "run synthetic --param events=100000 --op-log /dev/stdout" \
 	fi
 done
 
+# Rule (issue 18 §3): a sweep's summary lines that cannot be written (here
+# standard output on a full disk, the rows going to --out) make the exit
+# status nonzero, with a message.
+"$KB" sweep gqa_decode_opt2,gqa_decode_opt3 --param S_kv=256 --quiet --out "$TMP/summary.csv" \
+	>/dev/full 2>"$TMP/err"
+got=$?
+n=$((n + 1))
+if [ "$got" -ne 1 ] || ! grep -q "could not write the sweep's summary" "$TMP/err"; then
+	echo "FAIL: a sweep's summary into /dev/full: exit $got, stderr:" >&2
+	cat "$TMP/err" >&2
+	bad=$((bad + 1))
+fi
+
 # Rule (issue 18 §3): outputs are renamed into place when whole. A run that
 # fails leaves an earlier op_log and trace at their names as they were and
 # no temporary behind; a run killed midway leaves no file at the name.
