@@ -54,6 +54,17 @@ int kb__outfile_open(kb_outfile *o, const char *path, const char *mode)
 	}
 	/* 0666 less the umask, as fopen would create the file. */
 	fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+	if (fd < 0 && (errno == EACCES || errno == EPERM || errno == EROFS) &&
+	    access(path, W_OK) == 0) {
+		/* A writable file in a directory we may not create in: write
+		 * it in place, as before (it cannot be made whole-or-absent). */
+		free(o->tmp);
+		o->tmp = NULL;
+		if ((o->f = fopen(path, mode)))
+			return 0;
+		e = errno;
+		goto fail;
+	}
 	if (fd < 0 || !(o->f = fdopen(fd, mode))) {
 		e = errno;
 		if (fd >= 0) {

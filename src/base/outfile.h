@@ -4,7 +4,8 @@
  * complete, so an interrupted, failed or disk-full run never leaves a file
  * cut mid-record at the name the user gave (and an earlier file there
  * stays as it was). Paths that are not regular files (/dev/null, a pipe,
- * a terminal, /dev/full) are written directly.
+ * a terminal, /dev/full) are written directly, and so is a writable file
+ * in a directory where no temporary can be created.
  */
 #ifndef KB_BASE_OUTFILE_H
 #define KB_BASE_OUTFILE_H
