@@ -182,7 +182,9 @@ START_TEST(short_stress)
 }
 END_TEST
 
-/* The workers really are used: threads N gives N workers (up to the LPs). */
+/* The workers really are used: threads N gives 4N workers (up to the PEs,
+ * here the LPs) shared by at most N busy threads; N >= LPs, or 0, a worker
+ * per LP. */
 START_TEST(workers_used)
 {
 	static const char *const p[] = { "lps=16", "events=2000", NULL };
@@ -191,7 +193,11 @@ START_TEST(workers_used)
 
 	for (int t = 0; t <= 20; t += (t < 4 ? 1 : 16)) {
 		ck_assert_msg(kbt_run("synthetic", p, NULL, t, 0, &r, &err) == 0, "%s", err.message);
-		ck_assert_uint_eq(r.workers, t == 0 ? 16u : (t > 16 ? 16u : (unsigned)t));
+		ck_assert_uint_eq(r.workers, t == 0 || t >= 16 ? 16u
+					     : t == 1	     ? 1u
+					     : (4u * (unsigned)t > 16u ? 16u : 4u * (unsigned)t));
+		if (t > 0)
+			ck_assert_uint_le(r.exec.threads, (unsigned)t);
 		kb_result_clear(&r);
 	}
 	/* auto: a few workers per core, at most one per PE (here: per LP), and

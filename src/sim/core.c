@@ -676,6 +676,14 @@ static int place_lps(kb_sim *sim, kb_error *err)
 	} else
 		nw = sim->cfg.threads <= 0 ? (unsigned)n : (unsigned)sim->cfg.threads;
 	per_lp = nw >= n && nw > 1;
+	if (!per_lp && sim->cfg.threads > 1) {
+		/* N threads: N of them run, on a few workers each, as auto's do
+		 * (N workers of whole PEs would leave a thread idle whenever
+		 * its PEs have less work in a window than the other's). */
+		if (sim->ncpu > (unsigned)sim->cfg.threads)
+			sim->ncpu = (unsigned)sim->cfg.threads;
+		nw = AUTO_WORKERS_PER_CORE * (unsigned)sim->cfg.threads;
+	}
 	if (per_lp)
 		nw = (unsigned)(n ? n : 1);
 	else if (nw > n_pes)
