@@ -573,13 +573,92 @@ uint64_t kb__now_ns(void)
 
 /* Shortest links between workers: the global window, and per worker the
  * shortest link out (what its horizon is stretched by). */
+static void take_min(kb_time *m, kb_time l)
+{
+	if (l < *m)
+		*m = l;
+}
+
+/* The shortest link out of each worker in O(LPs), where the LPs lie in
+ * (cluster, pe) order and each worker holds one run of them, as place_lps
+ * and kb__sim_regroup place them: then the LPs a worker links to nearest
+ * are at the ends of its run. Returns 0 (nothing set) otherwise, or
+ * without memory, for the pairwise scan (which took minutes at 65536
+ * LPs). */
+static int link_latencies_runs(kb_sim *sim)
+{
+	size_t n = sim->n_lps, *cs, *ce;
+	kb_lp *const *l = sim->lps;
+
+	for (size_t i = 1; i < n; i++)
+		if (l[i]->cluster < l[i - 1]->cluster ||
+		    (l[i]->cluster == l[i - 1]->cluster && l[i]->pe < l[i - 1]->pe) ||
+		    l[i]->worker < l[i - 1]->worker)
+			return 0;
+	cs = malloc((n ? n : 1) * sizeof(*cs)); /* first LP of i's cluster */
+	ce = malloc((n ? n : 1) * sizeof(*ce)); /* last LP of i's cluster */
+	if (!cs || !ce) {
+		free(cs);
+		free(ce);
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++)
+		cs[i] = i && l[i]->cluster == l[i - 1]->cluster ? cs[i - 1] : i;
+	for (size_t i = n; i-- > 0;)
+		ce[i] = i + 1 < n && l[i]->cluster == l[i + 1]->cluster ? ce[i + 1] : i;
+	sim->window = KB_TIME_INF;
+	for (size_t a = 0, b; a < n; a = b) {
+		kb_worker *w = l[a]->worker;
+		kb_time m = KB_TIME_INF;
+
+		for (b = a + 1; b < n && l[b]->worker == w; b++)
+			;
+		/* Before the run: [0, a). Sorted, so a pair on one PE exists iff
+		 * a-1 and a share it; on one cluster but two PEs iff the first LP
+		 * of a's cluster and the last of it in the run differ in PE; on
+		 * two clusters iff LP 0 and the run's last do. */
+		if (a > 0) {
+			size_t e = ce[a] < b - 1 ? ce[a] : b - 1;
+
+			if (l[a - 1]->cluster == l[a]->cluster) {
+				if (l[a - 1]->pe == l[a]->pe)
+					take_min(&m, sim->cfg.lat_pe);
+				if (l[cs[a]]->pe != l[e]->pe)
+					take_min(&m, sim->cfg.lat_cluster);
+			}
+			if (l[0]->cluster != l[b - 1]->cluster)
+				take_min(&m, sim->cfg.lat_global);
+		}
+		/* After the run: [b, n), the mirror image. */
+		if (b < n) {
+			size_t s = cs[b - 1] > a ? cs[b - 1] : a;
+
+			if (l[b]->cluster == l[b - 1]->cluster) {
+				if (l[b]->pe == l[b - 1]->pe)
+					take_min(&m, sim->cfg.lat_pe);
+				if (l[s]->pe != l[ce[b]]->pe)
+					take_min(&m, sim->cfg.lat_cluster);
+			}
+			if (l[a]->cluster != l[n - 1]->cluster)
+				take_min(&m, sim->cfg.lat_global);
+		}
+		w->out_lat = m;
+		take_min(&sim->window, m);
+	}
+	free(cs);
+	free(ce);
+	return 1;
+}
+
 static void link_latencies(kb_sim *sim)
 {
 	size_t n = sim->n_lps;
 
-	sim->window = KB_TIME_INF;
 	for (unsigned i = 0; i < sim->n_workers; i++)
 		sim->workers[i].out_lat = KB_TIME_INF;
+	if (link_latencies_runs(sim))
+		return;
+	sim->window = KB_TIME_INF;
 	for (size_t i = 1; i < n; i++) {
 		kb_worker *wi = sim->lps[i]->worker;
 
