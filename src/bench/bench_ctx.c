@@ -84,14 +84,9 @@ static int tensor_name_ok(const char *s)
 {
 	size_t n = s ? strlen(s) : 0;
 
-	if (n == 0 || n >= sizeof(((kb__dump_tensor *)0)->name) || strcmp(s, ".") == 0 ||
-	    strcmp(s, "..") == 0)
+	if (n == 0 || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
 		return 0;
-	for (; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-		      (*s >= '0' && *s <= '9') || *s == '_' || *s == '-' || *s == '.'))
-			return 0;
-	return 1;
+	return kb__bench_name_ok(s, sizeof(((kb__dump_tensor *)0)->name) - 1);
 }
 
 KB_API int kb_bench_tensor(kb_bench_ctx *ctx, const char *name, kb_dtype dt, int rank,

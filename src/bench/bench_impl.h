@@ -74,4 +74,9 @@ extern const kb_bench_def kb__bench_gemm;
 extern const kb_bench_def kb__bench_decode_opt2;
 extern const kb_bench_def kb__bench_decode_opt3;
 
+/* A bench, parameter or tensor name: 1 to max characters of [A-Za-z0-9_.-],
+ * so that it stands unquoted in a CSV header, a --param key and a file
+ * name. */
+int kb__bench_name_ok(const char *s, size_t max);
+
 #endif

@@ -83,7 +83,7 @@ KB_API void kb_registry_destroy(kb_registry *reg)
 /* Bench names: what a command line, a CSV cell and a file name can carry
  * unquoted. Parameter names the same, as they are CSV columns and
  * --param K=V keys. */
-static int name_ok(const char *s, size_t max)
+int kb__bench_name_ok(const char *s, size_t max)
 {
 	size_t n = s ? strlen(s) : 0;
 
@@ -100,7 +100,7 @@ static int check_param(const kb_bench_info *b, size_t i, kb_error *err)
 {
 	const kb_param_info *pi = &b->params[i];
 
-	if (!name_ok(pi->name, 63))
+	if (!kb__bench_name_ok(pi->name, 63))
 		return kb__err(err, KB_EINVAL,
 			       "bench '%s': parameter %zu has no valid name (letters, digits, '_', "
 			       "'-', '.', at most 63)", b->name, i);
@@ -137,7 +137,7 @@ static int check_def(const kb_registry *reg, const kb_bench_def *def, kb_error *
 			       "bench definition built for bench ABI %u, this library (kernbench %s) "
 			       "implements ABI %u: rebuild it against this library",
 			       def->abi, kb_version(), KB_BENCH_ABI);
-	if (!name_ok(b->name, 63))
+	if (!kb__bench_name_ok(b->name, 63))
 		return kb__err(err, KB_EINVAL,
 			       "bench name '%.100s' is not valid (letters, digits, '_', '-', '.', at "
 			       "most 63)", b->name ? b->name : "(null)");

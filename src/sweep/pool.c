@@ -209,6 +209,21 @@ static size_t claim(run_ctx *c)
 	}
 }
 
+/* Point i's row as on_row and the row encoding see it. */
+static void fill_row(const run_ctx *c, size_t i, const slot *sl, const char **values,
+		     kb_sweep_row *row)
+{
+	row->index = i;
+	row->total = c->total;
+	row->bench = kb__sweep_decode(c->s, i, values);
+	row->n_keys = c->s->n_keys;
+	row->keys = c->s->key_names;
+	row->values = values;
+	row->status = sl->status;
+	row->error = sl->status ? (sl->error ? sl->error : kb_strerror(sl->status)) : "";
+	row->result = sl->status ? NULL : sl->res;
+}
+
 /* A point's row in the row encoding (NULL when out of memory). */
 static char *encode(const run_ctx *c, size_t i, const char **values, slot *sl)
 {
@@ -216,15 +231,7 @@ static char *encode(const run_ctx *c, size_t i, const char **values, slot *sl)
 	json_t *o;
 	char *text;
 
-	row.index = i;
-	row.total = c->total;
-	row.bench = kb__sweep_decode(c->s, i, values);
-	row.n_keys = c->s->n_keys;
-	row.keys = c->s->key_names;
-	row.values = values;
-	row.status = sl->status;
-	row.error = sl->status ? (sl->error ? sl->error : kb_strerror(sl->status)) : "";
-	row.result = sl->status ? NULL : sl->res;
+	fill_row(c, i, sl, values, &row);
 	o = kb__sweep_row_json(c->s, &row);
 	text = o ? kb__sweep_json_text(o) : NULL;
 	json_decref(o);
@@ -394,15 +401,7 @@ static int deliver(run_ctx *c, size_t i, slot *sl, const char **values, kb_sweep
 {
 	kb_sweep_row row;
 
-	row.index = i;
-	row.total = c->total;
-	row.bench = kb__sweep_decode(c->s, i, values);
-	row.n_keys = c->s->n_keys;
-	row.keys = c->s->key_names;
-	row.values = values;
-	row.status = sl->status;
-	row.error = sl->status ? (sl->error ? sl->error : kb_strerror(sl->status)) : "";
-	row.result = sl->status ? NULL : sl->res;
+	fill_row(c, i, sl, values, &row);
 	return on_row(&row, payload);
 }
 
