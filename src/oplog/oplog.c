@@ -42,6 +42,29 @@ struct kb_oplog_lane {
 
 typedef struct oplog_slice oplog_slice;
 
+/*
+ * A sink takes the merged op_log in order (issue 20 section 2): the JSONL
+ * text of each slice (bytes), each record with its typed fields (record),
+ * and the run's end: flush after each flush of the op_log, end (complete
+ * the output) only when the run succeeded, close (keep: rename into place;
+ * else remove), release. Every call is optional and returns nonzero on a
+ * failure, with errno set for a write error; a sink with a stop message
+ * fails the run with it instead (KB_EINVAL). The hash is not a sink: it is
+ * the op_log's identity and always runs, first.
+ */
+typedef struct oplog_sink {
+	const char *what; /* named in errors: "op_log", "trace" */
+	const char *stop; /* the error when record fails; NULL: a write error */
+	void *self;
+	const char *(*path)(void *self);
+	int (*bytes)(void *self, const char *text, size_t n);
+	int (*record)(void *self, const kb_oplog_record *rec);
+	int (*flush)(void *self);
+	int (*end)(void *self);
+	int (*close)(void *self, int keep);
+	void (*release)(void *self);
+} oplog_sink;
+
 struct kb_oplog {
 	kb_oplog_lane **lanes;
 	size_t n_lanes, cap_lanes;
@@ -63,12 +86,92 @@ struct kb_oplog {
 	kb_trace *trace;
 	kb_oplog_cb callback;
 	void *payload;
+	oplog_sink sinks[3];     /* file, trace, callback: those there are, in that order */
+	int n_sinks;
 	uint64_t records;
 	uint64_t sink_ns;        /* wall ns in the sinks (the serial part) */
 	int failed;
 	int discard;             /* the run failed: keep no output */
 	kb_error error;
 };
+
+/* The op_log file (JSON Lines): the slices' text as it is. */
+static const char *file_path(void *self)
+{
+	return ((kb_oplog *)self)->path;
+}
+
+static int file_bytes(void *self, const char *text, size_t n)
+{
+	return fwrite(text, 1, n, ((kb_oplog *)self)->file) != n;
+}
+
+static int file_flush(void *self)
+{
+	return fflush(((kb_oplog *)self)->file) == EOF;
+}
+
+static int file_close(void *self, int keep)
+{
+	kb_oplog *log = self;
+
+	log->file = NULL;
+	return kb__outfile_close(&log->outfile, keep);
+}
+
+/* The Chrome/Perfetto trace: a complete event per record. */
+static const char *trace_path(void *self)
+{
+	return kb__trace_path(self);
+}
+
+static int trace_record(void *self, const kb_oplog_record *rec)
+{
+	return kb__trace_record(self, rec);
+}
+
+static int trace_end(void *self)
+{
+	return kb__trace_end(self);
+}
+
+static int trace_close(void *self, int keep)
+{
+	return kb__trace_close(self, keep);
+}
+
+static void trace_release(void *self)
+{
+	kb__trace_free(self);
+}
+
+/* The embedder's callback: a nonzero answer stops the run. */
+static int callback_record(void *self, const kb_oplog_record *rec)
+{
+	kb_oplog *log = self;
+
+	return log->callback(rec, log->payload);
+}
+
+static void add_sinks(kb_oplog *log)
+{
+	if (log->file)
+		log->sinks[log->n_sinks++] = (oplog_sink){ .what = "op_log", .self = log,
+							   .path = file_path, .bytes = file_bytes,
+							   .flush = file_flush, .close = file_close };
+	if (log->trace)
+		log->sinks[log->n_sinks++] = (oplog_sink){
+			.what = "trace", .self = log->trace, .path = trace_path,
+			.record = trace_record, .end = trace_end, .close = trace_close,
+			.release = trace_release
+		};
+	if (log->callback)
+		log->sinks[log->n_sinks++] = (oplog_sink){ .what = "callback",
+							   .stop = "the op_log callback stopped the run",
+							   .self = log, .record = callback_record };
+	for (int k = 0; k < log->n_sinks; k++)
+		log->want_recs |= log->sinks[k].record != NULL;
+}
 
 int kb__oplog_create(kb_oplog **out, const kb_oplog_options *opt, kb_error *err)
 {
@@ -102,7 +205,7 @@ int kb__oplog_create(kb_oplog **out, const kb_oplog_options *opt, kb_error *err)
 		log->callback = opt->callback;
 		log->payload = opt->payload;
 	}
-	log->want_recs = log->trace || log->callback;
+	add_sinks(log);
 	atomic_init(&log->claim, 0);
 	*out = log;
 	return KB_OK;
@@ -134,7 +237,7 @@ kb_oplog_lane *kb__oplog_lane(kb_oplog *log, uint32_t order)
 	if (!lane)
 		return NULL;
 	lane->order = order;
-	lane->keep_fields = log->trace || log->callback;
+	lane->keep_fields = log->want_recs;
 	log->lanes[log->n_lanes++] = lane;
 	return lane;
 }
@@ -549,8 +652,19 @@ static void write_error(kb_oplog *log, const char *what, const char *path)
 		strerror(errno ? errno : EIO));
 }
 
-/* Hands a merged slice to the sinks: its bytes to the hash and the file at
- * once, its records one by one to the trace and the callback. */
+/* A sink failed: the run stops with its stop message or a write error. */
+static void sink_failed(kb_oplog *log, const oplog_sink *k)
+{
+	if (!k->stop) {
+		write_error(log, k->what, k->path ? k->path(k->self) : k->what);
+	} else if (!log->failed) {
+		log->failed = 1;
+		kb__err(&log->error, KB_EINVAL, "%s", k->stop);
+	}
+}
+
+/* Hands a merged slice to the hash and the sinks: its bytes at once, its
+ * records one by one to the sinks that take records. */
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -565,20 +679,18 @@ static void slice_sink(kb_oplog *log, const oplog_slice *s)
 
 	kb__sha256_update(&log->sha, s->text, s->text_n);
 	log->records += s->n;
-	if (log->file && !log->failed && s->text_n &&
-	    fwrite(s->text, 1, s->text_n, log->file) != s->text_n)
-		write_error(log, "op_log", log->path);
+	for (int k = 0; k < log->n_sinks && !log->failed && s->text_n; k++)
+		if (log->sinks[k].bytes &&
+		    log->sinks[k].bytes(log->sinks[k].self, s->text, s->text_n))
+			sink_failed(log, &log->sinks[k]);
 	for (size_t i = 0; log->want_recs && i < s->n && !log->failed; i++) {
 		kb_oplog_record rec = s->recs[i].e->rec;
 
 		rec.json = s->text + s->recs[i].off;
 		rec.json_len = s->recs[i].e->text_len;
-		if (log->trace && kb__trace_record(log->trace, &rec))
-			write_error(log, "trace", kb__trace_path(log->trace));
-		if (log->callback && !log->failed && log->callback(&rec, log->payload)) {
-			log->failed = 1;
-			kb__err(&log->error, KB_EINVAL, "the op_log callback stopped the run");
-		}
+		for (int k = 0; k < log->n_sinks && !log->failed; k++)
+			if (log->sinks[k].record && log->sinks[k].record(log->sinks[k].self, &rec))
+				sink_failed(log, &log->sinks[k]);
 	}
 	log->sink_ns += now_ns() - t0;
 }
@@ -696,8 +808,9 @@ static int check_oom(kb_oplog *log, kb_error *err)
 
 static int finish_write(kb_oplog *log, kb_error *err)
 {
-	if (log->file && !log->failed && fflush(log->file) == EOF)
-		write_error(log, "op_log", log->path);
+	for (int k = 0; k < log->n_sinks && !log->failed; k++)
+		if (log->sinks[k].flush && log->sinks[k].flush(log->sinks[k].self))
+			sink_failed(log, &log->sinks[k]);
 	if (log->failed) {
 		kb__err_copy(err, &log->error);
 		return log->error.code;
@@ -836,24 +949,25 @@ int kb__oplog_finish(kb_oplog *log, char sha_hex[65], uint64_t *records, kb_erro
 {
 	int rc = kb__oplog_flush(log, KB_TIME_INF, err), keep;
 
-	/* Both files complete and flushed before either is renamed into
-	 * place; after a failure neither is. */
-	if (log->trace && !log->discard && !rc && !log->failed && kb__trace_end(log->trace))
-		write_error(log, "trace", kb__trace_path(log->trace));
-	if (log->file && !log->failed && fflush(log->file) == EOF)
-		write_error(log, "op_log", log->path);
+	/* Every output complete and flushed before any is renamed into
+	 * place; after a failure none is. */
+	for (int k = 0; k < log->n_sinks && !log->discard && !rc && !log->failed; k++)
+		if (log->sinks[k].end && log->sinks[k].end(log->sinks[k].self))
+			sink_failed(log, &log->sinks[k]);
+	for (int k = 0; k < log->n_sinks && !log->failed; k++)
+		if (log->sinks[k].flush && log->sinks[k].flush(log->sinks[k].self))
+			sink_failed(log, &log->sinks[k]);
 	keep = !rc && !log->failed && !log->discard;
-	if (log->file) {
-		if (kb__outfile_close(&log->outfile, keep) && keep)
-			write_error(log, "op_log", log->path);
-		log->file = NULL;
+	for (int k = 0; k < log->n_sinks; k++) {
+		oplog_sink *sk = &log->sinks[k];
+
+		if (sk->close && sk->close(sk->self, keep && !log->failed) && keep)
+			sink_failed(log, sk);
+		if (sk->release)
+			sk->release(sk->self);
 	}
-	if (log->trace) {
-		if (kb__trace_close(log->trace, keep && !log->failed) && keep)
-			write_error(log, "trace", kb__trace_path(log->trace));
-		kb__trace_free(log->trace);
-		log->trace = NULL;
-	}
+	log->n_sinks = 0;
+	log->trace = NULL;
 	kb__sha256_hex(&log->sha, sha_hex);
 	if (records)
 		*records = log->records;
@@ -869,10 +983,11 @@ void kb__oplog_destroy(kb_oplog *log)
 	if (!log)
 		return;
 	/* Not finished: the run never completed, so nothing is kept. */
-	kb__outfile_close(&log->outfile, 0);
-	if (log->trace) {
-		kb__trace_close(log->trace, 0);
-		kb__trace_free(log->trace);
+	for (int k = 0; k < log->n_sinks; k++) {
+		if (log->sinks[k].close)
+			log->sinks[k].close(log->sinks[k].self, 0);
+		if (log->sinks[k].release)
+			log->sinks[k].release(log->sinks[k].self);
 	}
 	for (size_t i = 0; i < log->n_lanes; i++) {
 		free(log->lanes[i]->cur.ent);
