@@ -210,14 +210,14 @@ static size_t claim(run_ctx *c)
 }
 
 /* Point i's row as on_row and the row encoding see it. */
-static void fill_row(const run_ctx *c, size_t i, const slot *sl, const char **values,
-		     kb_sweep_row *row)
+static void fill_row(const kb_sweep *s, size_t total, size_t i, const slot *sl,
+		     const char **values, kb_sweep_row *row)
 {
 	row->index = i;
-	row->total = c->total;
-	row->bench = kb__sweep_decode(c->s, i, values);
-	row->n_keys = c->s->n_keys;
-	row->keys = c->s->key_names;
+	row->total = total;
+	row->bench = kb__sweep_decode(s, i, values);
+	row->n_keys = s->n_keys;
+	row->keys = s->key_names;
 	row->values = values;
 	row->status = sl->status;
 	row->error = sl->status ? (sl->error ? sl->error : kb_strerror(sl->status)) : "";
@@ -225,14 +225,14 @@ static void fill_row(const run_ctx *c, size_t i, const slot *sl, const char **va
 }
 
 /* A point's row in the row encoding (NULL when out of memory). */
-static char *encode(const run_ctx *c, size_t i, const char **values, slot *sl)
+static char *encode(const kb_sweep *s, size_t total, size_t i, const char **values, slot *sl)
 {
 	kb_sweep_row row;
 	json_t *o;
 	char *text;
 
-	fill_row(c, i, sl, values, &row);
-	o = kb__sweep_row_json(c->s, &row);
+	fill_row(s, total, i, sl, values, &row);
+	o = kb__sweep_row_json(s, &row);
 	text = o ? kb__sweep_json_text(o) : NULL;
 	json_decref(o);
 	return text;
@@ -268,7 +268,7 @@ static void *serve_worker(void *arg)
 		d = calloc(1, sizeof(*d));
 		if (d) {
 			d->index = i;
-			d->json = encode(c, i, values, &sl);
+			d->json = encode(c->s, c->total, i, values, &sl);
 		}
 		free_slot(&sl);
 		pthread_mutex_lock(&c->mu);
@@ -401,7 +401,7 @@ static int deliver(run_ctx *c, size_t i, slot *sl, const char **values, kb_sweep
 {
 	kb_sweep_row row;
 
-	fill_row(c, i, sl, values, &row);
+	fill_row(c->s, c->total, i, sl, values, &row);
 	return on_row(&row, payload);
 }
 
@@ -729,9 +729,7 @@ KB_API int kb_sweep_run_point(char **row_json, const kb_sweep *s, size_t index, 
 {
 	kb_topology *def = NULL;
 	const char **values;
-	kb_sweep_row row;
 	slot sl = { 1, 0, NULL, NULL };
-	json_t *o;
 	int rc;
 
 	kb_error_clear(err);
@@ -747,18 +745,7 @@ KB_API int kb_sweep_run_point(char **row_json, const kb_sweep *s, size_t index, 
 		return kb__err(err, KB_ENOMEM, "out of memory");
 	}
 	kb__sweep_run_one(s, s->topo ? s->topo : def, index, values, &sl.status, &sl.error, &sl.res);
-	row.index = index;
-	row.total = kb_sweep_points(s);
-	row.bench = kb__sweep_decode(s, index, values);
-	row.n_keys = s->n_keys;
-	row.keys = s->key_names;
-	row.values = values;
-	row.status = sl.status;
-	row.error = sl.status ? (sl.error ? sl.error : kb_strerror(sl.status)) : "";
-	row.result = sl.status ? NULL : sl.res;
-	o = kb__sweep_row_json(s, &row);
-	*row_json = o ? kb__sweep_json_text(o) : NULL;
-	json_decref(o);
+	*row_json = encode(s, kb_sweep_points(s), index, values, &sl);
 	free_slot(&sl);
 	free((void *)values);
 	kb_topology_destroy(def);
@@ -785,15 +772,7 @@ KB_API int kb_sweep_deliver_json(const kb_sweep *s, size_t index, const char *ro
 		free_slot(&sl);
 		return kb__err(err, KB_ENOMEM, "out of memory");
 	}
-	row.index = index;
-	row.total = kb_sweep_points(s);
-	row.bench = kb__sweep_decode(s, index, values);
-	row.n_keys = s->n_keys;
-	row.keys = s->key_names;
-	row.values = values;
-	row.status = sl.status;
-	row.error = sl.status ? sl.error : "";
-	row.result = sl.status ? NULL : sl.res;
+	fill_row(s, kb_sweep_points(s), index, &sl, values, &row);
 	rc = on_row(&row, payload) ? kb__err(err, KB_ESTATE, "stopped by the row callback after "
 					     "point %zu", index) : 0;
 	free_slot(&sl);
