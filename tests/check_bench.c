@@ -1,8 +1,10 @@
 /*
  * The built-in benches: the opt2/opt3 dispatch ratio (ADR-0065 test 7,
  * DDD §10 P6), golden op_log hashes, thread-count independence, parameter
- * errors and a split-KV scaling sanity check.
+ * errors, a split-KV scaling sanity check, and the busy/utilization figures
+ * of every bench against the op_log they are derived from.
  */
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -302,6 +304,151 @@ START_TEST(test_split_kv_scaling)
 }
 END_TEST
 
+/* ---- busy time and utilization ---- */
+
+typedef struct span {
+	uint32_t pe;
+	const char *eng;
+	uint64_t t0, t1;
+} span;
+
+typedef struct spans {
+	span *v;
+	size_t n, cap;
+} spans;
+
+/* Keeps every record that is work: a hazard_wait is a command waiting
+ * for the scheduler, not the scheduler working. */
+static int keep_span(const kb_oplog_record *rec, void *payload)
+{
+	spans *s = payload;
+
+	if (strcmp(rec->op, "hazard_wait") == 0)
+		return 0;
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 1024;
+		span *v = realloc(s->v, cap * sizeof(*v));
+
+		if (!v)
+			return -1;
+		s->v = v;
+		s->cap = cap;
+	}
+	s->v[s->n++] = (span){ rec->pe, rec->eng, rec->t0_ps, rec->t1_ps };
+	return 0;
+}
+
+static int by_t0(const void *a, const void *b)
+{
+	const span *x = a, *y = b;
+
+	return x->t0 < y->t0 ? -1 : x->t0 > y->t0;
+}
+
+/* The time covered by at least one record of pe's engine eng. */
+static uint64_t covered_ps(const spans *s, uint32_t pe, const char *eng)
+{
+	span *v = malloc((s->n + 1) * sizeof(*v));
+	size_t n = 0;
+	uint64_t sum = 0, end = 0;
+
+	ck_assert_ptr_nonnull(v);
+	for (size_t i = 0; i < s->n; i++)
+		if (s->v[i].pe == pe && strcmp(s->v[i].eng, eng) == 0)
+			v[n++] = s->v[i];
+	qsort(v, n, sizeof(*v), by_t0);
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].t1 <= end)
+			continue;
+		sum += v[i].t1 - (v[i].t0 > end ? v[i].t0 : end);
+		end = v[i].t1;
+	}
+	free(v);
+	return sum;
+}
+
+/* A run's busy_ps is the time each engine works (PE_DMA's read and write
+ * channels at once count once), and its utilization, busy / sim_time_ps,
+ * is a fraction in [0, 1] in the result and in its JSON. */
+static void check_busy(const char *bench, const char *const *params)
+{
+	kb_params *p = NULL;
+	kb_run_options o = KB_RUN_OPTIONS_INIT;
+	kb_result r;
+	kb_error err;
+	spans s = { 0 };
+	char *text;
+	json_t *j, *util;
+	int rc = kb_params_create(&p, &err);
+
+	memset(&r, 0, sizeof(r));
+	for (size_t i = 0; !rc && params && params[i]; i++)
+		rc = kb_params_set_assignment(p, params[i], &err);
+	o.threads = 1;
+	o.on_record = keep_span;
+	o.payload = &s;
+	rc = rc ? rc : kb_bench_run(bench, p, NULL, &o, &r, &err);
+	kb_params_destroy(p);
+	ck_assert_msg(rc == KB_OK, "%s: %s", bench, err.message);
+	for (size_t i = 0; i < r.n_busy; i++) {
+		const kb_engine_busy *b = &r.busy[i];
+		uint64_t want = covered_ps(&s, b->pe, b->eng);
+
+		ck_assert_msg(b->busy_ps == want && b->busy_ps <= r.sim_time_ps,
+			      "%s: pe%u.%s busy %llu ps, its records cover %llu ps of %llu", bench,
+			      b->pe, b->eng, (unsigned long long)b->busy_ps,
+			      (unsigned long long)want, (unsigned long long)r.sim_time_ps);
+	}
+	text = kb_result_to_json(&r);
+	ck_assert_ptr_nonnull(text);
+	j = json_loads(text, 0, NULL);
+	ck_assert_ptr_nonnull(j);
+	util = json_object_get(j, "utilization");
+	ck_assert_int_eq(util != NULL, r.n_busy > 0);
+	for (size_t i = 0; i < json_array_size(util); i++) {
+		json_t *pe = json_array_get(util, i), *v;
+		const char *eng;
+
+		json_object_foreach(pe, eng, v) {
+			double u = json_number_value(v);
+
+			if (strcmp(eng, "pe") == 0)
+				continue;
+			ck_assert_msg(json_is_real(v) && u >= 0.0 && u <= 1.0,
+				      "%s: pe%lld.%s utilization %g", bench,
+				      (long long)json_integer_value(json_object_get(pe, "pe")), eng, u);
+		}
+	}
+	json_decref(j);
+	kb_free(text);
+	kb_result_clear(&r);
+	free(s.v);
+}
+
+/* Every bench with its defaults. */
+START_TEST(test_busy_every_bench)
+{
+	const kb_bench_info *b = kb_bench_get((size_t)_i);
+
+	ck_assert_ptr_nonnull(b);
+	check_busy(b->name, NULL);
+}
+END_TEST
+
+/* Shapes the defaults do not reach: an epilogue, split-KV over PEs
+ * (IPCQ), several KV heads over clusters. */
+START_TEST(test_busy_shapes)
+{
+	static const char *const gemm_bias[] = { "epilogue=bias", "M=64", NULL };
+	static const char *const opt2_split[] = { "S_kv=512", "P=4", "C=2", NULL };
+	static const char *const opt3_heads[] = { "S_kv=512", "P=2", "H_kv=2", NULL };
+
+	check_busy("gemm", gemm_bias);
+	check_busy("gqa_decode_opt2", opt2_split);
+	check_busy("gqa_decode_opt3", opt3_heads);
+}
+END_TEST
+
 Suite *bench_suite(void)
 {
 	Suite *s = suite_create("bench");
@@ -309,6 +456,7 @@ Suite *bench_suite(void)
 	TCase *gold = tcase_create("golden");
 	TCase *err = tcase_create("params");
 	TCase *scale = tcase_create("scaling");
+	TCase *busy = tcase_create("busy");
 
 	tcase_add_test(ratio, test_dispatch_ratio_default);
 	tcase_add_test(ratio, test_dispatch_ratio_r_sweep);
@@ -319,6 +467,9 @@ Suite *bench_suite(void)
 	tcase_add_test(err, test_param_messages);
 	tcase_add_test(err, test_suggest);
 	tcase_add_test(scale, test_split_kv_scaling);
+	tcase_add_loop_test(busy, test_busy_every_bench, 0, (int)kb_bench_count());
+	tcase_add_test(busy, test_busy_shapes);
+	tcase_set_timeout(busy, 60);
 	tcase_set_timeout(ratio, 60);
 	tcase_set_timeout(gold, 60);
 	tcase_set_timeout(scale, 60);
@@ -326,5 +477,6 @@ Suite *bench_suite(void)
 	suite_add_tcase(s, gold);
 	suite_add_tcase(s, err);
 	suite_add_tcase(s, scale);
+	suite_add_tcase(s, busy);
 	return s;
 }
