@@ -57,8 +57,10 @@ START_TEST(row_texts)
 	kb_error err;
 
 	ck_assert_int_eq(kb_sweep_header(&h, s, KB_SWEEP_CSV, 0, &err), 0);
-	ck_assert_str_eq(h, "bench,events,lps,sim_time_ns,dispatch_per_tile_ns,commands,events,"
-			 "wall_s,oplog_sha256,status,error\n");
+	/* The swept key events keeps its name; the figure it takes is
+	 * result.events, so the header names each column once. */
+	ck_assert_str_eq(h, "bench,events,lps,sim_time_ns,dispatch_per_tile_ns,commands,"
+			 "result.events,wall_s,oplog_sha256,status,error\n");
 	free(h);
 	ck_assert_int_eq(kb_sweep_header(&h, s, KB_SWEEP_CSV, 1, &err), 0);
 	ck_assert_ptr_nonnull(strstr(h, ",max_abs_err,max_rel_err,oplog_sha256,"));
@@ -82,6 +84,61 @@ START_TEST(row_texts)
 	ck_assert_ptr_null(kb_sweep_fig_name(KB_SWEEP_N_FIGS));
 	ck_assert_uint_eq(kb_sweep_n_figs(1), KB_SWEEP_N_FIGS);
 	kb_sweep_destroy(s);
+}
+END_TEST
+
+/* Parameters named like every other kind of column: each fixed column a
+ * swept key takes is written result.NAME (again while that is taken too),
+ * and only those (max_abs_err is a column of a data-mode sweep only). */
+static int never_run(kb_bench_ctx *ctx, kb_result *res, kb_error *err)
+{
+	(void)ctx;
+	(void)res;
+	(void)err;
+	return KB_EINVAL;
+}
+
+static const kb_param_info clash_params[] = {
+	{ "bench", KB_PARAM_INT, "1", "", NULL, 0, 9 },
+	{ "status", KB_PARAM_INT, "1", "", NULL, 0, 9 },
+	{ "max_abs_err", KB_PARAM_INT, "1", "", NULL, 0, 9 },
+	{ "error", KB_PARAM_INT, "1", "", NULL, 0, 9 },
+	{ "oplog_sha256", KB_PARAM_INT, "1", "", NULL, 0, 9 },
+	{ "wall_s", KB_PARAM_INT, "1", "", NULL, 0, 9 },
+	{ "result.wall_s", KB_PARAM_INT, "1", "", NULL, 0, 9 },
+};
+
+START_TEST(header_names_each_column_once)
+{
+	kb_bench_def d = KB_BENCH_DEF_INIT;
+	kb_sweep_options o = KB_SWEEP_OPTIONS_INIT;
+	kb_registry *reg = NULL;
+	kb_sweep *s = NULL;
+	char *h = NULL;
+	kb_error err;
+
+	d.info.name = "clash";
+	d.info.help = "parameters named like columns";
+	d.info.params = clash_params;
+	d.info.n_params = sizeof(clash_params) / sizeof(clash_params[0]);
+	d.run = never_run;
+	ck_assert_int_eq(kb_registry_create(&reg, NULL, &err), 0);
+	ck_assert_int_eq(kb_registry_add(reg, &d, &err), 0);
+	o.registry = reg;
+	ck_assert_int_eq(kb_sweep_create(&s, &o, &err), 0);
+	ck_assert_int_eq(kb_sweep_add_bench(s, "clash", &err), 0);
+	for (size_t i = 0; i < d.info.n_params; i++)
+		ck_assert_int_eq(kb_sweep_add_param(s, clash_params[i].name, "1", &err), 0);
+	ck_assert_int_eq(kb_sweep_header(&h, s, KB_SWEEP_CSV, 0, &err), 0);
+	ck_assert_str_eq(h, "result.bench,bench,status,max_abs_err,error,oplog_sha256,wall_s,"
+			 "result.wall_s,sim_time_ns,dispatch_per_tile_ns,commands,events,"
+			 "result.result.wall_s,result.oplog_sha256,result.status,result.error\n");
+	free(h);
+	ck_assert_int_eq(kb_sweep_header(&h, s, KB_SWEEP_CSV, 1, &err), 0);
+	ck_assert_ptr_nonnull(strstr(h, ",result.result.wall_s,result.max_abs_err,max_rel_err,"));
+	free(h);
+	kb_sweep_destroy(s);
+	kb_registry_destroy(reg);
 }
 END_TEST
 
@@ -262,7 +319,7 @@ static int parse(const char *text, size_t len, kb_sweep_format fmt, kb_error *er
 	return rc;
 }
 
-#define H "bench,events,lps,sim_time_ns,dispatch_per_tile_ns,commands,events,wall_s," \
+#define H "bench,events,lps,sim_time_ns,dispatch_per_tile_ns,commands,result.events,wall_s," \
 	  "oplog_sha256,status,error\n"
 #define SHA "1371382ab2394ac26a29ae611b9d2bb60f480084c7eb335f89a4946b46cc311c"
 #define R1 "synthetic,10,1,96.783,,0,11,0.000067," SHA ",ok,\n"
@@ -568,6 +625,7 @@ Suite *sweep_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, row_texts);
 	tcase_add_test(tc, row_encoding_round_trip);
+	tcase_add_test(tc, header_names_each_column_once);
 	tcase_add_test(tc, writer_resume_and_lock);
 	tcase_add_test(tc, resume_csv_strict);
 	tcase_add_test(tc, resume_jsonl_strict);

@@ -120,7 +120,8 @@ typedef struct kb_sweep_figures {
 } kb_sweep_figures;
 #define KB_SWEEP_FIGURES_INIT { sizeof(kb_sweep_figures), 0, 0, { 0 } }
 
-/* The CSV header line with its newline ("" for JSON Lines); free with kb_free. */
+/* The CSV header line with its newline ("" for JSON Lines); free with kb_free.
+ * A fixed column whose name a swept key takes is result.NAME (doc/sweep.md). */
 KB_API int kb_sweep_header(char **out, const kb_sweep *s, kb_sweep_format fmt, int data,
 			   kb_error *err);
 /* One row as a line of text with its newline; free with kb_free. */

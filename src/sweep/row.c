@@ -317,6 +317,45 @@ static char *close_text(FILE *f, char **buf, int bad)
 	return *buf;  /* set by fclose */
 }
 
+/* Whether a swept key is named depth times "result." then name. */
+static int key_taken(const kb_sweep *s, const char *name, size_t depth)
+{
+	static const char prefix[] = "result.";
+
+	for (size_t i = 0; i < s->n_keys; i++) {
+		const char *k = s->keys[i].name;
+		size_t d = 0;
+
+		while (d < depth && strncmp(k, prefix, sizeof(prefix) - 1) == 0) {
+			k += sizeof(prefix) - 1;
+			d++;
+		}
+		if (d == depth && strcmp(k, name) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * A CSV column that every sweep has (bench, a figure, oplog_sha256, status,
+ * error), after sep. The swept keys keep their names, as in JSON Lines'
+ * "keys" and the Python package's rows; a fixed column that a key's name
+ * takes (synthetic's `events` is also a figure) is written result.NAME,
+ * prefixed again while that is taken too, so a header names each column
+ * once and a reader finds a key under the name it was swept by.
+ */
+static void fixed_column(FILE *f, const kb_sweep *s, const char *name, const char *sep)
+{
+	size_t depth = 0;
+
+	while (key_taken(s, name, depth))
+		depth++;
+	fputs(sep, f);
+	while (depth--)
+		fputs("result.", f);
+	fputs(name, f);
+}
+
 KB_API int kb_sweep_header(char **out, const kb_sweep *s, kb_sweep_format fmt, int data,
 			   kb_error *err)
 {
@@ -330,14 +369,17 @@ KB_API int kb_sweep_header(char **out, const kb_sweep *s, kb_sweep_format fmt, i
 	if (!(f = open_memstream(&buf, &len)))
 		return kb__err(err, KB_ENOMEM, "out of memory");
 	if (fmt == KB_SWEEP_CSV) {
-		fputs("bench", f);
+		fixed_column(f, s, "bench", "");
 		for (size_t i = 0; i < s->n_keys; i++) {
 			fputc(',', f);
 			kb__sweep_csv_cell(f, s->keys[i].name);
 		}
 		for (size_t i = 0; i < kb_sweep_n_figs(data); i++)
-			fprintf(f, ",%s", fig_names[i]);
-		fputs(",oplog_sha256,status,error\n", f);
+			fixed_column(f, s, fig_names[i], ",");
+		fixed_column(f, s, "oplog_sha256", ",");
+		fixed_column(f, s, "status", ",");
+		fixed_column(f, s, "error", ",");
+		fputc('\n', f);
 	}
 	*out = close_text(f, &buf, 0);
 	return *out ? 0 : kb__err(err, KB_ENOMEM, "out of memory");

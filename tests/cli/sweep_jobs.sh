@@ -19,7 +19,7 @@ for j in 2 4; do
 done
 
 # Header and order: --param keys then --set keys; last key fastest.
-head -1 "$TMP/j1.csv" | grep -qx 'bench,lps,events,seed,pe_cost_model.r_cycles_per_byte,sim_time_ns,dispatch_per_tile_ns,commands,events,wall_s,oplog_sha256,status,error' ||
+head -1 "$TMP/j1.csv" | grep -qx 'bench,lps,events,seed,pe_cost_model.r_cycles_per_byte,sim_time_ns,dispatch_per_tile_ns,commands,result.events,wall_s,oplog_sha256,status,error' ||
 	fail "unexpected header: $(head -1 "$TMP/j1.csv")"
 cut -d, -f1-5 "$TMP/j1.csv" | sed 1d >"$TMP/order"
 exp=$(for l in 2 4; do for e in 300 600 900; do for s in 1 2; do for r in 0.0625 0.125; do
