@@ -220,6 +220,7 @@ static void run_own_gemm(int threads, int relu, kb_oplog_cb cb, void *payload,
 	int rc;
 
 	memset(out, 0, sizeof(*out));
+	out->res = (kb_result)KB_RESULT_INIT;
 	ck_assert(a && b && bias && c);
 	fill(a, (size_t)(M * K), 1);
 	fill(b, (size_t)(K * N), 2);
@@ -391,7 +392,7 @@ static void run_tiles(int mode, uint32_t programs, kb_result *res)
 
 START_TEST(own_kernel_declares_tiles)
 {
-	kb_result none = { 0 }, loop = { 0 }, whole = { 0 };
+	kb_result none = KB_RESULT_INIT, loop = KB_RESULT_INIT, whole = KB_RESULT_INIT;
 	char *json;
 
 	run_tiles(0, 2, &none);
@@ -519,7 +520,7 @@ END_TEST
 START_TEST(state_errors)
 {
 	kb_simulation *sim = NULL;
-	kb_result res;
+	kb_result res = KB_RESULT_INIT;
 	kb_error err;
 
 	ck_assert_int_eq(kb_simulation_create(&sim, NULL, NULL, &err), KB_OK);
@@ -581,7 +582,7 @@ START_TEST(failed_run_then_destroy)
 	kb_simulation *sim = NULL;
 	int64_t sa[2] = { 8, 16 }, sb[2] = { 8, 8 };
 	uint64_t addr[4] = { 0 };
-	kb_result res;
+	kb_result res = KB_RESULT_INIT;
 	kb_error err;
 	int rc;
 
@@ -699,7 +700,7 @@ END_TEST
 START_TEST(bench_run_errors)
 {
 	kb_params *p = NULL;
-	kb_result res;
+	kb_result res = KB_RESULT_INIT;
 	kb_error err;
 
 	ck_assert_int_eq(kb_bench_run("no_such_bench", NULL, NULL, NULL, &res, &err), KB_ENOTFOUND);
@@ -720,7 +721,7 @@ END_TEST
 START_TEST(bench_run_json)
 {
 	static const char *const params[] = { "M=64", "K=64", "N=128", "epilogue=relu", NULL };
-	kb_result res;
+	kb_result res = KB_RESULT_INIT;
 	kb_error err;
 	char *json;
 
@@ -906,7 +907,7 @@ START_TEST(threads_independent)
 	enum { NT = 4 };
 	thread_job jobs[NT];
 	pthread_t th[NT];
-	kb_result ref_bench;
+	kb_result ref_bench = KB_RESULT_INIT;
 	gemm_run ref_own;
 	int rc;
 
@@ -915,6 +916,8 @@ START_TEST(threads_independent)
 	run_own_gemm(1, 1, NULL, NULL, NULL, &ref_own);
 	ck_assert_msg(ref_own.rc == 0, "%s", ref_own.message);
 	memset(jobs, 0, sizeof(jobs));
+	for (int i = 0; i < NT; i++)
+		jobs[i].bench = (kb_result)KB_RESULT_INIT;
 	for (int i = 0; i < NT; i++)
 		ck_assert_int_eq(pthread_create(&th[i], NULL, thread_main, &jobs[i]), 0);
 	for (int i = 0; i < NT; i++)
@@ -1035,7 +1038,7 @@ START_TEST(kernel_stopped_half_way_finishes)
 	kb_sim_options so = KB_SIM_OPTIONS_INIT;
 	kb_simulation *sim = NULL;
 	long_job j = { 5000, 0, 0 };
-	kb_result res;
+	kb_result res = KB_RESULT_INIT;
 	kb_error err;
 
 	kb_topology *t = NULL;
@@ -1085,7 +1088,7 @@ static int run_stack_kernel(size_t stack_bytes, int kib, kb_error *err)
 {
 	kb_sim_options so = KB_SIM_OPTIONS_INIT;
 	kb_simulation *sim = NULL;
-	kb_result res;
+	kb_result res = KB_RESULT_INIT;
 	int rc;
 
 	so.threads = 1;

@@ -19,7 +19,7 @@ static void run_ok(const char *bench, const char *const *params, const char *con
 	kb_error err;
 	int rc;
 
-	memset(res, 0, sizeof(*res));
+	*res = (kb_result)KB_RESULT_INIT;
 	rc = kbt_run(bench, params, sets, threads, 0, res, &err);
 	ck_assert_msg(rc == KB_OK, "%s: %s", bench, err.message);
 }
@@ -31,7 +31,7 @@ static double per_tile(const char *bench, const char *r)
 	const char *const params[] = { "S_kv=1024", NULL };
 	char set[64];
 	const char *const sets[] = { set, NULL };
-	kb_result res;
+	kb_result res = KB_RESULT_INIT;
 	double v;
 
 	snprintf(set, sizeof(set), "pe_cost_model.r_cycles_per_byte=%s", r ? r : "0.0625");
@@ -83,7 +83,7 @@ START_TEST(test_per_tile_is_the_loop)
 	const char *const p256[] = { "S_kv=256", NULL }, *const p4k[] = { "S_kv=4096", NULL };
 	static const char *const benches[] = { "gqa_decode_opt2", "gqa_decode_opt3" };
 	static const double cmds[] = { 2, 12 };
-	kb_result a, b;
+	kb_result a = KB_RESULT_INIT, b = KB_RESULT_INIT;
 
 	for (int i = 0; i < 2; i++) {
 		run_ok(benches[i], p256, NULL, 1, &a);
@@ -140,7 +140,7 @@ static const golden goldens[] = {
 START_TEST(test_golden_hash)
 {
 	const golden *g = &goldens[_i];
-	kb_result res;
+	kb_result res = KB_RESULT_INIT;
 
 	run_ok(g->bench, g->params, NULL, 1, &res);
 	ck_assert_msg(strcmp(res.oplog_sha256, g->sha256) == 0,
@@ -159,7 +159,7 @@ START_TEST(test_hash_threads)
 	char first[65] = "";
 
 	for (int t = 0; t < 3; t++) {
-		kb_result res;
+		kb_result res = KB_RESULT_INIT;
 
 		run_ok(g->bench, g->params, NULL, threads[t], &res);
 		if (t == 0)
@@ -177,11 +177,11 @@ END_TEST
 
 static void expect_error(const char *bench, const char *const *params, int code, const char *frag)
 {
-	kb_result res;
+	kb_result res = KB_RESULT_INIT;
 	kb_error err;
 	int rc;
 
-	memset(&res, 0, sizeof(res));
+	res = (kb_result)KB_RESULT_INIT;
 	memset(&err, 0, sizeof(err));
 	rc = kbt_run(bench, params, NULL, 1, 0, &res, &err);
 	ck_assert_msg(rc == code, "%s: rc %d (%s), want %d: %s", bench, rc, kb_strerror(rc), code,
@@ -209,11 +209,11 @@ START_TEST(test_param_errors)
 	expect_error("gqa_decode_opt2", big_p, KB_ERANGE, "P = 8");
 	expect_error("gqa_decode_opt3", big_p, KB_ERANGE, "4 KV tiles");
 	{
-		kb_result res;
+		kb_result res = KB_RESULT_INIT;
 		kb_error err;
 		int rc;
 
-		memset(&res, 0, sizeof(res));
+		res = (kb_result)KB_RESULT_INIT;
 		rc = kbt_run("gemm", bad_choice, NULL, 1, 0, &res, &err);
 		ck_assert_int_ne(rc, KB_OK);
 		ck_assert(strstr(err.message, "dtype") != NULL);
@@ -234,11 +234,11 @@ START_TEST(test_param_messages)
 	const char *const big_p[] = { "S_kv=256", "P=8", NULL };
 	const char *const seed[] = { "seed=-1", NULL };
 	const char *const m0[] = { "M=0", NULL };
-	kb_result res;
+	kb_result res = KB_RESULT_INIT;
 	kb_error err;
 	kb_sweep *sw = NULL;
 
-	memset(&res, 0, sizeof(res));
+	res = (kb_result)KB_RESULT_INIT;
 	ck_assert_int_eq(kbt_run("gqa_decode_op2", NULL, NULL, 1, 0, &res, &err), KB_ENOTFOUND);
 	ck_assert_msg(strstr(err.message, "did you mean 'gqa_decode_opt2'?"), "%s", err.message);
 	ck_assert_int_eq(kbt_run("gqa_decode_opt2", typo, NULL, 1, 0, &res, &err), KB_ENOTFOUND);
@@ -289,7 +289,7 @@ START_TEST(test_split_kv_scaling)
 
 	for (int i = 0; i < 4; i++) {
 		const char *const params[] = { "S_kv=2048", "H_kv=1", "C=1", ps[i], NULL };
-		kb_result res;
+		kb_result res = KB_RESULT_INIT;
 
 		run_ok("gqa_decode_opt2", params, NULL, 1, &res);
 		t[i] = res.sim_time_ps;

@@ -92,7 +92,7 @@ static double *decode_run(const char *name, const dcase *c, int threads, double 
 	int64_t sq[3] = { c->H, DG, DD }, skv[3] = { c->H, c->S, DD };
 	size_t no = (size_t)(c->H * DG * DD);
 	double *q, *k, *v, *o, *want;
-	kb_result res;
+	kb_result res = KB_RESULT_INIT;
 	kb_error err;
 	int rc;
 
@@ -223,7 +223,7 @@ START_TEST(gemm_epilogues)
 	const char *params[] = { "M=72", "K=100", "N=140", pe, pd, NULL };
 	int64_t sa[2] = { GM, GK }, sb[2] = { GK, GN }, sc[2] = { GM, GN }, sn[1] = { GN };
 	double *a, *b, *c, *x = NULL, *want = malloc(GM * GN * sizeof(double));
-	kb_result res;
+	kb_result res = KB_RESULT_INIT;
 	kb_error err;
 	int rc, relu_zeroed = 0;
 
@@ -305,7 +305,7 @@ START_TEST(dump_decode_files)
 	char *dir = kbt_tmpdir(), path[4096];
 	const char *params[] = { "G=4", "d=32", "S_kv=128", "H_kv=2", "P=2", "C=1", "dtype=fp16", NULL };
 	int64_t sq[3] = { 2, 4, 32 }, skv[3] = { 2, 128, 32 };
-	kb_result res;
+	kb_result res = KB_RESULT_INIT;
 	kb_error err;
 	int rc = kbt_data_bench("gqa_decode_opt3", params, 1, 0, dir, &res, &err);
 
@@ -328,7 +328,7 @@ START_TEST(dump_gemm_files)
 	char *dir = kbt_tmpdir(), path[4096];
 	const char *params[] = { "M=24", "K=40", "N=56", "dtype=fp32", NULL };
 	int64_t sa[2] = { 24, 40 }, sb[2] = { 40, 56 }, sc[2] = { 24, 56 };
-	kb_result res;
+	kb_result res = KB_RESULT_INIT;
 	kb_error err;
 	int rc = kbt_data_bench("gemm", params, 1, 0, dir, &res, &err);
 
@@ -348,7 +348,7 @@ START_TEST(dump_needs_data_mode)
 {
 	char *dir = kbt_tmpdir(), path[4096];
 	const char *params[] = { "M=24", "K=40", "N=56", NULL };
-	kb_result res;
+	kb_result res = KB_RESULT_INIT;
 	kb_error err;
 	int rc = kbt_data_bench("gemm", params, 0, 0, dir, &res, &err);
 

@@ -87,7 +87,7 @@ START_TEST(data_golden_output)
 {
 	const dgold *g = &golds[_i];
 	char *dir = kbt_tmpdir(), path[4096], hex[65];
-	kb_result res;
+	kb_result res = KB_RESULT_INIT;
 	kb_error err;
 	int rc;
 

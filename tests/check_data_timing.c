@@ -43,7 +43,7 @@ START_TEST(oplog_same_in_data_mode)
 			continue;
 		for (int variant = 0; variant < 2; variant++) {
 			const char *const *p = small_params(b->name, variant);
-			kb_result t, d;
+			kb_result t = KB_RESULT_INIT, d = KB_RESULT_INIT;
 			kb_error err;
 			int rc;
 
@@ -97,7 +97,7 @@ static char *policy_run(const char *name, const char *const *params, const char 
 	o.data = 1;
 	o.threads = 1;
 	o.dump_dir = dir;
-	memset(res, 0, sizeof(*res));
+	*res = (kb_result)KB_RESULT_INIT;
 	if (!rc)
 		rc = kb_bench_run(name, p, t, &o, res, &err);
 	ck_assert_msg(rc == 0, "%s under %s: %s", name, policy, err.message);
@@ -125,7 +125,7 @@ START_TEST(policies_same_numbers)
 			continue;
 		for (int variant = 0; variant < 2; variant++) {
 			const char *const *p = small_params(b->name, variant);
-			kb_result rf, rw;
+			kb_result rf = KB_RESULT_INIT, rw = KB_RESULT_INIT;
 			char *df, *dw;
 			int files = 0;
 
@@ -169,7 +169,7 @@ END_TEST
 START_TEST(synthetic_has_no_data_mode)
 {
 	const char *const p[] = { "events=1000", "lps=4", NULL };
-	kb_result res;
+	kb_result res = KB_RESULT_INIT;
 	kb_error err;
 	int rc = kbt_data_bench("synthetic", p, 0, 0, NULL, &res, &err);
 

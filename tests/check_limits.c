@@ -67,7 +67,7 @@ static const char *const workload[] = { "S_kv=256", "P=2", NULL };
 /* Runs the workload with sets under threads; rc and the message. */
 static int run(const char *const *sets, int threads, kb_result *res, kb_error *err)
 {
-	memset(res, 0, sizeof(*res));
+	*res = (kb_result)KB_RESULT_INIT;
 	kb_error_clear(err);
 	return kbt_run("gqa_decode_opt2", workload, sets, threads, 0, res, err);
 }
@@ -95,7 +95,7 @@ static void check_end(const range *rg, const char *value, const char *fail)
 {
 	char set[160], what[200];
 	const char *const sets[] = { set, NULL };
-	kb_result r1, r0;
+	kb_result r1 = KB_RESULT_INIT, r0 = KB_RESULT_INIT;
 	kb_error e1, e0;
 	int rc1, rc0;
 
@@ -194,12 +194,12 @@ static const slow slows[] = {
 START_TEST(test_time_end)
 {
 	const slow *s = &slows[_i];
-	kb_result r;
+	kb_result r = KB_RESULT_INIT;
 	kb_error err;
 	char lp[32];
 	int rc;
 
-	memset(&r, 0, sizeof(r));
+	r = (kb_result)KB_RESULT_INIT;
 	rc = kbt_run(s->bench, s->params, s->sets, 1, 0, &r, &err);
 	if (rc == KB_OK)
 		printf("%s: ran to %llu ps\n", s->engine, (unsigned long long)r.sim_time_ps);
@@ -232,11 +232,11 @@ START_TEST(test_wrap_examples)
 
 	for (int b = 0; b < 2; b++)
 		for (int t = 0; t < 2; t++) {
-			kb_result r;
+			kb_result r = KB_RESULT_INIT;
 			kb_error err;
 			int rc;
 
-			memset(&r, 0, sizeof(r));
+			r = (kb_result)KB_RESULT_INIT;
 			rc = kbt_run(benches[b], NULL, sets, threads[t], 0, &r, &err);
 			kb_result_clear(&r);
 			ck_assert_msg(rc == KB_ERANGE, "%s --set %s --threads %d: %d %s", benches[b],
@@ -282,10 +282,10 @@ START_TEST(test_trim_everywhere)
 	kb_topology_destroy(t);
 	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
 		const char *const params[] = { "events=10", forms[i], NULL };
-		kb_result r;
+		kb_result r = KB_RESULT_INIT;
 		int rc;
 
-		memset(&r, 0, sizeof(r));
+		r = (kb_result)KB_RESULT_INIT;
 		rc = kbt_run("synthetic", params, NULL, 1, 0, &r, &err);
 		ck_assert_msg(rc == KB_OK, "'%s': %s", forms[i], err.message);
 		ck_assert_msg(strstr(r.params_json, "\"lps\":2"), "'%s': %s", forms[i], r.params_json);

@@ -74,7 +74,7 @@ static int run_fail(const char *bench, const char *const *params, const kb_run_o
 		    kb_error *err)
 {
 	kb_params *p = NULL;
-	kb_result res;
+	kb_result res = KB_RESULT_INIT;
 	int rc;
 
 	ck_assert_int_eq(kb_params_create(&p, err), 0);
@@ -251,7 +251,7 @@ static size_t log_lines(const char *bench, const char *const *params, int thread
 START_TEST(key_order_gemm)
 {
 	tmpfiles tf = { 0 };
-	kb_result r;
+	kb_result r = KB_RESULT_INIT;
 	char *buf, **lines;
 	size_t n = log_lines("gemm", gemm128, 1, &tf, &r, &buf, &lines);
 
@@ -267,7 +267,7 @@ END_TEST
 START_TEST(key_order_decode)
 {
 	tmpfiles tf = { 0 };
-	kb_result r;
+	kb_result r = KB_RESULT_INIT;
 	char *buf, **lines;
 	size_t n = log_lines("gqa_decode_opt2", decode4, 0, &tf, &r, &buf, &lines);
 
@@ -298,7 +298,7 @@ START_TEST(record_order)
 
 	for (size_t k = 0; k < sizeof(runs) / sizeof(runs[0]); k++) {
 		tmpfiles tf = { 0 };
-		kb_result r;
+		kb_result r = KB_RESULT_INIT;
 		char *buf, **lines;
 		size_t n = log_lines(runs[k].bench, runs[k].params, runs[k].threads, &tf, &r, &buf,
 				     &lines);
@@ -327,7 +327,7 @@ START_TEST(sha256_of_file)
 	for (size_t k = 0; k < sizeof(runs) / sizeof(runs[0]); k++) {
 		tmpfiles tf = { 0 };
 		kb_run_options o = KB_RUN_OPTIONS_INIT;
-		kb_result with, without;
+		kb_result with = KB_RESULT_INIT, without = KB_RESULT_INIT;
 		char hex[65], *buf;
 		size_t len = 0;
 
@@ -389,7 +389,7 @@ START_TEST(typed_fields)
 	char hex[65], json[512] = "";
 	uint64_t records = 0;
 	kb_oplog_record r = { 7, 1234567890123456789u, 3, "dma", "dma_read", 42, NULL, -1, 4096,
-			      NULL, 0 };
+			      NULL, 0, sizeof(kb_oplog_record) };
 	kb_oplog_field f[5] = { KB_FIELD_U("step", 0), KB_FIELD_U("u", UINT64_MAX),
 				KB_FIELD_I("n", INT64_MIN), KB_FIELD_S("operand", "q\"\\\n"),
 				KB_FIELD_I("k", 99) };
@@ -453,7 +453,7 @@ START_TEST(number_edges)
 	lane = kb__oplog_lane(log, 0);
 	ck_assert_ptr_nonnull(lane);
 	for (int i = 0; i < n; i++) {
-		kb_oplog_record r = { v[i], v[i], 0, "cpu", "x", v[i], NULL, -1, -1, NULL, 0 };
+		kb_oplog_record r = { v[i], v[i], 0, "cpu", "x", v[i], NULL, -1, -1, NULL, 0, sizeof(kb_oplog_record) };
 		kb_oplog_field f = KB_FIELD_U("u", v[i]);
 
 		/* t1 must not decrease within a lane: the record's index. */
@@ -500,7 +500,7 @@ START_TEST(streaming_unit)
 		/* two records per t1, lane 1 emitted first; t0 shrinks every 3rd */
 		uint64_t t1 = 1000 + (i / 2) * 7;
 		int l = (i % 2) ? 0 : 1;
-		kb_oplog_record r = { t1 - (i % 3), t1, (uint32_t)l, "lp", "ev", i, NULL, -1, -1, NULL, 0 };
+		kb_oplog_record r = { t1 - (i % 3), t1, (uint32_t)l, "lp", "ev", i, NULL, -1, -1, NULL, 0, sizeof(kb_oplog_record) };
 
 		/* plain ifs, not ck_assert: each Check assertion costs a write() */
 		kb_oplog_field x = KB_FIELD_U("x", 1);
@@ -585,7 +585,7 @@ static void share_emit(kb_oplog_lane **lane, unsigned r)
 		uint64_t k = (uint64_t)r * SHARE_PER_ROUND + i;
 		unsigned l = (unsigned)((k * 7919u) % SHARE_LANES);
 		uint64_t t1 = 100 + (k / 5) * 3;   /* five records per t1 */
-		kb_oplog_record rec = { t1 - (k % 4), t1, l, "lp", "ev", k, NULL, -1, (int64_t)(k % 9), NULL, 0 };
+		kb_oplog_record rec = { t1 - (k % 4), t1, l, "lp", "ev", k, NULL, -1, (int64_t)(k % 9), NULL, 0, sizeof(kb_oplog_record) };
 
 		if (kb__oplog_emit(lane[l], &rec, NULL, 0))
 			ck_abort_msg("kb__oplog_emit failed at record %llu", (unsigned long long)k);
@@ -650,7 +650,7 @@ START_TEST(streaming_synthetic)
 	static const char *const p[] = { "lps=16", "events=1000000", "seed=3", NULL };
 	tmpfiles tf = { 0 };
 	kb_run_options o = KB_RUN_OPTIONS_INIT;
-	kb_result r;
+	kb_result r = KB_RESULT_INIT;
 	long rss0 = peak_rss_kb(), grew;
 	FILE *f;
 	size_t lines = 0;
@@ -756,7 +756,7 @@ static void check_trace(const char *bench, const char *const *params, int thread
 {
 	tmpfiles tf = { 0 };
 	kb_run_options o = KB_RUN_OPTIONS_INIT;
-	kb_result r;
+	kb_result r = KB_RESULT_INIT;
 	json_error_t jerr;
 	json_t *root, *evs, *ev;
 	size_t i, n_x = 0, n_proc = 0, n_thread = 0, n_lines;
@@ -898,7 +898,7 @@ START_TEST(trace_tracks)
 		const char *bench = kb_bench_get(b)->name;
 		tmpfiles tf = { 0 };
 		kb_run_options o = KB_RUN_OPTIONS_INIT;
-		kb_result r;
+		kb_result r = KB_RESULT_INIT;
 		json_error_t jerr;
 		json_t *root, *evs, *ev;
 		span *s;
@@ -987,7 +987,7 @@ START_TEST(callback_every_record)
 		tmpfiles tf = { 0 };
 		kb_run_options o = KB_RUN_OPTIONS_INIT;
 		cb_state s = { 0 };
-		kb_result r;
+		kb_result r = KB_RESULT_INIT;
 		char *buf;
 		size_t len = 0;
 

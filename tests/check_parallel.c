@@ -53,7 +53,7 @@ typedef struct figures {
 
 static void run_model(const model *m, int threads, int data, figures *f)
 {
-	kb_result r;
+	kb_result r = KB_RESULT_INIT;
 	kb_error err;
 	int rc = kbt_run(m->bench, m->params, NULL, threads, data, &r, &err);
 
@@ -188,7 +188,7 @@ END_TEST
 START_TEST(workers_used)
 {
 	static const char *const p[] = { "lps=16", "events=2000", NULL };
-	kb_result r;
+	kb_result r = KB_RESULT_INIT;
 	kb_error err;
 
 	for (int t = 0; t <= 20; t += (t < 4 ? 1 : 16)) {

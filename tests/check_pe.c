@@ -522,14 +522,14 @@ static int run_two(int shared, recs *rs, uint64_t *c1, uint64_t *c2)
 	int64_t sb[2] = { 256, 128 };
 	two_args a = { 0, 0, shared };
 	kb_error err;
-	kb_result res;
+	kb_result res = KB_RESULT_INIT;
 	int rc;
 
 	o.threads = 1;
 	o.on_record = on_rec;
 	o.payload = rs;
 	o.pes = 1;
-	memset(&res, 0, sizeof(res));
+	res = (kb_result)KB_RESULT_INIT;
 	ck_assert_int_eq(kb_simulation_create(&sim, NULL, &o, &err), KB_OK);
 	ck_assert_int_eq(kb_simulation_alloc(sim, KB_FP16, 2, sb, 1, &a.b1, &err), KB_OK);
 	ck_assert_int_eq(kb_simulation_alloc(sim, KB_FP16, 2, sb, 1, &a.b2, &err), KB_OK);
@@ -595,7 +595,7 @@ static void run_bench_policy(const char *bench, const char *const *params, const
 	kb_params *p = NULL;
 	kb_topology *t = NULL;
 	kb_run_options o = KB_RUN_OPTIONS_INIT;
-	kb_result res;
+	kb_result res = KB_RESULT_INIT;
 	kb_error err;
 	int rc;
 
@@ -609,7 +609,7 @@ static void run_bench_policy(const char *bench, const char *const *params, const
 	o.threads = threads;
 	o.on_record = on_rec;
 	o.payload = rs;
-	memset(&res, 0, sizeof(res));
+	res = (kb_result)KB_RESULT_INIT;
 	rc = kb_bench_run(bench, p, t, &o, &res, &err);
 	ck_assert_msg(rc == KB_OK, "%s: %s", bench, err.message);
 	ck_assert_uint_eq(res.records, rs->n);
@@ -729,7 +729,7 @@ START_TEST(test_rw_aware)
 {
 	const char *const params[] = { "S_kv=1024", NULL };
 	recs ff = { NULL, 0, 0 }, rw = { NULL, 0, 0 }, rw0 = { NULL, 0, 0 };
-	kb_result a, b, c;
+	kb_result a = KB_RESULT_INIT, b = KB_RESULT_INIT, c = KB_RESULT_INIT;
 	kb_topology *t;
 	kb_error err;
 	int wf, ww;
@@ -812,14 +812,14 @@ START_TEST(test_deadlock_message)
 	kb_topology *t = NULL;
 	kb_simulation *sim = NULL;
 	kb_sim_options o = KB_SIM_OPTIONS_INIT;
-	kb_result res;
+	kb_result res = KB_RESULT_INIT;
 	kb_error err;
 	int rc;
 
 	ck_assert_int_eq(kb_topology_default(&t, &err), KB_OK);
 	ck_assert_int_eq(kb_topology_set(t, "pes_per_cluster", "2", &err), KB_OK);
 	o.threads = 1;
-	memset(&res, 0, sizeof(res));
+	res = (kb_result)KB_RESULT_INIT;
 	ck_assert_int_eq(kb_simulation_create(&sim, t, &o, &err), KB_OK);
 	ck_assert_uint_eq(kb_simulation_pes(sim), 2);
 	ck_assert_int_eq(kb_simulation_launch(sim, recv_kernel, NULL, 0, 2, &err), KB_OK);

@@ -2,7 +2,8 @@
  * Bench registration (kernbench/registry.h): registries with and without
  * the built-ins, the checks on a definition, and a bench written against
  * the public API alone run through a registry in timing and data mode,
- * with its check and its dumped tensors.
+ * with its check and its dumped tensors. And the size fields of the
+ * structs the library fills (kb_result, kb_sweep_row, kb_oplog_record).
  */
 #include <check.h>
 #include <math.h>
@@ -13,6 +14,7 @@
 
 #include <kernbench.h>
 
+#include "runtime/result.h"
 #include "suites.h"
 #include "testutil.h"
 
@@ -148,7 +150,7 @@ END_TEST
 START_TEST(registry_run_matches_bench_run)
 {
 	kb_registry *reg = NULL;
-	kb_result a, b;
+	kb_result a = KB_RESULT_INIT, b = KB_RESULT_INIT;
 	kb_error err;
 
 	ck_assert_int_eq(kb_registry_create(&reg, NULL, &err), 0);
@@ -255,7 +257,7 @@ START_TEST(own_bench_runs_checks_and_dumps)
 	kb_run_options ro = KB_RUN_OPTIONS_INIT;
 	kb_registry *reg = NULL;
 	kb_params *p = NULL;
-	kb_result res;
+	kb_result res = KB_RESULT_INIT;
 	kb_error err;
 	char *dir = kbt_tmpdir(), path[4096];
 
@@ -322,10 +324,192 @@ START_TEST(plugin_errors_name_the_file)
 }
 END_TEST
 
+/* ---- size fields: structs the library fills can grow ------------------- */
+
+static const char *const small_gemm[] = { "M=32", "K=32", "N=32", NULL };
+
+/* A caller of a later header: its kb_result is longer than the library's. */
+typedef struct later_result {
+	kb_result r;
+	unsigned char tail[64];
+} later_result;
+
+START_TEST(result_size_is_checked)
+{
+	kb_result res = KB_RESULT_INIT;
+	later_result later;
+	kb_sim_options so = KB_SIM_OPTIONS_INIT;
+	kb_simulation *sim = NULL;
+	kb_error err;
+
+	/* Not initialised (zeroed, or one byte short of the first layout):
+	 * refused, naming the field, before anything runs. */
+	res.size = 0;
+	ck_assert_int_eq(kbt_run("gemm", small_gemm, NULL, 1, 0, &res, &err), KB_EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.message, "res->size is 0"));
+	ck_assert_ptr_nonnull(strstr(err.message, "KB_RESULT_INIT"));
+	ck_assert_ptr_null(kb_result_to_json(&res));
+	res.size = KB_RESULT_SIZE_V1 - 1;
+	ck_assert_int_eq(kbt_run("gemm", small_gemm, NULL, 1, 0, &res, &err), KB_EINVAL);
+	so.threads = 1;
+	ck_assert_int_eq(kb_simulation_create(&sim, NULL, &so, &err), 0);
+	ck_assert_int_eq(kb_simulation_run(sim, &res, &err), KB_EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.message, "kb_simulation_run: res->size"));
+	/* The refused call did not use the simulation up. */
+	res = (kb_result)KB_RESULT_INIT;
+	ck_assert_int_eq(kb_simulation_run(sim, &res, &err), 0);
+	ck_assert_uint_eq(res.size, sizeof(kb_result));
+	kb_result_clear(&res);
+	kb_simulation_destroy(sim);
+
+	/* A longer struct: the library fills its own fields, says so in size,
+	 * and leaves the rest alone. */
+	memset(&later, 0xa5, sizeof(later));
+	later.r = (kb_result)KB_RESULT_INIT;
+	later.r.size = sizeof(later);
+	ck_assert_int_eq(kbt_run("gemm", small_gemm, NULL, 1, 0, &later.r, &err), 0);
+	ck_assert_uint_eq(later.r.size, sizeof(kb_result));
+	ck_assert_str_eq(later.r.bench, "gemm");
+	ck_assert_uint_gt(later.r.sim_time_ps, 0);
+	ck_assert_ptr_nonnull(later.r.params_json);
+	for (size_t i = 0; i < sizeof(later.tail); i++)
+		ck_assert_uint_eq(later.tail[i], 0xa5);
+	kb_result_clear(&later.r);
+}
+END_TEST
+
+/* A caller of an older, shorter layout (simulated with a layout that ends
+ * before params_json): only its fields are written, what the library
+ * would have handed over beyond them is freed, and kb_result_clear frees
+ * only what lies within its size. */
+START_TEST(result_delivered_within_size)
+{
+	kb_result full = KB_RESULT_INIT, older;
+	const size_t old_size = offsetof(kb_result, params_json);
+	const unsigned char *tail = (const unsigned char *)&older + old_size;
+	kb_engine_busy *busy;
+	uint64_t sim_ps;
+	kb_error err;
+
+	ck_assert_int_eq(kbt_run("gemm", small_gemm, NULL, 1, 0, &full, &err), 0);
+	ck_assert_ptr_nonnull(full.busy);
+	ck_assert_ptr_nonnull(full.params_json);
+	ck_assert_ptr_nonnull(full.meta_json);
+	busy = full.busy;
+	sim_ps = full.sim_time_ps;
+	memset(&older, 0xa5, sizeof(older));
+	older.size = old_size;
+	kb__result_deliver(&older, &full);
+	ck_assert_uint_eq(older.size, old_size);
+	ck_assert_uint_eq(older.sim_time_ps, sim_ps);
+	ck_assert_ptr_eq(older.busy, busy);
+	for (size_t i = 0; i < sizeof(older) - old_size; i++)
+		ck_assert_uint_eq(tail[i], 0xa5);
+	/* full gave everything away (busy to older, the texts freed). */
+	ck_assert_ptr_null(full.busy);
+	ck_assert_ptr_null(full.params_json);
+	ck_assert_ptr_null(full.meta_json);
+	ck_assert_uint_eq(full.size, sizeof(kb_result));
+	/* Clearing frees busy and touches nothing past size (params_json there
+	 * is 0xa5 garbage: freeing it would crash). */
+	kb_result_clear(&older);
+	ck_assert_ptr_null(older.busy);
+	for (size_t i = 0; i < sizeof(older) - old_size; i++)
+		ck_assert_uint_eq(tail[i], 0xa5);
+}
+END_TEST
+
+typedef struct row_probe {
+	kb_sweep *s;
+	int rows;
+} row_probe;
+
+static int probe_row(const kb_sweep_row *row, void *payload)
+{
+	row_probe *p = payload;
+	kb_sweep_row mine = *row;
+	kb_sweep_figures fig = KB_SWEEP_FIGURES_INIT;
+	kb_result res;
+	kb_error err;
+	char *text = NULL;
+
+	ck_assert_uint_eq(row->size, sizeof(kb_sweep_row));
+	ck_assert_ptr_nonnull(row->result);
+	ck_assert_uint_eq(row->result->size, sizeof(kb_result));
+	/* A row of the first layout's size is read. */
+	mine.size = KB_SWEEP_ROW_SIZE_V1;
+	ck_assert_int_eq(kb_sweep_format_row(&text, p->s, &mine, KB_SWEEP_CSV, 0, &err), 0);
+	kb_free(text);
+	/* An uninitialised one is refused by every call that takes a row. */
+	mine.size = 0;
+	ck_assert_int_eq(kb_sweep_format_row(&text, p->s, &mine, KB_SWEEP_CSV, 0, &err), KB_EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.message, "row->size is 0"));
+	ck_assert_int_eq(kb_sweep_row_figures(&mine, &fig, &err), KB_EINVAL);
+	ck_assert_ptr_null(kb_sweep_row_to_json(p->s, &mine));
+	/* And so is a row whose result is. */
+	mine.size = sizeof(mine);
+	res = *row->result;
+	res.size = 0;
+	mine.result = &res;
+	ck_assert_int_eq(kb_sweep_row_figures(&mine, &fig, &err), KB_EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.message, "row->result->size is 0"));
+	p->rows++;
+	return 0;
+}
+
+START_TEST(sweep_row_size)
+{
+	kb_sweep_options so = KB_SWEEP_OPTIONS_INIT;
+	row_probe p = { NULL, 0 };
+	kb_error err;
+
+	so.jobs = 1;
+	ck_assert_int_eq(kb_sweep_create(&p.s, &so, &err), 0);
+	ck_assert_int_eq(kb_sweep_add_bench(p.s, "gemm", &err), 0);
+	ck_assert_int_eq(kb_sweep_add_param(p.s, "M", "16,32", &err), 0);
+	ck_assert_int_eq(kb_sweep_add_param(p.s, "K", "32", &err), 0);
+	ck_assert_int_eq(kb_sweep_add_param(p.s, "N", "32", &err), 0);
+	ck_assert_int_eq(kb_sweep_run(p.s, probe_row, &p, &err), 0);
+	ck_assert_int_eq(p.rows, 2);
+	kb_sweep_destroy(p.s);
+}
+END_TEST
+
+static int probe_record(const kb_oplog_record *rec, void *payload)
+{
+	size_t *n = payload;
+
+	ck_assert_uint_eq(rec->size, sizeof(kb_oplog_record));
+	(*n)++;
+	return 0;
+}
+
+START_TEST(oplog_record_size)
+{
+	kb_run_options ro = KB_RUN_OPTIONS_INIT;
+	kb_result res = KB_RESULT_INIT;
+	kb_params *p = NULL;
+	kb_error err;
+	size_t n = 0;
+
+	ck_assert_int_eq(kb_params_create(&p, &err), 0);
+	for (size_t i = 0; small_gemm[i]; i++)
+		ck_assert_int_eq(kb_params_set_assignment(p, small_gemm[i], &err), 0);
+	ro.threads = 1;
+	ro.on_record = probe_record;
+	ro.payload = &n;
+	ck_assert_int_eq(kb_bench_run("gemm", p, NULL, &ro, &res, &err), 0);
+	ck_assert_uint_gt(n, 0);
+	ck_assert_uint_eq(n, res.records);
+	kb_result_clear(&res);
+	kb_params_destroy(p);
+}
+END_TEST
+
 Suite *registry_suite(void)
 {
 	Suite *s = suite_create("registry");
-	TCase *tc = tcase_create("registry");
+	TCase *tc = tcase_create("registry"), *sizes;
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, builtins_through_a_registry);
@@ -335,5 +519,12 @@ Suite *registry_suite(void)
 	tcase_add_test(tc, own_bench_runs_checks_and_dumps);
 	tcase_add_test(tc, plugin_errors_name_the_file);
 	suite_add_tcase(s, tc);
+	sizes = tcase_create("sizes");
+	tcase_set_timeout(sizes, 60);
+	tcase_add_test(sizes, result_size_is_checked);
+	tcase_add_test(sizes, result_delivered_within_size);
+	tcase_add_test(sizes, sweep_row_size);
+	tcase_add_test(sizes, oplog_record_size);
+	suite_add_tcase(s, sizes);
 	return s;
 }

@@ -1053,7 +1053,7 @@ END_TEST
 START_TEST(synthetic_reproducible)
 {
 	static const char *const p[] = { "lps=8", "events=5000", "seed=7", NULL };
-	kb_result r1, r2;
+	kb_result r1 = KB_RESULT_INIT, r2 = KB_RESULT_INIT;
 	kb_error err;
 
 	ck_assert_msg(kbt_run("synthetic", p, NULL, 1, 0, &r1, &err) == 0, "%s", err.message);
@@ -1088,7 +1088,7 @@ END_TEST
 START_TEST(auto_gathers_starved_windows)
 {
 	static const char *const p[] = { "lps=16", "events=20000", "seed=5", NULL };
-	kb_result r1, ra, r2;
+	kb_result r1 = KB_RESULT_INIT, ra = KB_RESULT_INIT, r2 = KB_RESULT_INIT;
 	kb_error err;
 
 	ck_assert_msg(kbt_run("synthetic", p, NULL, 1, 0, &r1, &err) == 0, "%s", err.message);
@@ -1115,7 +1115,7 @@ START_TEST(synthetic_seed_matters)
 {
 	static const char *const p7[] = { "lps=8", "events=2000", "seed=7", NULL };
 	static const char *const p8[] = { "lps=8", "events=2000", "seed=8", NULL };
-	kb_result a, b;
+	kb_result a = KB_RESULT_INIT, b = KB_RESULT_INIT;
 	kb_error err;
 
 	ck_assert_msg(kbt_run("synthetic", p7, NULL, 1, 0, &a, &err) == 0, "%s", err.message);

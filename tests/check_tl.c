@@ -157,15 +157,15 @@ START_TEST(test_cost_override_topology)
 	const char *const params[] = { "M=64", "K=64", "N=64", NULL };
 	const char *const sets[] = { "pe_cost_model.fixed_cycles=100",
 				     "pe_cost_model.r_cycles_per_byte=0.25", NULL };
-	kb_result res;
+	kb_result res = KB_RESULT_INIT;
 	kb_error err;
 
-	memset(&res, 0, sizeof(res));
+	res = (kb_result)KB_RESULT_INIT;
 	ck_assert_int_eq(kbt_run("gemm", params, NULL, 1, 0, &res, &err), KB_OK);
 	ck_assert_uint_eq(res.commands, 1);
 	ck_assert_uint_eq(res.dispatch_ps, 42875);
 	kb_result_clear(&res);
-	memset(&res, 0, sizeof(res));
+	res = (kb_result)KB_RESULT_INIT;
 	ck_assert_int_eq(kbt_run("gemm", params, sets, 1, 0, &res, &err), KB_OK);
 	ck_assert_uint_eq(res.dispatch_ps, 111500);  /* 100 + 0.25*46 */
 	kb_result_clear(&res);

@@ -122,7 +122,7 @@ int kbt_data_bench(const char *name, const char *const *params, int data, int th
 	o.data = data;
 	o.threads = threads;
 	o.dump_dir = dump;
-	memset(res, 0, sizeof(*res));
+	*res = (kb_result)KB_RESULT_INIT;
 	if (!rc)
 		rc = kb_bench_run(name, p, NULL, &o, res, err);
 	kb_params_destroy(p);

@@ -79,7 +79,7 @@ static int phold_event(kb_lp *lp, const kb_event *ev)
 	s->sink = burn(s->work, s->sink + ev->w[0]);
 	if (lane) {
 		kb_oplog_record r = { kb__lp_now(lp), kb__lp_now(lp), s->id, "lp", "event",
-				      s->handled - 1, NULL, -1, -1, NULL, 0 };
+				      s->handled - 1, NULL, -1, -1, NULL, 0, sizeof(kb_oplog_record) };
 		kb_oplog_field f = KB_FIELD_U("src", ev->src);
 
 		if (kb__oplog_emit(lane, &r, &f, 1))

@@ -42,7 +42,7 @@ static int run(const char *bench, const char *skv, int data, sample *s)
 {
 	kb_params *p = NULL;
 	kb_run_options o = KB_RUN_OPTIONS_INIT;
-	kb_result r;
+	kb_result r = KB_RESULT_INIT;
 	kb_error err;
 	double t0 = now_s();
 	int rc = kb_params_create(&p, &err);

@@ -60,7 +60,7 @@ static double best_rate(const char *bench, const char *const *params, int thread
 	double best = 0;
 
 	for (int i = 0; i < n; i++) {
-		kb_result r;
+		kb_result r = KB_RESULT_INIT;
 
 		if (run(bench, params, threads, &r))
 			return 0;
@@ -153,7 +153,7 @@ static void parallel_row(const char *label, const char *bench, const char *const
 
 	for (int r = 0; r < rounds; r++)
 		for (size_t i = 0; i < n; i++) {
-			kb_result res;
+			kb_result res = KB_RESULT_INIT;
 
 			if (run(bench, p, c[i].threads, &res))
 				return;
@@ -385,7 +385,7 @@ static void project_row(const char *label, const char *bench, const char *const 
 {
 	char path[] = "/tmp/kbproj.XXXXXX";
 	int fd = mkstemp(path);
-	kb_result r1, rp;
+	kb_result r1 = KB_RESULT_INIT, rp = KB_RESULT_INIT;
 	double serial;
 	proj pr;
 
@@ -535,7 +535,7 @@ static long child_rss(const char *bench, const char *skv)
 
 	if (pid == 0) {
 		const char *p[] = { skv, NULL };
-		kb_result r;
+		kb_result r = KB_RESULT_INIT;
 
 		_exit(run(bench, p, 1, &r) ? 1 : 0);
 	}

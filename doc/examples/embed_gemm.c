@@ -79,7 +79,7 @@ int main(int argc, char **argv)
 	kb_sim_options so = KB_SIM_OPTIONS_INIT;
 	kb_topology *topo = NULL;
 	kb_simulation *sim = NULL;
-	kb_result res;
+	kb_result res = KB_RESULT_INIT;
 	log_stats stats = { 0 };
 	gemm_args g = { 0, 0, 0, 0 };
 	kb_error err;
@@ -87,7 +87,6 @@ int main(int argc, char **argv)
 	uint64_t gemm_busy = 0;
 	int rc;
 
-	memset(&res, 0, sizeof(res));
 	printf("kernbench %s (built against %s)\n", kb_version(), KB_VERSION_STRING);
 	fill(a, M * K, 1);
 	fill(b, K * N, 2);

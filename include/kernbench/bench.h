@@ -69,8 +69,24 @@ typedef struct kb_exec_figures {
 				  * workers, 2 the rest ran sequentially */
 } kb_exec_figures;
 
-/* What a run reports (the figures of `kernbench run --json`). */
+/*
+ * What a run reports (the figures of `kernbench run --json`).
+ *
+ * size makes the struct extensible without breaking programs built
+ * earlier. The caller sets it (KB_RESULT_INIT, or sizeof(kb_result))
+ * before passing the struct to kb_bench_run, kb_registry_run or
+ * kb_simulation_run; the library writes no more than size bytes, frees
+ * what it would have handed over beyond them, and sets size to the bytes
+ * it filled. Fields are only ever added at the end: a program built
+ * against this header keeps working with a later library, and one built
+ * against a later header learns from size which fields this library
+ * filled. A size under KB_RESULT_SIZE_V1 (a struct left uninitialised or
+ * zeroed) is KB_EINVAL, naming res->size. kb_exec_figures and
+ * kb_engine_busy keep their layout: a new figure is a new field at the end
+ * of kb_result.
+ */
 typedef struct kb_result {
+	size_t size;             /* sizeof(kb_result) (KB_RESULT_INIT); must be the first member */
 	char bench[64];
 	int threads;             /* as requested: KB_THREADS_AUTO, 0 one per engine, 1 sequential, N */
 	unsigned workers;        /* worker threads actually used */
@@ -101,11 +117,19 @@ typedef struct kb_result {
 	char *params_json;       /* the effective parameters as a JSON object */
 	char *meta_json;         /* provenance (kb_provenance_json) of kb_bench_run; NULL otherwise */
 	kb_exec_figures exec;    /* the executor's breakdown */
+	/* Later fields go here, and KB_RESULT_SIZE_V1 stays the end of exec. */
 } kb_result;
+/* The size of the first layout with a size field: the least size accepted. */
+#define KB_RESULT_SIZE_V1 (offsetof(kb_result, exec) + sizeof(kb_exec_figures))
+#define KB_RESULT_INIT \
+	{ sizeof(kb_result), { 0 }, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0, { 0 }, \
+	  0.0, 0.0, 0, NULL, 0, NULL, NULL, { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 } }
 
-/* Frees what a kb_result owns (not the struct). Accepts NULL. */
+/* Frees what a kb_result owns (not the struct; the fields within its size).
+ * Accepts NULL. */
 KB_API void kb_result_clear(kb_result *res);
-/* The result as one JSON object (the `run --json` line); free with kb_free. */
+/* The result as one JSON object (the `run --json` line); free with kb_free.
+ * NULL when out of memory or when res->size is under KB_RESULT_SIZE_V1. */
 KB_API char *kb_result_to_json(const kb_result *res);
 
 /* Options of one run. Use KB_RUN_OPTIONS_INIT. */
@@ -135,8 +159,9 @@ KB_API void kb_params_destroy(kb_params *p);
  * Runs a bench. params may be NULL (all defaults); topo may be NULL (the
  * embedded default). Unknown or out-of-range parameters are KB_ENOTFOUND /
  * KB_ERANGE / KB_EPARSE naming the parameter; simulation and validation
- * errors are returned with their message. res is filled on success and
- * must be cleared with kb_result_clear. res->meta_json records where the
+ * errors are returned with their message. res->size must be set
+ * (KB_RESULT_INIT); res is filled on success and must be cleared with
+ * kb_result_clear. res->meta_json records where the
  * result came from (kb_provenance_json: version, topology SHA-256, params,
  * opt->argv, threads, host, date); with opt->dump_dir, the same object is
  * written there as meta.json.

@@ -65,7 +65,8 @@ KB_API int kb_sweep_run_json(const char *sweep_json, kb_json_cb on_row, void *pa
  * A key that is a parameter of the row's bench has the parameter's type;
  * another key is an integer when every value of it in the sweep is one, a
  * number when every value is, else a string. s is the sweep that produced
- * the row. NULL when out of memory. Free with kb_free.
+ * the row. NULL when out of memory or when row->size (or its result's
+ * size) is too small (kb_sweep.h). Free with kb_free.
  */
 KB_API char *kb_sweep_row_to_json(const kb_sweep *s, const kb_sweep_row *row);
 

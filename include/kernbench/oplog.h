@@ -29,6 +29,10 @@ typedef struct kb_oplog_record {
 	int64_t bytes;         /* records that move data: bytes; otherwise -1 */
 	const char *json;      /* the record's JSON line, without the newline; NOT NUL-terminated: use json_len */
 	size_t json_len;
+	/* sizeof(kb_oplog_record) of the library that filled the record, so
+	 * the struct can grow: a field added later comes after this one and
+	 * is there only when size covers it (offsetof + sizeof <= size). */
+	size_t size;
 } kb_oplog_record;
 
 /* Receives each record; return 0 to go on, nonzero to fail the run. */

@@ -66,14 +66,15 @@ extern "C" {
 
 /*
  * The version of the bench interface: the layout of kb_bench_def,
- * kb_bench_info and kb_param_info and the meaning of the kb_bench_ctx
- * calls. A definition records the version it was compiled against in its
+ * kb_bench_info, kb_param_info and of the kb_result a run function fills,
+ * and the meaning of the kb_bench_ctx calls. (2: kb_result gained its size
+ * field.) A definition records the version it was compiled against in its
  * first member; kb_registry_add refuses one whose version this library does
  * not implement, so a plugin built against an incompatible library is
  * refused with a message instead of being misread. Raised whenever one of
  * those structs changes.
  */
-#define KB_BENCH_ABI 1u
+#define KB_BENCH_ABI 2u
 
 typedef struct kb_registry kb_registry;
 /* One run of a bench, as its run and check functions see it (opaque). */
@@ -81,7 +82,7 @@ typedef struct kb_bench_ctx kb_bench_ctx;
 
 /* Runs the bench: builds the machine (kb_bench_simulation), allocates and
  * fills the tensors (kb_bench_input), launches the kernels and runs them
- * (kb_bench_simulate), and fills res. On failure it returns the kb_status
+ * (kb_bench_simulate), and fills res (the library's, of its full size). On failure it returns the kb_status
  * with err filled, and leaves nothing allocated (the library clears res). */
 typedef int (*kb_bench_run_fn)(kb_bench_ctx *ctx, kb_result *res, kb_error *err);
 /* Data mode only, called by kb_bench_simulate after a successful run with

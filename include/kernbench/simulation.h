@@ -73,8 +73,9 @@ KB_API int kb_simulation_download(kb_simulation *sim, uint64_t addr, void *dst, 
  * each called with args. Kernels run during kb_simulation_run. */
 KB_API int kb_simulation_launch(kb_simulation *sim, kb_kernel_fn fn, void *args,
 				uint32_t first_pe, uint32_t n_pes, kb_error *err);
-/* Runs every launched kernel to completion; fills res (may be NULL;
- * clear it with kb_result_clear). A simulation runs once. */
+/* Runs every launched kernel to completion; fills res (may be NULL; set
+ * res->size with KB_RESULT_INIT, clear it with kb_result_clear). A
+ * simulation runs once; a res of a bad size is refused before it runs. */
 KB_API int kb_simulation_run(kb_simulation *sim, kb_result *res, kb_error *err);
 
 #ifdef __cplusplus

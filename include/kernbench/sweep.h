@@ -39,8 +39,20 @@ typedef struct kb_sweep_options {
 } kb_sweep_options;
 #define KB_SWEEP_OPTIONS_INIT { 0, 1, 0, NULL }
 
-/* One finished point. Pointers are valid during the callback only. */
+/*
+ * One finished point. Pointers are valid during the callback only.
+ *
+ * size makes the struct extensible: in the rows the library delivers it is
+ * the library's sizeof(kb_sweep_row), and a field added later lies beyond
+ * the size of an older library (read a newer field only when size covers
+ * it). A row given back to the library (kb_sweep_format_row,
+ * kb_sweep_writer_row, kb_sweep_row_figures, kb_sweep_row_to_json) is one
+ * it delivered or one the caller built from KB_SWEEP_ROW_INIT; a size
+ * under KB_SWEEP_ROW_SIZE_V1 (an uninitialised row) is KB_EINVAL, and so
+ * is a result whose size is under KB_RESULT_SIZE_V1.
+ */
 typedef struct kb_sweep_row {
+	size_t size;                  /* sizeof(kb_sweep_row); must be the first member */
 	size_t index;                 /* position in the fixed order, 0-based */
 	size_t total;                 /* number of points */
 	const char *bench;
@@ -50,7 +62,11 @@ typedef struct kb_sweep_row {
 	int status;                   /* 0 or a kb_status */
 	const char *error;            /* message when status != 0, else "" */
 	const kb_result *result;      /* NULL when status != 0 */
+	/* Later fields go here, and KB_SWEEP_ROW_SIZE_V1 stays the end of result. */
 } kb_sweep_row;
+/* The size of the first layout with a size field: the least size accepted. */
+#define KB_SWEEP_ROW_SIZE_V1 (offsetof(kb_sweep_row, result) + sizeof(const kb_result *))
+#define KB_SWEEP_ROW_INIT { sizeof(kb_sweep_row), 0, 0, NULL, 0, NULL, NULL, 0, NULL, NULL }
 
 /* Receives rows in index order; return nonzero to stop the sweep. */
 typedef int (*kb_sweep_cb)(const kb_sweep_row *row, void *payload);
@@ -124,7 +140,8 @@ typedef struct kb_sweep_figures {
  * A fixed column whose name a swept key takes is result.NAME (doc/sweep.md). */
 KB_API int kb_sweep_header(char **out, const kb_sweep *s, kb_sweep_format fmt, int data,
 			   kb_error *err);
-/* One row as a line of text with its newline; free with kb_free. */
+/* One row as a line of text with its newline; free with kb_free. KB_EINVAL
+ * for a row of another sweep or of a bad size. */
 KB_API int kb_sweep_format_row(char **out, const kb_sweep *s, const kb_sweep_row *row,
 			       kb_sweep_format fmt, int data, kb_error *err);
 /* The figures of a row, read from its text form (so a row read back from a

@@ -12,6 +12,7 @@
 #include "base/err.h"
 #include "bench/bench_impl.h"
 #include "bench/bench_util.h"
+#include "runtime/result.h"
 
 KB_API const kb_bench_def *kb_bench_def_of(const kb_bench_ctx *ctx)
 {
@@ -158,6 +159,9 @@ KB_API int kb_bench_compare(kb_simulation *sim, kb_dtype dt, uint64_t addr, cons
 	if (!sim || !res || (n && !want))
 		return kb__err(err, KB_EINVAL, "kb_bench_compare: %s is NULL",
 			       !sim ? "sim" : !res ? "res" : "want");
+	rc = kb__result_check(res, "kb_bench_compare", err);
+	if (rc)
+		return rc;
 	got = malloc((n ? n : 1) * sizeof(*got));
 	if (!got)
 		return kb__err(err, KB_ENOMEM, "out of memory comparing %zu elements", n);

@@ -263,12 +263,11 @@ KB_API int kb_bench_run_json(const char *bench, const char *params_json,
 	kb_params *params = NULL;
 	kb_topology *topo = NULL;
 	json_opts jo = { 0 };
-	kb_result res;
+	kb_result res = KB_RESULT_INIT;
 	char *text;
 	int rc;
 
 	kb_error_clear(err);
-	memset(&res, 0, sizeof(res));
 	if (!result_json)
 		return kb__err(err, KB_EINVAL, "kb_bench_run_json: result_json is NULL");
 	*result_json = NULL;
@@ -468,11 +467,10 @@ KB_API int kb_simulation_create_json(kb_simulation **out, const char *topology_j
 
 KB_API int kb_simulation_run_json(kb_simulation *sim, char **result_json, kb_error *err)
 {
-	kb_result res;
+	kb_result res = KB_RESULT_INIT;
 	int rc;
 
 	kb_error_clear(err);
-	memset(&res, 0, sizeof(res));
 	if (!result_json)
 		return kb__err(err, KB_EINVAL, "kb_simulation_run_json: result_json is NULL");
 	*result_json = NULL;

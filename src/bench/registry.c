@@ -17,6 +17,7 @@
 #include "bench/params.h"
 #include "bench/provenance.h"
 #include "pe/pe.h"
+#include "runtime/result.h"
 
 /* " (did you mean 'x'?)" when one of the names is close to name, else
  * " (known: a, b, ...)". */
@@ -270,14 +271,16 @@ KB_API int kb_registry_run(const kb_registry *reg, const char *bench, const kb_p
 	const kb_bench_def *def = NULL;
 	kb_run_options dflt = KB_RUN_OPTIONS_INIT;
 	kb_bench_ctx ctx = { 0 };
+	kb_result full = KB_RESULT_INIT; /* filled in full, then handed over within res->size */
 	char *ptext;
 	json_t *meta;
 	int rc;
 
 	kb_error_clear(err);
-	if (!res)
-		return kb__err(err, KB_EINVAL, "kb_bench_run: res is NULL");
-	memset(res, 0, sizeof(*res));
+	rc = kb__result_begin(res, "kb_bench_run", err);
+	if (rc)
+		return rc;
+	kb__result_init(&full);
 	rc = kb_registry_lookup(reg, bench, &def, err);
 	if (rc)
 		return rc;
@@ -309,44 +312,32 @@ KB_API int kb_registry_run(const kb_registry *reg, const char *bench, const kb_p
 	ptext = params_json(&def->info, params);
 	meta = ptext ? make_meta(ctx.topo, ptext, opt, err) : NULL;
 	rc = meta ? KB_OK : (err && err->code ? err->code : KB_ENOMEM);
-	if (!rc && !(res->meta_json = json_dumps(meta, JSON_COMPACT | JSON_PRESERVE_ORDER)))
+	if (!rc && !(full.meta_json = json_dumps(meta, JSON_COMPACT | JSON_PRESERVE_ORDER)))
 		rc = kb__err(err, KB_ENOMEM, "out of memory");
-	ctx.meta_json = res->meta_json;
+	ctx.meta_json = full.meta_json;
 	if (!rc) {
 		/* A bench's run fills res afresh: keep the provenance aside. */
-		char *keep = res->meta_json;
+		char *keep = full.meta_json;
 
-		res->meta_json = NULL;
-		rc = def->run(&ctx, res, err);
-		res->meta_json = keep;
+		full.meta_json = NULL;
+		rc = def->run(&ctx, &full, err);
+		full.meta_json = keep;
 	}
 	kb_topology_destroy(ctx.topo);
 	free(ctx.dump);
 	if (!rc && opt->dump_dir)
 		rc = write_meta(opt->dump_dir, meta, err);
 	json_decref(meta);
-	res->params_json = ptext;
+	full.params_json = ptext;
 	if (rc) {
-		kb_result_clear(res);
+		kb_result_clear(&full);
 		return rc;
 	}
-	snprintf(res->bench, sizeof(res->bench), "%s", def->info.name);
-	res->threads = opt->threads;
-	res->data = opt->data;
+	snprintf(full.bench, sizeof(full.bench), "%s", def->info.name);
+	full.threads = opt->threads;
+	full.data = opt->data;
+	kb__result_deliver(res, &full);
 	return KB_OK;
-}
-
-KB_API void kb_result_clear(kb_result *res)
-{
-	if (!res)
-		return;
-	free(res->busy);
-	free(res->params_json);
-	free(res->meta_json);
-	res->busy = NULL;
-	res->params_json = NULL;
-	res->meta_json = NULL;
-	res->n_busy = 0;
 }
 
 static json_t *real_or_null(double v)
@@ -381,7 +372,7 @@ json_t *kb__result_json(const kb_result *r)
 {
 	json_t *o = json_object(), *params;
 
-	if (!o || !r) {
+	if (!o || !r || r->size < KB_RESULT_SIZE_V1) {
 		json_decref(o);
 		return NULL;
 	}
@@ -527,7 +518,7 @@ int kb__result_from_json(const json_t *o, kb_result *r, kb_error *err)
 	uint64_t u = 0;
 	int rc = 0;
 
-	memset(r, 0, sizeof(*r));
+	kb__result_init(r);
 	if (!json_is_object(o) || !bench || !sha || strlen(sha) >= sizeof(r->oplog_sha256))
 		return kb__err(err, KB_EPARSE, "result: not a result object");
 	snprintf(r->bench, sizeof(r->bench), "%s", bench);

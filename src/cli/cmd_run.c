@@ -168,12 +168,11 @@ int cli_cmd_run(int argc, char **argv)
 	const kb_bench_info *bench = NULL;
 	kb_params *params = NULL;
 	kb_topology *topo = NULL;
-	kb_result res;
+	kb_result res = KB_RESULT_INIT;
 	kb_error err;
 	cli_args a;
 	int rc, ran = 0;
 
-	memset(&res, 0, sizeof(res));
 	rc = cli_parse("run", opts, N_OPTS, argc, argv, &a);
 	if (rc)
 		goto done;

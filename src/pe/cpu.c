@@ -159,7 +159,7 @@ static int dispatched(kb_lp *lp, kb_cpu *c)
 	kb_time now = kb__lp_now(lp);
 	kb_oplog_record r = { c->dispatch_t0, now, c->ps->pe, kb__eng_name(KB_ENG_CPU), "dispatch",
 			      cmd->id, kb__cmd_kind_name((int)cmd->kind), (int64_t)cmd->lbytes, -1,
-			      NULL, 0 };
+			      NULL, 0, sizeof(kb_oplog_record) };
 	kb_oplog_lane *lane = c->ps->lane[KB_ENG_CPU];
 	int rc = lane ? kb__oplog_emit(lane, &r, NULL, 0) : KB_OK;
 

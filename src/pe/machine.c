@@ -46,7 +46,8 @@ int kb__pe_log(const kb_pe_state *ps, int eng, const char *op, uint64_t cmd, kb_
 	       kb_time t1, int64_t bytes, const kb_oplog_field *fields, int n_fields)
 {
 	kb_oplog_lane *lane = ps->lane[eng];
-	kb_oplog_record r = { t0, t1, ps->pe, kb__eng_name(eng), op, cmd, NULL, -1, bytes, NULL, 0 };
+	kb_oplog_record r = { t0, t1, ps->pe, kb__eng_name(eng), op, cmd, NULL, -1, bytes, NULL, 0,
+			      sizeof(kb_oplog_record) };
 
 	return lane ? kb__oplog_emit(lane, &r, fields, n_fields) : KB_OK;
 }

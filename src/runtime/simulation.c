@@ -19,6 +19,7 @@
 #include "pe/machine.h"
 #include "runtime/kernel.h"
 #include "runtime/oplog_pump.h"
+#include "runtime/result.h"
 #include "runtime/simulation_impl.h"
 
 typedef struct launch {
@@ -334,6 +335,8 @@ KB_API int kb_simulation_run(kb_simulation *s, kb_result *res, kb_error *err)
 		return kb__err(err, KB_EINVAL, "kb_simulation_run: NULL simulation");
 	if (s->ran)
 		return kb__err(err, KB_ESTATE, "a simulation runs only once");
+	if (res && (rc = kb__result_begin(res, "kb_simulation_run", err)))
+		return rc;
 	s->ran = 1;
 	oo.path = s->oplog_path;
 	oo.trace_path = s->trace_path;
@@ -382,12 +385,18 @@ KB_API int kb_simulation_run(kb_simulation *s, kb_result *res, kb_error *err)
 		}
 	}
 	if (!rc && res) {
+		kb_result full = KB_RESULT_INIT; /* filled in full, then handed over within res->size */
+
 		s->stats = *kb__sim_stats(sim);
-		memset(res, 0, sizeof(*res));
-		rc = fill_result(s, m, res, now_s() - t0, err);
-		memcpy(res->oplog_sha256, sha, sizeof(sha));
-		res->records = records;
-		res->exec.ns_oplog_serial = kb__oplog_sink_ns(log);
+		kb__result_init(&full);
+		rc = fill_result(s, m, &full, now_s() - t0, err);
+		memcpy(full.oplog_sha256, sha, sizeof(sha));
+		full.records = records;
+		full.exec.ns_oplog_serial = kb__oplog_sink_ns(log);
+		if (rc)
+			kb_result_clear(&full);
+		else
+			kb__result_deliver(res, &full);
 	}
 	for (uint32_t p = 0; m && p < s->n_pes; p++)
 		if (m->pes[p])

@@ -155,11 +155,12 @@ void kb__sweep_run_one(const kb_sweep *s, const kb_topology *base, size_t i,
 	rc = point_inputs(s, base, values, &params, &topo, &e);
 	if (rc)
 		goto done;
-	res = calloc(1, sizeof(*res));
+	res = malloc(sizeof(*res));
 	if (!res) {
 		rc = kb__err(&e, KB_ENOMEM, "out of memory");
 		goto done;
 	}
+	*res = (kb_result)KB_RESULT_INIT;
 	o.threads = s->opt.threads;
 	o.data = s->opt.data;
 	rc = kb_registry_run(kb__sweep_registry(s), bench, params, topo, &o, res, &e);
@@ -213,6 +214,7 @@ static size_t claim(run_ctx *c)
 static void fill_row(const kb_sweep *s, size_t total, size_t i, const slot *sl,
 		     const char **values, kb_sweep_row *row)
 {
+	row->size = sizeof(*row);
 	row->index = i;
 	row->total = total;
 	row->bench = kb__sweep_decode(s, i, values);

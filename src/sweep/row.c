@@ -90,6 +90,23 @@ json_t *kb__sweep_keys_json(const kb_sweep *s, const char *bench, const char *co
 
 /* ---- the encoding ------------------------------------------------------ */
 
+int kb__sweep_row_check(const kb_sweep_row *row, const char *fn, kb_error *err)
+{
+	if (!row)
+		return kb__err(err, KB_EINVAL, "%s: row is NULL", fn);
+	if (row->size < KB_SWEEP_ROW_SIZE_V1)
+		return kb__err(err, KB_EINVAL,
+			       "%s: row->size is %zu, under the %zu bytes of the first kb_sweep_row "
+			       "layout: initialise a row of your own with KB_SWEEP_ROW_INIT",
+			       fn, row->size, (size_t)KB_SWEEP_ROW_SIZE_V1);
+	if (!row->status && row->result && row->result->size < KB_RESULT_SIZE_V1)
+		return kb__err(err, KB_EINVAL,
+			       "%s: row->result->size is %zu, under the %zu bytes of the first "
+			       "kb_result layout (KB_RESULT_INIT)",
+			       fn, row->result->size, (size_t)KB_RESULT_SIZE_V1);
+	return KB_OK;
+}
+
 json_t *kb__sweep_row_json(const kb_sweep *s, const kb_sweep_row *row)
 {
 	json_t *o = json_object(), *keys = kb__sweep_keys_json(s, row->bench, row->values);
@@ -121,7 +138,8 @@ char *kb__sweep_json_text(const json_t *o)
 
 KB_API char *kb_sweep_row_to_json(const kb_sweep *s, const kb_sweep_row *row)
 {
-	json_t *o = s && row ? kb__sweep_row_json(s, row) : NULL;
+	json_t *o = s && !kb__sweep_row_check(row, "kb_sweep_row_to_json", NULL)
+			    ? kb__sweep_row_json(s, row) : NULL;
 	char *text = o ? kb__sweep_json_text(o) : NULL;
 
 	json_decref(o);
@@ -151,7 +169,7 @@ int kb__sweep_row_decode(const char *text, size_t index, int *status, char **err
 			rc = kb__err(err, KB_ENOMEM, "out of memory");
 		goto done;
 	}
-	if (!(*res = calloc(1, sizeof(**res))))
+	if (!(*res = malloc(sizeof(**res))))
 		rc = kb__err(err, KB_ENOMEM, "out of memory");
 	else if ((rc = kb__result_from_json(json_object_get(o, "result"), *res, err))) {
 		free(*res);
@@ -395,6 +413,8 @@ KB_API int kb_sweep_format_row(char **out, const kb_sweep *s, const kb_sweep_row
 	FILE *f;
 
 	kb_error_clear(err);
+	if (row && (bad = kb__sweep_row_check(row, "kb_sweep_format_row", err)))
+		return bad;
 	if (!out || !s || !row || (!row->status && !row->result) || row->n_keys != s->n_keys)
 		return kb__err(err, KB_EINVAL, "kb_sweep_format_row: NULL argument or a row "
 			       "of another sweep");
@@ -426,10 +446,13 @@ void kb__sweep_figures_from_texts(char txt[KB_SWEEP_N_FIGS][40], int ok,
 KB_API int kb_sweep_row_figures(const kb_sweep_row *row, kb_sweep_figures *out, kb_error *err)
 {
 	char txt[KB_SWEEP_N_FIGS][40];
+	int rc;
 
 	kb_error_clear(err);
 	if (!row || !out || out->size < offsetof(kb_sweep_figures, fig))
 		return kb__err(err, KB_EINVAL, "kb_sweep_row_figures: NULL argument or size not set");
+	if ((rc = kb__sweep_row_check(row, "kb_sweep_row_figures", err)))
+		return rc;
 	kb__sweep_figure_texts(row, txt);
 	kb__sweep_figures_from_texts(txt, row->status == 0, out);
 	return 0;

@@ -48,6 +48,9 @@ const kb_registry *kb__sweep_registry(const kb_sweep *s);
 
 /* ---- the row encoding (row.c) ---- */
 
+/* 0 when a caller's row has a size the library accepts (and so has its
+ * result), else KB_EINVAL naming fn (kb_sweep.h). */
+int kb__sweep_row_check(const kb_sweep_row *row, const char *fn, kb_error *err);
 /* The typed "keys" object of a point (new reference; NULL: out of memory). */
 struct json_t *kb__sweep_keys_json(const kb_sweep *s, const char *bench,
 				   const char *const *values);

@@ -236,6 +236,8 @@ KB_API int kb_sweep_writer_row(kb_sweep_writer *w, const kb_sweep_row *row, kb_e
 	int rc;
 
 	kb_error_clear(err);
+	if (row && (rc = kb__sweep_row_check(row, "kb_sweep_writer_row", err)))
+		return rc;
 	if (!w || !row || !w->f || row->index >= w->total)
 		return kb__err(err, KB_EINVAL, "kb_sweep_writer_row: NULL argument, a closed "
 			       "writer or a row of another sweep");

@@ -383,13 +383,13 @@ static void simulate(program *prog)
 {
 	kb_sim_options opt = KB_SIM_OPTIONS_INIT;
 	kb_simulation *sim = NULL;
-	kb_result res;
+	kb_result res = KB_RESULT_INIT;
 	kb_error err;
 	int rc;
 
 	opt.threads = 1;
 	opt.pes = 1;
-	memset(&res, 0, sizeof(res));
+	res = (kb_result)KB_RESULT_INIT;
 	rc = kb_simulation_create(&sim, NULL, &opt, &err);
 	if (!rc)
 		rc = kb_simulation_launch(sim, kernel, prog, 0, 1, &err);
