@@ -374,14 +374,13 @@ static void check_busy(const char *bench, const char *const *params)
 {
 	kb_params *p = NULL;
 	kb_run_options o = KB_RUN_OPTIONS_INIT;
-	kb_result r;
+	kb_result r = KB_RESULT_INIT;
 	kb_error err;
 	spans s = { 0 };
 	char *text;
 	json_t *j, *util;
 	int rc = kb_params_create(&p, &err);
 
-	memset(&r, 0, sizeof(r));
 	for (size_t i = 0; !rc && params && params[i]; i++)
 		rc = kb_params_set_assignment(p, params[i], &err);
 	o.threads = 1;
