@@ -15,6 +15,7 @@
 
 #include "base/memlimit.h"
 #include "base/outfile.h"
+#include "base/threadlimit.h"
 #include "suites.h"
 #include "testutil.h"
 
@@ -384,6 +385,87 @@ START_TEST(test_mem_need)
 }
 END_TEST
 
+/* ---- kernel_threads against the thread limit ---- */
+
+static void nop_kernel(kb_tl *tl, void *p)
+{
+	(void)p;
+	kb_tl_cpu_overhead(tl, 10);
+}
+
+/* Runs a no-op kernel on n PEs with kernel_threads; rc and the message. */
+static int run_kernel_threads(uint32_t n, kb_result *res, kb_error *err)
+{
+	kb_topology *t = NULL;
+	kb_simulation *sim = NULL;
+	kb_sim_options o = KB_SIM_OPTIONS_INIT;
+	int rc = kb_topology_default(&t, err);
+
+	o.threads = 1;
+	o.pes = n;
+	o.kernel_threads = 1;
+	rc = rc ? rc : kb_topology_set_assignment(t, "clusters=4", err);
+	rc = rc ? rc : kb_topology_set_assignment(t, "pes_per_cluster=1024", err);
+	rc = rc ? rc : kb_simulation_create(&sim, t, &o, err);
+	rc = rc ? rc : kb_simulation_launch(sim, nop_kernel, NULL, 0, n, err);
+	memset(res, 0, sizeof(*res));
+	rc = rc ? rc : kb_simulation_run(sim, res, err);
+	kb_simulation_destroy(sim);
+	kb_topology_destroy(t);
+	return rc;
+}
+
+/* The rule: the threads asked for plus the ones running must fit in the
+ * limit; the message names the option, its value, the count and the limit. */
+START_TEST(test_threads_fit_rule)
+{
+	const kb_thread_limit l = { 100, 3, "RLIMIT_NPROC (ulimit -u)" };
+	const kb_thread_limit none = { UINT64_MAX, 5, "no limit" };
+	const kb_thread_limit over = { 10, 12, "the cgroup's pids.max" };
+	kb_error err;
+
+	ck_assert_int_eq(kb__threads_fit(97, "kernel_threads = 1", "h", &l, &err), KB_OK);
+	ck_assert_int_eq(kb__threads_fit(98, "kernel_threads = 1", "hint", &l, &err), KB_ERANGE);
+	ck_assert_str_eq(err.message, "kernel_threads = 1 needs 98 threads, more than "
+			 "RLIMIT_NPROC (ulimit -u) allows: 100, with 3 running; hint");
+	ck_assert_int_eq(kb__threads_fit(UINT64_MAX - 1, "x", "h", &none, &err), KB_OK);
+	ck_assert_int_eq(kb__threads_fit(0, "x", "h", &over, &err), KB_ERANGE);
+}
+END_TEST
+
+/*
+ * A run whose kernel threads cannot all start is refused before the first
+ * starts, naming kernel_threads and the limit; one that fits runs. The
+ * refusal needs a limit a run of at most 4096 PEs reaches: make check's
+ * tests/kernel_threads_nproc.sh runs this under `ulimit -u`.
+ */
+START_TEST(test_kernel_threads_limit)
+{
+	kb_thread_limit l;
+	kb_result res;
+	kb_error err;
+	int rc;
+
+	kb__thread_limit(&l);
+	rc = run_kernel_threads(2, &res, &err);
+	ck_assert_msg(rc == KB_OK, "2 kernel threads under %s %llu: %s", l.what,
+		      (unsigned long long)l.limit, err.message);
+	ck_assert_uint_eq(res.commands, 2);
+	kb_result_clear(&res);
+	if (l.limit == UINT64_MAX || l.used >= l.limit || l.limit - l.used >= 4096) {
+		printf("kernel_threads: %s %llu, with %llu running: no refusal to test here\n",
+		       l.what, (unsigned long long)l.limit, (unsigned long long)l.used);
+		return;
+	}
+	rc = run_kernel_threads((uint32_t)(l.limit - l.used + 1), &res, &err);
+	ck_assert_int_eq(rc, KB_ERANGE);
+	ck_assert_msg(strstr(err.message, "kernel_threads = 1 (a thread per kernel instance)") &&
+		      strstr(err.message, l.what),
+		      "%s", err.message);
+	printf("kernel_threads refused: %s\n", err.message);
+}
+END_TEST
+
 Suite *limits_suite(void)
 {
 	Suite *s = suite_create("limits");
@@ -399,6 +481,8 @@ Suite *limits_suite(void)
 	tc = tcase_create("resources");
 	tcase_add_test(tc, test_outfile_whole_or_absent);
 	tcase_add_test(tc, test_mem_need);
+	tcase_add_test(tc, test_threads_fit_rule);
+	tcase_add_test(tc, test_kernel_threads_limit);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("consistency");
 	tcase_add_test(tc, test_trim_everywhere);

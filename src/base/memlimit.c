@@ -12,24 +12,29 @@ static void lower(uint64_t *limit, const char **what, uint64_t v, const char *na
 	}
 }
 
-/* memory.max of the process's cgroup (v2); UINT64_MAX for "max" or none. */
-static uint64_t cgroup_max(void)
+int kb__cgroup_file(const char *name, char *path, size_t n)
 {
-	char path[512], line[512], group[401];
-	unsigned long long v = 0;
+	char line[512], group[401];
 	FILE *f = fopen("/proc/self/cgroup", "r");
 	int found = 0;
 
 	if (!f)
-		return UINT64_MAX;
+		return 0;
 	/* The v2 line is "0::/PATH". */
 	while (!found && fgets(line, sizeof(line), f))
 		found = sscanf(line, "0::%400[^\n]", group) == 1;
 	fclose(f);
-	if (found && snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.max", group) >=
-			     (int)sizeof(path))
-		found = 0;
-	if (!found || !(f = fopen(path, "r")))
+	return found && snprintf(path, n, "/sys/fs/cgroup%s/%s", group, name) < (int)n;
+}
+
+/* memory.max of the process's cgroup (v2); UINT64_MAX for "max" or none. */
+static uint64_t cgroup_max(void)
+{
+	char path[512];
+	unsigned long long v = 0;
+	FILE *f;
+
+	if (!kb__cgroup_file("memory.max", path, sizeof(path)) || !(f = fopen(path, "r")))
 		return UINT64_MAX;
 	if (fscanf(f, "%llu", &v) != 1)
 		v = 0;

@@ -5,9 +5,14 @@
 #ifndef KB_BASE_MEMLIMIT_H
 #define KB_BASE_MEMLIMIT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "base/err.h"
+
+/* "/sys/fs/cgroup/GROUP/NAME" of the process's cgroup (v2) into path[n];
+ * 0 when there is none or it does not fit. */
+int kb__cgroup_file(const char *name, char *path, size_t n);
 
 /* The smallest of physical memory, the cgroup's memory.max, RLIMIT_AS
  * (ulimit -v) and RLIMIT_DATA; *what names it. UINT64_MAX when none is

@@ -31,6 +31,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -285,7 +286,9 @@ int kb__kernel_start(kb_kernel_run *k, kb_error *err)
 			rc = pthread_create(&k->thread, &a, kernel_thread, k);
 		pthread_attr_destroy(&a);
 		if (rc)
-			return kb__err(err, KB_ENOMEM, "cannot start a kernel thread");
+			return kb__err(err, KB_ENOMEM, "kernel_threads: cannot start a kernel thread "
+				       "(%s): more threads than the system allows this user?",
+				       strerror(rc));
 		k->thread_started = 1;
 		return KB_OK;
 	}

@@ -12,6 +12,7 @@
 
 #include "base/err.h"
 #include "base/memlimit.h"
+#include "base/threadlimit.h"
 #include "kernbench/simulation.h"
 #include "model/memstore.h"
 #include "model/topology.h"
@@ -223,6 +224,24 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* With kernel_threads, a thread per kernel instance: refused before the
+ * first starts (and before the op_log file is touched) when they cannot all
+ * start, instead of a failure at the one too many. */
+static int kernel_threads_fit(const kb_simulation *s, kb_error *err)
+{
+	char why[128];
+	uint64_t n = 0;
+
+	if (!s->opt.kernel_threads)
+		return KB_OK;
+	for (size_t i = 0; i < s->n_launches; i++)
+		n += s->launches[i].n;
+	snprintf(why, sizeof(why), "kernel_threads = %d (a thread per kernel instance)",
+		 s->opt.kernel_threads);
+	return kb__threads_fit(n, why, "run the kernels as coroutines (kernel_threads = 0) or "
+			       "on fewer PEs, or raise the limit", NULL, err);
+}
+
 static int attach_kernels(kb_simulation *s, kb_machine *m, kb_error *err)
 {
 	for (size_t i = 0; i < s->n_launches; i++) {
@@ -338,6 +357,9 @@ KB_API int kb_simulation_run(kb_simulation *s, kb_result *res, kb_error *err)
 	if (res && (rc = kb__result_begin(res, "kb_simulation_run", err)))
 		return rc;
 	s->ran = 1;
+	rc = kernel_threads_fit(s, err);
+	if (rc)
+		return rc;
 	oo.path = s->oplog_path;
 	oo.trace_path = s->trace_path;
 	oo.trace_metadata = s->trace_metadata;
