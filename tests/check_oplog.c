@@ -472,6 +472,50 @@ START_TEST(number_edges)
 }
 END_TEST
 
+/* The lane keeps each (pe, eng, op)'s middle text by the strings'
+ * addresses: 40 kinds (more than its table holds) on two PEs, each met
+ * twice in a cycle, must all read back as printf writes them. */
+START_TEST(middle_templates)
+{
+	static char ops[40][12];
+	static json_list got;
+	kb_oplog_options oo = { 0 };
+	kb_oplog *log = NULL;
+	kb_oplog_lane *lane;
+	kb_error err;
+	char hex[65], want[128];
+	int n = 0;
+
+	for (int i = 0; i < 40; i++)
+		snprintf(ops[i], sizeof(ops[i]), "op_%d", i * 7);
+	got.n = 0;
+	oo.callback = keep_each;
+	oo.payload = &got;
+	ck_assert_int_eq(kb__oplog_create(&log, &oo, &err), 0);
+	lane = kb__oplog_lane(log, 0);
+	ck_assert_ptr_nonnull(lane);
+	for (int round = 0; round < 2; round++)
+		for (int i = 0; i < 30; i++, n++) {
+			kb_oplog_record r = { 5, (uint64_t)n, (uint32_t)(i % 2) * 1000, i % 3 ? "math" : "dma",
+					      ops[(i * 11 + round) % 40], (uint64_t)i, NULL, -1, -1, NULL, 0,
+					      sizeof(kb_oplog_record) };
+
+			ck_assert_int_eq(kb__oplog_emit(lane, &r, NULL, 0), 0);
+		}
+	ck_assert_int_eq(kb__oplog_finish(log, hex, NULL, &err), 0);
+	ck_assert_int_eq(got.n, n);
+	n = 0;
+	for (int round = 0; round < 2; round++)
+		for (int i = 0; i < 30; i++, n++) {
+			snprintf(want, sizeof(want),
+				 "{\"t0\":5,\"t1\":%d,\"pe\":%d,\"eng\":\"%s\",\"op\":\"%s\",\"cmd\":%d}", n,
+				 (i % 2) * 1000, i % 3 ? "math" : "dma", ops[(i * 11 + round) % 40], i);
+			ck_assert_str_eq(got.text[n], want);
+		}
+	kb__oplog_destroy(log);
+}
+END_TEST
+
 /* ---- streaming -------------------------------------------------------- */
 
 #define STREAM_RECORDS 2000000u
@@ -1058,6 +1102,7 @@ Suite *oplog_suite(void)
 	tcase_add_test(format, sha256_empty);
 	tcase_add_test(format, typed_fields);
 	tcase_add_test(format, number_edges);
+	tcase_add_test(format, middle_templates);
 	suite_add_tcase(s, format);
 
 	tcase_set_timeout(stream, 120);

@@ -28,11 +28,25 @@ typedef struct lane_buf {
 	size_t text_n, text_cap;
 } lane_buf;
 
+/* The constant middle of a record, `,"pe":P,"eng":"E","op":"O","cmd":`,
+ * formatted once per (pe, eng, op) that a lane meets and copied whole after
+ * that: eng and op are static strings (oplog.h), so their addresses name
+ * them. A small open-addressed table by op: an engine logs a handful of
+ * stage kinds. */
+#define TPL_SLOTS 32     /* the top 5 bits of a Fibonacci hash index it */
+typedef struct rec_tpl {
+	const char *eng, *op;
+	uint32_t pe;
+	uint32_t len;            /* 0: empty */
+	char text[72];
+} rec_tpl;
+
 /* A lane is written by its LP's thread (cur) and read by the sink: either
  * in place up to a time bound (sequential executor), or as a sealed buffer
  * (ready) that the sink merges while the LP goes on writing cur. */
 struct kb_oplog_lane {
 	uint32_t order;
+	rec_tpl *tpl;            /* TPL_SLOTS, allocated at the first record */
 	/* The trace or the callback reads each record's fields; else only
 	 * t1 (the merge order) is kept beside the text. */
 	int keep_fields;
@@ -399,9 +413,18 @@ static void put_json_str(tbuf *b, const char *s)
 static void put_fields(tbuf *b, const kb_oplog_field *f, int n)
 {
 	for (int i = 0; i < n; i++) {
-		PUT_LIT(b, ",\"");
-		put_str(b, f[i].key);
-		PUT_LIT(b, "\":");
+		/* ,"key": */
+		if ((size_t)(b->end - b->p) < f[i].key_len + 4) {
+			b->over = 1;
+			return;
+		}
+		b->p[0] = ',';
+		b->p[1] = '"';
+		memcpy(b->p + 2, f[i].key, f[i].key_len);
+		b->p += f[i].key_len + 2;
+		b->p[0] = '"';
+		b->p[1] = ':';
+		b->p += 2;
 		switch (f[i].type) {
 		case KB_FIELD_U64:
 			put_u64(b, f[i].v.u);
@@ -418,8 +441,50 @@ static void put_fields(tbuf *b, const kb_oplog_field *f, int n)
 	}
 }
 
+/* `,"pe":P,"eng":"E","op":"O","cmd":` of r: from the lane's cache, or
+ * formatted (and kept when it fits a slot). */
+static void put_middle(tbuf *b, kb_oplog_lane *lane, const kb_oplog_record *r)
+{
+	rec_tpl *t = NULL;
+	char *from = b->p;
+
+	if (lane->tpl) {
+		size_t h = (size_t)((uint64_t)(uintptr_t)r->op * UINT64_C(0x9e3779b97f4a7c15) >> 59);
+
+		/* Linear probing up to the first empty slot, which the new
+		 * template takes; none is evicted, and a full table (more
+		 * kinds than a PE has) only formats each time. */
+		for (size_t w = 0; w < TPL_SLOTS; w++) {
+			rec_tpl *x = &lane->tpl[(h + w) % TPL_SLOTS];
+
+			if (!x->len) {
+				t = x;
+				break;
+			}
+			if (x->op == r->op && x->eng == r->eng && x->pe == r->pe) {
+				put_mem(b, x->text, x->len);
+				return;
+			}
+		}
+	}
+	PUT_LIT(b, ",\"pe\":");
+	put_u64(b, r->pe);
+	PUT_LIT(b, ",\"eng\":\"");
+	put_str(b, r->eng);
+	PUT_LIT(b, "\",\"op\":\"");
+	put_str(b, r->op);
+	PUT_LIT(b, "\",\"cmd\":");
+	if (t && !b->over && (size_t)(b->p - from) <= sizeof(t->text)) {
+		t->eng = r->eng;
+		t->op = r->op;
+		t->pe = r->pe;
+		t->len = (uint32_t)(b->p - from);
+		memcpy(t->text, from, t->len);
+	}
+}
+
 /* Formats the fixed keys in their contract order, then the optional ones. */
-static int format_record(char *buf, size_t len, const kb_oplog_record *r,
+static int format_record(kb_oplog_lane *lane, char *buf, size_t len, const kb_oplog_record *r,
 			 const kb_oplog_field *fields, int n_fields)
 {
 	tbuf b = { buf, buf + len, 0 };
@@ -428,13 +493,7 @@ static int format_record(char *buf, size_t len, const kb_oplog_record *r,
 	put_u64(&b, r->t0_ps);
 	PUT_LIT(&b, ",\"t1\":");
 	put_u64(&b, r->t1_ps);
-	PUT_LIT(&b, ",\"pe\":");
-	put_u64(&b, r->pe);
-	PUT_LIT(&b, ",\"eng\":\"");
-	put_str(&b, r->eng);
-	PUT_LIT(&b, "\",\"op\":\"");
-	put_str(&b, r->op);
-	PUT_LIT(&b, "\",\"cmd\":");
+	put_middle(&b, lane, r);
 	put_u64(&b, r->cmd);
 	if (r->kind) {
 		PUT_LIT(&b, ",\"kind\":\"");
@@ -461,9 +520,12 @@ int kb__oplog_emit(kb_oplog_lane *lane, const kb_oplog_record *rec, const kb_opl
 	lane_entry *e;
 	int n;
 
+	/* The template cache is an optimisation: without memory, none. */
+	if (!lane->tpl)
+		lane->tpl = calloc(TPL_SLOTS, sizeof(*lane->tpl));
 	/* Room for the longest record, then it is formatted in place. */
 	if (lane_reserve(b, MAX_RECORD) ||
-	    (n = format_record(b->text + b->text_n, MAX_RECORD, rec, fields, n_fields)) < 0) {
+	    (n = format_record(lane, b->text + b->text_n, MAX_RECORD, rec, fields, n_fields)) < 0) {
 		atomic_store_explicit(&lane->oom, 1, memory_order_relaxed);
 		return KB_ENOMEM;
 	}
@@ -994,6 +1056,7 @@ void kb__oplog_destroy(kb_oplog *log)
 		free(log->lanes[i]->cur.text);
 		free(log->lanes[i]->ready.ent);
 		free(log->lanes[i]->ready.text);
+		free(log->lanes[i]->tpl);
 		free(log->lanes[i]);
 	}
 	for (size_t i = 0; i < log->cap_slices; i++) {

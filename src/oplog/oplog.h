@@ -48,6 +48,7 @@ kb_oplog_lane *kb__oplog_lane(kb_oplog *log, uint32_t order);
 typedef enum kb_field_type { KB_FIELD_U64, KB_FIELD_I64, KB_FIELD_STR } kb_field_type;
 typedef struct kb_oplog_field {
 	const char *key;
+	uint32_t key_len;         /* strlen(key), known when compiling */
 	kb_field_type type;
 	union {
 		uint64_t u;
@@ -55,13 +56,17 @@ typedef struct kb_oplog_field {
 		const char *s;
 	} v;
 } kb_oplog_field;
-#define KB_FIELD_U(k, x) ((kb_oplog_field){ (k), KB_FIELD_U64, { .u = (x) } })
-#define KB_FIELD_I(k, x) ((kb_oplog_field){ (k), KB_FIELD_I64, { .i = (x) } })
-#define KB_FIELD_S(k, x) ((kb_oplog_field){ (k), KB_FIELD_STR, { .s = (x) } })
+/* k must be a string literal ("" k does not compile otherwise): its length
+ * is taken here, once, rather than per record. */
+#define KB_FIELD_U(k, x) ((kb_oplog_field){ (k), sizeof("" k) - 1, KB_FIELD_U64, { .u = (x) } })
+#define KB_FIELD_I(k, x) ((kb_oplog_field){ (k), sizeof("" k) - 1, KB_FIELD_I64, { .i = (x) } })
+#define KB_FIELD_S(k, x) ((kb_oplog_field){ (k), sizeof("" k) - 1, KB_FIELD_STR, { .s = (x) } })
 
 /* Appends a record to a lane, with n_fields more members after the fixed
  * keys, in that order (fields may be NULL when n_fields is 0). t1 must not
- * decrease within a lane. */
+ * decrease within a lane. The record's eng, op and kind are static strings
+ * (string literals or tables that live as long as the log): the lane keeps
+ * the text they format to by their address. */
 int kb__oplog_emit(kb_oplog_lane *lane, const kb_oplog_record *rec, const kb_oplog_field *fields,
 		   int n_fields);
 /* Merges and writes every record with t1 < bound (KB_TIME_INF: all). */
