@@ -408,7 +408,7 @@ static int run_kernel_threads(uint32_t n, kb_result *res, kb_error *err)
 	rc = rc ? rc : kb_topology_set_assignment(t, "pes_per_cluster=1024", err);
 	rc = rc ? rc : kb_simulation_create(&sim, t, &o, err);
 	rc = rc ? rc : kb_simulation_launch(sim, nop_kernel, NULL, 0, n, err);
-	memset(res, 0, sizeof(*res));
+	*res = (kb_result)KB_RESULT_INIT;
 	rc = rc ? rc : kb_simulation_run(sim, res, err);
 	kb_simulation_destroy(sim);
 	kb_topology_destroy(t);
