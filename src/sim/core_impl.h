@@ -72,6 +72,11 @@ struct __attribute__((aligned(64))) kb_worker {
 	kb_error error;
 	pthread_t thread;
 	int alloc_failed;
+	/* Which thread runs it in a parallel window (exec.c): the thread that
+	 * ran it last claims it first (its LPs' state is in that core's
+	 * cache); taken and drained hold the job generation that claimed it. */
+	atomic_uint home;
+	atomic_uint taken, drained;
 	/* The coordinator's heap of worker minima (see exec.c). */
 	size_t hpos;
 	kb_time hkey;
@@ -90,12 +95,11 @@ struct kb_sim {
 	kb_time bound;           /* the current window's end, set before a barrier */
 	int solo;                /* the coordinator alone runs this window */
 	atomic_int quit;         /* tells workers to leave */
-	/* dense windows: a job generation that wakes helpers, tickets that pick
-	 * who helps, and claim counters that share out the workers' windows */
+	/* dense windows: a job generation that wakes helpers (and stamps the
+	 * workers claimed in it) and tickets that pick who helps */
 	_Atomic uint64_t job;    /* generation << 32 | tickets taken */
 	_Atomic unsigned job_gen; /* the futex word helpers sleep on */
 	_Atomic unsigned helpers; /* threads besides the coordinator in this job */
-	atomic_uint claim_next, drain_next;
 	_Atomic unsigned job_sleepers;
 	unsigned ncpu;
 	unsigned n_pes;

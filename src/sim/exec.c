@@ -137,32 +137,88 @@ static void run_worker(kb_worker *w, kb_time bound)
 	w->win_events = w->events - e0;
 }
 
-static void help(kb_sim *sim, int helper)
+/* Claims w for job gen: nobody else runs it in this job. */
+static int claim(atomic_uint *stamp, unsigned gen)
+{
+	return atomic_load_explicit(stamp, memory_order_relaxed) != gen &&
+	       atomic_exchange_explicit(stamp, gen, memory_order_relaxed) != gen;
+}
+
+/* Runs the window's workers: first those thread `me` ran last (their
+ * LPs' heaps, lanes and PE state are in its core's cache: a worker that
+ * moved between cores every window cost its whole state in misses), then
+ * any left, from the other end, so that threads meet in the middle. */
+static void claim_windows(kb_sim *sim, unsigned me, unsigned gen)
+{
+	unsigned n = sim->n_active;
+
+	for (unsigned i = 0; i < n; i++) {
+		kb_worker *w = sim->active[i];
+
+		if (atomic_load_explicit(&w->home, memory_order_relaxed) == me && claim(&w->taken, gen))
+			run_worker(w, sim->bound);
+	}
+	for (unsigned i = n; i-- > 0;) {
+		kb_worker *w = sim->active[i];
+
+		if (claim(&w->taken, gen)) {
+			atomic_store_explicit(&w->home, me, memory_order_relaxed);
+			run_worker(w, sim->bound);
+		}
+	}
+}
+
+/* Drains every worker's inboxes, each on its home thread where it can. */
+static void claim_drains(kb_sim *sim, unsigned me, unsigned gen)
+{
+	for (int pass = 0; pass < 2; pass++)
+		for (unsigned i = 0; i < sim->n_workers; i++) {
+			kb_worker *w = &sim->workers[i];
+
+			if ((pass || atomic_load_explicit(&w->home, memory_order_relaxed) == me) &&
+			    claim(&w->drained, gen))
+				kb__worker_drain(w);
+		}
+}
+
+/* One thread's part of a dense window: me is 0 on the coordinator, the
+ * helper thread's index otherwise; gen the job. */
+static void help(kb_sim *sim, unsigned me, unsigned gen)
 {
 	uint64_t t0 = kb__now_ns(), t1, t2, t3, t4;
-	unsigned i;
 
 	/* The coordinator sinks the op_log set aside (on_overlap); the others
 	 * first merge their share of it. */
-	if (helper && sim->cfg.on_share) {
+	if (me && sim->cfg.on_share) {
 		sim->cfg.on_share(sim->cfg.hook_ctx);
 		t1 = kb__now_ns();
 		atomic_fetch_add_explicit(&sim->ns_share, t1 - t0, memory_order_relaxed);
 		t0 = t1;
 	}
-	while ((i = atomic_fetch_add(&sim->claim_next, 1)) < sim->n_active)
-		run_worker(sim->active[i], sim->bound);
+	claim_windows(sim, me, gen);
 	t1 = kb__now_ns();
 	kb__barrier_wait(&sim->barrier);
 	t2 = kb__now_ns();
-	while ((i = atomic_fetch_add(&sim->drain_next, 1)) < sim->n_workers)
-		kb__worker_drain(&sim->workers[i]);
+	claim_drains(sim, me, gen);
 	t3 = kb__now_ns();
 	kb__barrier_wait(&sim->barrier);
 	t4 = kb__now_ns();
 	atomic_fetch_add_explicit(&sim->ns_events, t1 - t0, memory_order_relaxed);
 	atomic_fetch_add_explicit(&sim->ns_barrier, (t2 - t1) + (t4 - t3), memory_order_relaxed);
 	atomic_fetch_add_explicit(&sim->ns_drain, t3 - t2, memory_order_relaxed);
+}
+
+/* First homes (and after a regroup): consecutive workers, neighbouring
+ * PEs, on one thread. Between windows only. */
+static void set_homes(kb_sim *sim)
+{
+	for (unsigned i = 0; i < sim->n_workers; i++) {
+		kb_worker *w = &sim->workers[i];
+
+		atomic_store(&w->home, (unsigned)((uint64_t)i * sim->ncpu / sim->n_workers));
+		atomic_store(&w->taken, 0);
+		atomic_store(&w->drained, 0);
+	}
 }
 
 /* Waits for a job generation other than seen; returns it. */
@@ -196,31 +252,34 @@ static int take_ticket(kb_sim *sim, unsigned g)
 static void *worker_main(void *arg)
 {
 	kb_sim *sim = ((kb_worker *)arg)->sim;
-	unsigned seen = 0;
+	unsigned seen = 0, me = ((kb_worker *)arg)->index;
 
 	for (;;) {
 		seen = wait_job(sim, seen);
 		if (atomic_load(&sim->quit))
 			break;
 		if (take_ticket(sim, seen))
-			help(sim, 1);
+			help(sim, me, seen);
 	}
 	return NULL;
 }
 
-/* Publishes a job for `helpers` helpers; quit jobs wake everyone. */
-static void post_job(kb_sim *sim, unsigned helpers)
+/* Publishes a job for `helpers` helpers (returns its generation); quit
+ * jobs wake everyone. */
+static unsigned post_job(kb_sim *sim, unsigned helpers)
 {
 	unsigned g = atomic_load(&sim->job_gen) + 1;
 
+	if (g == 0)
+		g = 1;   /* 0 is the stamp of a worker never claimed */
+
 	atomic_store(&sim->helpers, helpers);
 	atomic_store(&sim->barrier.parties, helpers + 1);
-	atomic_store(&sim->claim_next, 0);
-	atomic_store(&sim->drain_next, 0);
 	atomic_store(&sim->job, (uint64_t)g << 32);
 	atomic_store(&sim->job_gen, g);
 	if (atomic_load(&sim->job_sleepers))
 		kb__futex_wake(&sim->job_gen, atomic_load(&sim->quit) ? INT_MAX : (int)helpers);
+	return g;
 }
 
 /* The earliest time at which w may send to another worker; enough: a
@@ -493,12 +552,13 @@ static int run_window(kb_sim *sim, kb_time bound, int dense, kb_error *err)
 		unsigned threads = sim->n_active < sim->ncpu ? sim->n_active : sim->ncpu;
 		sim->bound = bound;
 		sim->solo = 0;
-		post_job(sim, threads - 1);
+		unsigned gen = post_job(sim, threads - 1);
+
 		/* The coordinator runs the overlap hook (the runtime writes the
 		 * op_log) while the helpers start the window; it claims workers
 		 * too once done, so nobody waits. */
 		rc = overlap_hook(sim, err);
-		help(sim, 0);
+		help(sim, 0, gen);
 		sim->stats.parallel_windows++;
 		return rc;
 	}
@@ -560,6 +620,7 @@ static int adapt(kb_sim *sim, int *alone)
 			sim->min_out_lat = sim->workers[i].out_lat;
 	sim->stats.window = sim->window;
 	wheap_build(sim);
+	set_homes(sim);
 	return KB_OK;
 }
 
@@ -637,6 +698,7 @@ int kb__exec_parallel(kb_sim *sim, kb_error *err)
 		goto stop;
 	}
 	kb__barrier_init(&sim->barrier, 1, 4000);
+	set_homes(sim);
 	atomic_init(&sim->job, 0);
 	atomic_init(&sim->job_gen, 0);
 	atomic_init(&sim->job_sleepers, 0);
