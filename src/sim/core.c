@@ -95,65 +95,68 @@ kb_time kb__lp_key(const kb_lp *lp)
 	return lp->heap.n ? lp->heap.ev[0].time : KB_TIME_INF;
 }
 
-static inline int lp_less(const kb_lp *a, const kb_lp *b)
+static inline int slot_less(const kb_wslot *a, const kb_wslot *b)
 {
-	kb_time ka = kb__lp_key(a), kb = kb__lp_key(b);
-
-	return ka < kb || (ka == kb && a->id < b->id);
+	return a->key < b->key || (a->key == b->key && a->id < b->id);
 }
 
-static void wheap_set(kb_worker *w, size_t i, kb_lp *lp)
+static kb_wslot slot_of(kb_lp *lp)
 {
-	w->lps[i] = lp;
-	lp->wpos = i;
+	return (kb_wslot){ kb__lp_key(lp), lp->id, lp };
 }
 
-static void wheap_down(kb_worker *w, kb_lp *lp)
+static void wheap_set(kb_worker *w, size_t i, kb_wslot x)
 {
-	size_t i = lp->wpos;
+	w->lps[i] = x;
+	x.lp->wpos = i;
+}
 
+/* Puts x at i or below. */
+static void wheap_down(kb_worker *w, size_t i, kb_wslot x)
+{
 	for (;;) {
 		size_t l = 2 * i + 1, m;
 
 		if (l >= w->n_lps)
 			break;
-		m = (l + 1 < w->n_lps && lp_less(w->lps[l + 1], w->lps[l])) ? l + 1 : l;
-		if (!lp_less(w->lps[m], lp))
+		m = (l + 1 < w->n_lps && slot_less(&w->lps[l + 1], &w->lps[l])) ? l + 1 : l;
+		if (!slot_less(&w->lps[m], &x))
 			break;
 		wheap_set(w, i, w->lps[m]);
 		i = m;
 	}
-	wheap_set(w, i, lp);
+	wheap_set(w, i, x);
 }
 
-/* Restores the heap after lp's key changed in either direction. */
+/* Re-keys lp and restores the heap after its key changed either way. */
 void kb__worker_touch(kb_worker *w, kb_lp *lp)
 {
 	size_t i = lp->wpos;
+	kb_wslot x = slot_of(lp);
 
-	while (i > 0 && lp_less(lp, w->lps[(i - 1) / 2])) {
+	while (i > 0 && slot_less(&x, &w->lps[(i - 1) / 2])) {
 		wheap_set(w, i, w->lps[(i - 1) / 2]);
 		i = (i - 1) / 2;
 	}
 	if (i != lp->wpos) {
-		wheap_set(w, i, lp);
+		wheap_set(w, i, x);
 		return;
 	}
-	wheap_down(w, lp);
+	wheap_down(w, i, x);
 }
 
 kb_time kb__worker_min(const kb_worker *w)
 {
-	return w->n_lps ? kb__lp_key(w->lps[0]) : KB_TIME_INF;
+	return w->n_lps ? w->lps[0].key : KB_TIME_INF;
 }
 
 static size_t wheap_count_below(const kb_worker *w, size_t i, kb_time bound, size_t cap)
 {
 	size_t n;
 
-	if (i >= w->n_lps || cap == 0 || kb__lp_key(w->lps[i]) >= bound)
+	if (i >= w->n_lps || cap == 0 || w->lps[i].key >= bound)
 		return 0;
-	n = evheap_count_below(&w->lps[i]->heap, 0, bound, cap);
+	n = evheap_count_below(&w->lps[i].lp->heap, 0, bound, cap);
 	if (n < cap)
 		n += wheap_count_below(w, 2 * i + 1, bound, cap - n);
 	if (n < cap)
@@ -412,11 +415,11 @@ int kb__lp_send(kb_lp *lp, uint32_t dst, kb_time delay, const kb_event *ev)
 void kb__worker_window(kb_worker *w, kb_time bound, uint64_t budget)
 {
 	while (budget-- > 0 && !w->err && w->n_lps) {
-		kb_lp *lp = w->lps[0];
+		kb_lp *lp = w->lps[0].lp;
 		kb_event ev;
 		int rc;
 
-		if (kb__lp_key(lp) >= bound)
+		if (w->lps[0].key >= bound)
 			break;
 		evheap_pop(&lp->heap, &ev);
 		kb__worker_touch(w, lp);
@@ -810,7 +813,7 @@ int kb__sim_regroup(kb_sim *sim, int per_pe)
 
 		if (w->n_lps == w->cap_lps) {
 			size_t cap = w->cap_lps ? 2 * w->cap_lps : 8;
-			kb_lp **l = realloc(w->lps, cap * sizeof(*l));
+			kb_wslot *l = realloc(w->lps, cap * sizeof(*l));
 			kb_lp **m = l ? realloc(w->members, cap * sizeof(*m)) : NULL;
 
 			if (l)
@@ -822,13 +825,13 @@ int kb__sim_regroup(kb_sim *sim, int per_pe)
 		}
 		lp->worker = w;
 		w->members[w->n_lps] = lp;
-		wheap_set(w, w->n_lps++, lp);
+		wheap_set(w, w->n_lps++, slot_of(lp));
 	}
 	for (unsigned k = 0; k < sim->n_workers; k++) {
 		kb_worker *w = &sim->workers[k];
 
 		for (size_t i = w->n_lps / 2; i-- > 0;)
-			wheap_down(w, w->lps[i]);
+			wheap_down(w, i, w->lps[i]);
 	}
 	sim->per_lp = 0;
 	sim->horizons = 0;
@@ -850,7 +853,7 @@ static int build_workers(kb_sim *sim, kb_error *err)
 
 		if (w->n_lps == w->cap_lps) {
 			size_t cap = w->cap_lps ? 2 * w->cap_lps : 8;
-			kb_lp **l = realloc(w->lps, cap * sizeof(*l));
+			kb_wslot *l = realloc(w->lps, cap * sizeof(*l));
 			kb_lp **m = l ? realloc(w->members, cap * sizeof(*m)) : NULL;
 
 			if (l)
@@ -862,7 +865,7 @@ static int build_workers(kb_sim *sim, kb_error *err)
 		}
 		sim->lps[i]->wpos = w->n_lps;
 		w->members[w->n_lps] = sim->lps[i];
-		w->lps[w->n_lps++] = sim->lps[i];
+		w->lps[w->n_lps++] = slot_of(sim->lps[i]);
 	}
 	return KB_OK;
 }
