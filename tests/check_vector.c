@@ -17,7 +17,8 @@
 #include "suites.h"
 
 /* The kernels under test: the library's (the clone this machine's loader
- * picks, AVX2 where there is one) and the baseline build (vec_baseline.c). */
+ * picks, AVX2 where there is one, and for fp16 the F16C variant where
+ * cpuid has it) and the baseline build (vec_baseline.c). */
 typedef struct impl {
 	const char *name;
 	void (*gemm)(float *, const float *, const float *, int64_t, int64_t, int64_t, int64_t,

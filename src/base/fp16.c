@@ -289,8 +289,95 @@ static void store_bf16(unsigned char *p, const float *src, size_t n)
 	}
 }
 
+#ifdef KB_F16C
+#include <immintrin.h>
+
+/*
+ * fp16 -> fp32, 16 values a step: vcvtph2ps is exact for zeros, normals
+ * and infinities whatever MXCSR holds; a step holding a subnormal (which
+ * DAZ would flush) or a NaN (a signalling one comes back quieted) is done
+ * by kb__f16_to_f32 instead. Random fp16 data has a subnormal in about one
+ * value of 20000, so the scalar steps cost nothing that shows.
+ */
+KB_TARGET_F16C
+static void load_f16_f16c(float *dst, const unsigned char *p, size_t n)
+{
+	const __m256i mag = _mm256_set1_epi16(0x7fff), inf = _mm256_set1_epi16(0x7c00),
+		      low = _mm256_set1_epi16(0x0400), zero = _mm256_setzero_si256();
+	size_t i = 0;
+	uint16_t h;
+
+	for (; i + 16 <= n; i += 16) {
+		__m256i x = _mm256_loadu_si256((const void *)(p + 2 * i));
+		__m256i a = _mm256_and_si256(x, mag); /* 0..0x7fff: signed compares hold */
+		__m256i odd = _mm256_or_si256(_mm256_cmpgt_epi16(a, inf),
+					      _mm256_andnot_si256(_mm256_cmpeq_epi16(a, zero),
+								  _mm256_cmpgt_epi16(low, a)));
+
+		if (_mm256_testz_si256(odd, odd)) {
+			_mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm256_castsi256_si128(x)));
+			_mm256_storeu_ps(dst + i + 8, _mm256_cvtph_ps(_mm256_extracti128_si256(x, 1)));
+			continue;
+		}
+		for (size_t j = i; j < i + 16; j++) {
+			memcpy(&h, p + 2 * j, sizeof(h));
+			dst[j] = kb__f16_to_f32(h);
+		}
+	}
+	for (; i < n; i++) {
+		memcpy(&h, p + 2 * i, sizeof(h));
+		dst[i] = kb__f16_to_f32(h);
+	}
+}
+
+/*
+ * fp32 -> fp16, 8 values a step, rounding to nearest even by the
+ * instruction's immediate (not MXCSR.RC); vcvtps2ph ignores FTZ, and an
+ * fp32 subnormal rounds to a signed zero with or without DAZ. A step
+ * holding a NaN is done by kb__f32_to_f16 (payload and quieting as it
+ * defines them).
+ */
+KB_TARGET_F16C
+static void store_f16_f16c(unsigned char *p, const float *src, size_t n)
+{
+	const __m256i mag = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
+	size_t i = 0;
+	uint16_t h;
+
+	for (; i + 8 <= n; i += 8) {
+		__m256 x = _mm256_loadu_ps(src + i);
+		__m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(_mm256_castps_si256(x), mag), inf);
+
+		if (_mm256_testz_si256(nan, nan)) {
+			_mm_storeu_si128((void *)(p + 2 * i), _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT));
+			continue;
+		}
+		for (size_t j = i; j < i + 8; j++) {
+			h = kb__f32_to_f16(src[j]);
+			memcpy(p + 2 * j, &h, sizeof(h));
+		}
+	}
+	for (; i < n; i++) {
+		h = kb__f32_to_f16(src[i]);
+		memcpy(p + 2 * i, &h, sizeof(h));
+	}
+}
+
+/* cpuid, as libgcc read it at load time: a load and a test per call. */
+static int has_f16c(void)
+{
+	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+}
+#endif
+
 void kb__load_f32(float *dst, const void *src, kb_dtype dt, size_t n)
 {
+#ifdef KB_F16C
+	if (dt == KB_FP16 && has_f16c()) {
+		load_f16_f16c(dst, src, n);
+		return;
+	}
+#endif
 	if (dt == KB_FP16)
 		load_f16(dst, src, n);
 	else if (dt == KB_BF16)
@@ -301,6 +388,12 @@ void kb__load_f32(float *dst, const void *src, kb_dtype dt, size_t n)
 
 void kb__store_f32(void *dst, kb_dtype dt, const float *src, size_t n)
 {
+#ifdef KB_F16C
+	if (dt == KB_FP16 && has_f16c()) {
+		store_f16_f16c(dst, src, n);
+		return;
+	}
+#endif
 	if (dt == KB_FP16)
 		store_f16(dst, src, n);
 	else if (dt == KB_BF16)

@@ -24,4 +24,18 @@
 #define KB_VEC_CLONES
 #endif
 
+/*
+ * KB_F16C: the fp16 block conversions have a third variant built for
+ * AVX2 with F16C (vcvtph2ps / vcvtps2ph, one instruction per 8 values),
+ * chosen at run time by cpuid (__builtin_cpu_supports). The hardware
+ * conversion is trusted only with lanes whose result cannot depend on
+ * MXCSR (DAZ) or on how a signalling NaN is quieted; blocks holding any
+ * other lane are redone by the scalar functions, so it gives the same
+ * bits as the clones. It needs no ifunc, so it is there under TSan too.
+ */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(KB_NO_VEC_CLONES)
+#define KB_F16C 1
+#define KB_TARGET_F16C __attribute__((target("avx2,f16c")))
+#endif
+
 #endif
