@@ -506,6 +506,85 @@ START_TEST(test_softmax_merge_two_tiles)
 }
 END_TEST
 
+/*
+ * The reference attention as it was written first, plain loops, one dot
+ * product at a time: kb__ref_attention (vectorised across query rows and
+ * key rows) must give its bits exactly.
+ */
+static double plain_dot(const double *x, const double *y, int64_t n)
+{
+	double s = 0.0;
+
+	for (int64_t i = 0; i < n; i++)
+		s += x[i] * y[i];
+	return s;
+}
+
+static void plain_attention(const double *q, const double *k, const double *v, double *o,
+			    int64_t g, int64_t s_kv, int64_t d, double scale)
+{
+	for (int64_t i = 0; i < g; i++) {
+		double mx = -INFINITY, sum = 0.0, w;
+
+		for (int64_t c = 0; c < d; c++)
+			o[i * d + c] = 0.0;
+		for (int64_t j = 0; j < s_kv; j++)
+			mx = fmax(mx, plain_dot(q + i * d, k + j * d, d) * scale);
+		for (int64_t j = 0; j < s_kv; j++) {
+			w = exp(plain_dot(q + i * d, k + j * d, d) * scale - mx);
+			sum += w;
+			for (int64_t c = 0; c < d; c++)
+				o[i * d + c] += w * v[j * d + c];
+		}
+		for (int64_t c = 0; c < d; c++)
+			o[i * d + c] /= sum;
+	}
+}
+
+START_TEST(test_ref_attention_plain_bits)
+{
+	static const int64_t shapes[][3] = { /* g, s_kv, d */
+		{ 8, 600, 128 }, { 1, 1, 1 }, { 3, 257, 7 }, { 5, 300, 9 }, { 4, 5, 4 }, { 9, 513, 33 },
+	};
+	kb_rng r;
+
+	kb__rng_seed(&r, 77);
+	for (size_t t = 0; t < sizeof(shapes) / sizeof(shapes[0]); t++) {
+		int64_t g = shapes[t][0], s_kv = shapes[t][1], d = shapes[t][2];
+		double *q = malloc((size_t)(g * d) * sizeof(double));
+		double *k = malloc((size_t)(s_kv * d) * sizeof(double));
+		double *v = malloc((size_t)(s_kv * d) * sizeof(double));
+		double *o = malloc((size_t)(g * d) * sizeof(double));
+		double *want = malloc((size_t)(g * d) * sizeof(double));
+
+		ck_assert(q && k && v && o && want);
+		for (int64_t i = 0; i < g * d; i++)
+			q[i] = kb__rng_normal(&r) * 3.0;
+		for (int64_t i = 0; i < s_kv * d; i++) {
+			k[i] = kb__rng_normal(&r);
+			v[i] = kb__rng_normal(&r);
+		}
+		if (t == 2) { /* signed zeros and an infinity among the products */
+			q[0] = -0.0;
+			k[d + 1] = -0.0;
+			v[3] = INFINITY;
+		}
+		plain_attention(q, k, v, want, g, s_kv, d, 1.0 / sqrt((double)d));
+		ck_assert_int_eq(kb__ref_attention(q, k, v, o, g, s_kv, d, 1.0 / sqrt((double)d)), 0);
+		for (int64_t i = 0; i < g * d; i++)
+			if (memcmp(&o[i], &want[i], sizeof(double)))
+				ck_abort_msg("g %lld s_kv %lld d %lld: o[%lld] = %a, plain loops %a",
+					     (long long)g, (long long)s_kv, (long long)d, (long long)i,
+					     o[i], want[i]);
+		free(q);
+		free(k);
+		free(v);
+		free(o);
+		free(want);
+	}
+}
+END_TEST
+
 START_TEST(test_err_stats)
 {
 	const float got[3] = { 1.0f, 2.5f, -4.0f };
@@ -776,6 +855,7 @@ Suite *numerics_suite(void)
 	tcase_add_test(math, test_gemm_tile);
 	tcase_add_test(math, test_softmax_merge_two_tiles);
 	tcase_add_test(math, test_err_stats);
+	tcase_add_test(math, test_ref_attention_plain_bits);
 	tcase_add_test(io, test_npy_header_fp32);
 	tcase_add_test(io, test_npy_fp16_bf16_rank);
 	tcase_add_test(io, test_npy_errors);
