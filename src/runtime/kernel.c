@@ -76,6 +76,9 @@ static int kb_swapcontext(ucontext_t *from, const ucontext_t *to)
 #define kb_swapcontext swapcontext
 #endif
 
+/* The stream's capacity: how far the horizon of a parallel run may look
+ * ahead (kb__kernel_peek), and how many commands a kernel on a thread of
+ * its own hands over per switch. */
 #define STREAM_CAP 256
 /* Below the stack; larger than one page so that a big frame that skips a
  * page still lands on it. */
@@ -87,6 +90,7 @@ struct kb_kernel_run {
 	kb_tl *tl;
 	kb_cmd *ring[STREAM_CAP];
 	size_t head, count;
+	size_t cap;              /* the kernel yields at cap queued commands (<= STREAM_CAP) */
 	int stopped;             /* consumer gone: pushes fail */
 	int entered, finished;
 	size_t stack_bytes;
@@ -171,7 +175,7 @@ static int stream_push(void *ctx, kb_cmd *c)
 {
 	kb_kernel_run *k = ctx;
 
-	if (k->count == STREAM_CAP && !k->stopped)
+	if (k->count >= k->cap && !k->stopped)
 		yield(k, 0);
 	if (k->stopped) {
 		kb__cmd_free(c);
@@ -256,6 +260,7 @@ int kb__kernel_create(kb_kernel_run **out, kb_kernel_fn fn, void *args, const kb
 	k->args = args;
 	k->stack_bytes = stack_bytes ? stack_bytes : KB_KERNEL_STACK_DEFAULT;
 	k->threaded = threaded;
+	k->cap = STREAM_CAP;
 	pthread_mutex_init(&k->mu, NULL);
 	pthread_cond_init(&k->cv, NULL);
 	c.emit = stream_push;
@@ -267,6 +272,11 @@ int kb__kernel_create(kb_kernel_run **out, kb_kernel_fn fn, void *args, const kb
 	}
 	*out = k;
 	return KB_OK;
+}
+
+void kb__kernel_lookahead(kb_kernel_run *k, size_t n)
+{
+	k->cap = n < 1 ? 1 : n > STREAM_CAP ? STREAM_CAP : n;
 }
 
 int kb__kernel_start(kb_kernel_run *k, kb_error *err)

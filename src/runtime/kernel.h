@@ -23,6 +23,11 @@ typedef struct kb_kernel_run kb_kernel_run;
  * than as a coroutine (kb_sim_options.kernel_threads). */
 int kb__kernel_create(kb_kernel_run **out, kb_kernel_fn fn, void *args, const kb_tl_config *cfg,
 		      size_t stack_bytes, int threaded, kb_error *err);
+/* At most n (1 to the stream's capacity, 256, the default) commands
+ * queued ahead of PE_CPU. A run that never asks for horizons (one worker)
+ * has no use for a long stream, and a short one keeps the commands the
+ * kernel wrote in cache until PE_CPU and PE_SCHEDULER read them. */
+void kb__kernel_lookahead(kb_kernel_run *k, size_t n);
 /* Maps the kernel's stack (with its guard) and prepares the coroutine; it
  * first runs when PE_CPU asks for a command. */
 int kb__kernel_start(kb_kernel_run *k, kb_error *err);
