@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <kernbench.h>
+#include "base/str.h"
 
 #include "runtime/result.h"
 #include "suites.h"
@@ -235,7 +236,9 @@ START_TEST(definitions_are_copied)
 
 	o.builtins = 0;
 	p[0].name = pname;
+	p[0].help = NULL;
 	d.info.name = name;
+	d.info.help = NULL;
 	d.info.params = p;
 	d.info.n_params = 1;
 	ck_assert_int_eq(kb_registry_create(&reg, &o, &err), 0);
@@ -247,7 +250,34 @@ START_TEST(definitions_are_copied)
 	ck_assert_str_eq(got->info.params[0].name, "M");
 	ck_assert_str_eq(got->info.params[0].default_value, "32");
 	ck_assert_ptr_ne(got->info.name, name);
+	/* A NULL help is "", a NULL choices (a number) stays NULL. */
+	ck_assert_str_eq(got->info.help, "");
+	ck_assert_str_eq(got->info.params[0].help, "");
+	ck_assert_ptr_null(got->info.params[0].choices);
 	kb_registry_destroy(reg);
+}
+END_TEST
+
+/* Optional strings (kb__strdup_opt, as the registry copies help and
+ * choices): NULL stays NULL and is no failure; a string is copied. */
+START_TEST(optional_strings_are_copied)
+{
+	char text[8] = "abc";
+	char *c;
+	int failed = 0;
+
+	ck_assert_ptr_null(kb__strdup_opt(NULL, &failed));
+	ck_assert_int_eq(failed, 0);
+	c = kb__strdup_opt(text, &failed);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_ptr_ne(c, text);
+	ck_assert_str_eq(c, "abc");
+	ck_assert_int_eq(failed, 0);
+	free(c);
+	failed = 1;  /* left as it is: one flag over a series of copies */
+	c = kb__strdup_opt(text, &failed);
+	ck_assert_int_eq(failed, 1);
+	free(c);
 }
 END_TEST
 
@@ -516,6 +546,7 @@ Suite *registry_suite(void)
 	tcase_add_test(tc, registry_run_matches_bench_run);
 	tcase_add_test(tc, invalid_definitions_are_refused);
 	tcase_add_test(tc, definitions_are_copied);
+	tcase_add_test(tc, optional_strings_are_copied);
 	tcase_add_test(tc, own_bench_runs_checks_and_dumps);
 	tcase_add_test(tc, plugin_errors_name_the_file);
 	suite_add_tcase(s, tc);

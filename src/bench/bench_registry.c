@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/str.h"
 #include "bench/bench_impl.h"
 #include "bench/registry_impl.h"
 
@@ -155,17 +156,11 @@ static int check_def(const kb_registry *reg, const kb_bench_def *def, kb_error *
 	return KB_OK;
 }
 
-static int dup_str(const char **dst, const char *src)
-{
-	*dst = NULL;
-	return src && !(*dst = strdup(src)) ? -1 : 0;
-}
-
 static kb__reg_entry *entry_copy(const kb_bench_def *def)
 {
 	kb__reg_entry *e = calloc(1, sizeof(*e));
 	const kb_bench_info *b = &def->info;
-	int bad;
+	int bad = 0;
 
 	if (!e)
 		return NULL;
@@ -173,7 +168,8 @@ static kb__reg_entry *entry_copy(const kb_bench_def *def)
 	e->def = &e->copy;
 	e->copy.info.params = NULL;
 	e->copy.info.n_params = 0;
-	bad = dup_str(&e->copy.info.name, b->name) | dup_str(&e->copy.info.help, b->help ? b->help : "");
+	e->copy.info.name = kb__strdup_opt(b->name, &bad);
+	e->copy.info.help = kb__strdup_opt(b->help ? b->help : "", &bad);
 	e->params = calloc(b->n_params ? b->n_params : 1, sizeof(*e->params));
 	bad |= !e->params;
 	for (size_t i = 0; !bad && i < b->n_params; i++) {
@@ -182,8 +178,10 @@ static kb__reg_entry *entry_copy(const kb_bench_def *def)
 
 		*d = *s;
 		e->copy.info.n_params = i + 1;
-		bad = dup_str(&d->name, s->name) | dup_str(&d->default_value, s->default_value) |
-		      dup_str(&d->help, s->help ? s->help : "") | dup_str(&d->choices, s->choices);
+		d->name = kb__strdup_opt(s->name, &bad);
+		d->default_value = kb__strdup_opt(s->default_value, &bad);
+		d->help = kb__strdup_opt(s->help ? s->help : "", &bad);
+		d->choices = kb__strdup_opt(s->choices, &bad);
 	}
 	e->copy.info.params = e->params;
 	if (bad) {

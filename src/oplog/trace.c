@@ -8,6 +8,7 @@
 
 #include "base/err.h"
 #include "base/outfile.h"
+#include "base/str.h"
 #include "oplog/oplog.h"
 
 /*
@@ -203,9 +204,11 @@ int kb__trace_record(kb_trace *t, const kb_oplog_record *r)
 
 int kb__trace_set_metadata(kb_trace *t, const char *json_object)
 {
+	int failed = 0;
+
 	free(t->metadata);
-	t->metadata = json_object ? strdup(json_object) : NULL;
-	return json_object && !t->metadata ? -1 : 0;
+	t->metadata = kb__strdup_opt(json_object, &failed);
+	return failed ? -1 : 0;
 }
 
 int kb__trace_end(kb_trace *t)

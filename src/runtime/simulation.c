@@ -12,6 +12,7 @@
 
 #include "base/err.h"
 #include "base/memlimit.h"
+#include "base/str.h"
 #include "base/threadlimit.h"
 #include "kernbench/simulation.h"
 #include "model/memstore.h"
@@ -45,11 +46,6 @@ struct kb_simulation {
 	kb_pe_figures *figs;
 };
 
-static char *dup_or_null(const char *s)
-{
-	return s ? strdup(s) : NULL;
-}
-
 /* Host memory of a PE's engines, queues and op_log lanes, measured (about
  * 200 KiB with 4096 PEs), with room. */
 #define PE_BYTES (256u << 10)
@@ -77,7 +73,7 @@ KB_API int kb_simulation_create(kb_simulation **out, const kb_topology *topo,
 	kb_simulation *s;
 	kb_sim_options dflt = KB_SIM_OPTIONS_INIT;
 	uint64_t total;
-	int rc;
+	int rc, oom = 0;
 
 	kb_error_clear(err);
 	if (!out)
@@ -107,9 +103,14 @@ KB_API int kb_simulation_create(kb_simulation **out, const kb_topology *topo,
 	 * counter (no global state) or an address (addresses are reused). */
 	if (getrandom(&s->nonce, sizeof(s->nonce), GRND_NONBLOCK) != sizeof(s->nonce))
 		s->nonce = (uint32_t)(((uintptr_t)s >> 4) ^ (uintptr_t)time(NULL) * 2654435761u);
-	s->oplog_path = dup_or_null(opt->oplog_path);
-	s->trace_path = dup_or_null(opt->trace_path);
-	s->trace_metadata = dup_or_null(opt->trace_metadata);
+	s->oplog_path = kb__strdup_opt(opt->oplog_path, &oom);
+	s->trace_path = kb__strdup_opt(opt->trace_path, &oom);
+	s->trace_metadata = kb__strdup_opt(opt->trace_metadata, &oom);
+	if (oom) {
+		/* Not a run without its op_log or trace file. */
+		rc = kb__err(err, KB_ENOMEM, "out of memory creating a simulation");
+		goto fail;
+	}
 	total = (uint64_t)s->tp->clusters * s->tp->pes_per_cluster;
 	s->n_pes = opt->pes ? opt->pes : (uint32_t)total;
 	if (s->n_pes > total) {
