@@ -354,6 +354,76 @@ START_TEST(plugin_errors_name_the_file)
 }
 END_TEST
 
+/* ---- the JSON API on a registry ---------------------------------------- */
+
+typedef struct json_rows {
+	int n;
+	char first[4096];
+} json_rows;
+
+static int keep_json_row(const char *json, void *payload)
+{
+	json_rows *r = payload;
+
+	if (r->n++ == 0)
+		snprintf(r->first, sizeof(r->first), "%s", json);
+	return 0;
+}
+
+START_TEST(json_api_through_a_registry)
+{
+	static const char *const spec = "{\"benches\": [\"mm\"], \"params\": {\"M\": [8, 16]}, "
+					"\"jobs\": 2, \"data\": true}";
+	kb_bench_def d = mm_def();
+	kb_registry *reg = NULL;
+	json_rows rows = { 0, "" };
+	char *out = NULL;
+	kb_error err;
+
+	ck_assert_int_eq(kb_registry_create(&reg, NULL, &err), 0);
+	ck_assert_int_eq(kb_registry_add(reg, &d, &err), 0);
+	/* A run of the registry's own bench, in data mode with its check. */
+	ck_assert_int_eq(kb_registry_run_json(reg, "mm", "{\"M\": 20}", NULL,
+					      "{\"threads\": 1, \"data\": true}", &out, &err),
+			 KB_OK);
+	ck_assert_ptr_nonnull(strstr(out, "\"bench\":\"mm\""));
+	ck_assert_ptr_nonnull(strstr(out, "\"M\":20"));
+	ck_assert_ptr_null(strstr(out, "\"max_abs_err\":null"));
+	ck_assert_ptr_nonnull(strstr(out, "\"max_abs_err\":"));
+	kb_free(out);
+	out = NULL;
+	/* Its built-ins too; and the built-in entry points do not know mm. */
+	ck_assert_int_eq(kb_registry_run_json(reg, "gemm", "{\"M\": 16, \"K\": 16, \"N\": 16}", NULL,
+					      NULL, &out, &err), KB_OK);
+	kb_free(out);
+	out = NULL;
+	ck_assert_int_eq(kb_bench_run_json("mm", NULL, NULL, NULL, &out, &err), KB_ENOTFOUND);
+	ck_assert_int_eq(kb_registry_run_json(NULL, "mm", NULL, NULL, NULL, &out, &err),
+			 KB_ENOTFOUND);
+	ck_assert_ptr_null(out);
+	/* The catalog lists it after the built-ins, with its typed parameters. */
+	ck_assert_int_eq(kb_registry_catalog_json(&out, reg, &err), 0);
+	ck_assert_ptr_nonnull(strstr(out, "\"name\":\"gemm\""));
+	ck_assert_ptr_nonnull(strstr(out, "\"name\":\"mm\""));
+	ck_assert(strstr(out, "\"name\":\"mm\"") > strstr(out, "\"name\":\"gemm\""));
+	ck_assert_ptr_nonnull(strstr(out, "\"default\":32"));
+	kb_free(out);
+	ck_assert_int_eq(kb_catalog_json(&out, &err), 0);
+	ck_assert_ptr_null(strstr(out, "\"name\":\"mm\""));
+	kb_free(out);
+	/* A sweep of it, rows in order. */
+	ck_assert_int_eq(kb_registry_sweep_json(reg, spec, keep_json_row, &rows, &err), 0);
+	ck_assert_int_eq(rows.n, 2);
+	ck_assert_ptr_nonnull(strstr(rows.first, "\"bench\":\"mm\""));
+	ck_assert_ptr_nonnull(strstr(rows.first, "\"M\":8"));
+	ck_assert_ptr_nonnull(strstr(rows.first, "\"status\":0"));
+	rows.n = 0;
+	ck_assert_int_eq(kb_sweep_run_json(spec, keep_json_row, &rows, &err), KB_ENOTFOUND);
+	ck_assert_int_eq(rows.n, 0);
+	kb_registry_destroy(reg);
+}
+END_TEST
+
 /* ---- size fields: structs the library fills can grow ------------------- */
 
 static const char *const small_gemm[] = { "M=32", "K=32", "N=32", NULL };
@@ -549,6 +619,7 @@ Suite *registry_suite(void)
 	tcase_add_test(tc, optional_strings_are_copied);
 	tcase_add_test(tc, own_bench_runs_checks_and_dumps);
 	tcase_add_test(tc, plugin_errors_name_the_file);
+	tcase_add_test(tc, json_api_through_a_registry);
 	suite_add_tcase(s, tc);
 	sizes = tcase_create("sizes");
 	tcase_set_timeout(sizes, 60);

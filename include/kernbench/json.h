@@ -15,6 +15,7 @@
 #define KERNBENCH_JSON_H
 
 #include "kernbench/common.h"
+#include "kernbench/registry.h"
 #include "kernbench/simulation.h"
 #include "kernbench/sweep.h"
 #include "kernbench/topology.h"
@@ -43,6 +44,12 @@ KB_API int kb_topology_from_json(kb_topology **out, const char *topology_json, k
 KB_API int kb_bench_run_json(const char *bench, const char *params_json,
 			     const char *topology_json, const char *options_json,
 			     char **result_json, kb_error *err);
+/* kb_bench_run_json on a bench of reg (kernbench/registry.h): a plugin's
+ * as well as a built-in; reg NULL: the built-in benches. The registry is
+ * only read (any number of threads may run from it at once). */
+KB_API int kb_registry_run_json(const kb_registry *reg, const char *bench,
+				const char *params_json, const char *topology_json,
+				const char *options_json, char **result_json, kb_error *err);
 
 /* Receives one JSON object; return nonzero to stop. */
 typedef int (*kb_json_cb)(const char *json, void *payload);
@@ -57,6 +64,10 @@ typedef int (*kb_json_cb)(const char *json, void *payload);
  */
 KB_API int kb_sweep_run_json(const char *sweep_json, kb_json_cb on_row, void *payload,
 			     kb_error *err);
+/* kb_sweep_run_json over the benches of reg (kernbench/registry.h);
+ * reg NULL: the built-in benches. reg must not change during the sweep. */
+KB_API int kb_registry_sweep_json(const kb_registry *reg, const char *sweep_json,
+				  kb_json_cb on_row, void *payload, kb_error *err);
 
 /*
  * One sweep row as a JSON object: {"index", "total", "bench", "keys":
@@ -78,6 +89,9 @@ KB_API char *kb_sweep_row_to_json(const kb_sweep *s, const kb_sweep_row *row);
  * "gemm" with operands a and b, then each MATH kind with its arity).
  */
 KB_API int kb_catalog_json(char **out, kb_error *err);
+/* kb_catalog_json with the benches of reg, in its order (the built-ins
+ * first, then the plugins'); reg NULL: the built-ins. */
+KB_API int kb_registry_catalog_json(char **out, const kb_registry *reg, kb_error *err);
 
 /*
  * Options of a provenance record. Use KB_PROVENANCE_OPTIONS_INIT.

@@ -6,6 +6,9 @@ and write kernels in Python over the tl API.
                       topology={"pe_cost_model.r_cycles_per_byte": 0.25})
     print(r["sim_time_ps"], r["meta"]["topology_sha256"])
 
+    reg = kernbench.Registry("./libsplitk.so")      # a plugin's benches too
+    r = reg.run("splitk_gemm", splits=2, data=True)
+
 Standard library only (ctypes over libkernbench's JSON entry points);
 NumPy, when installed, is used for dumped and downloaded tensors. The
 library is found through KERNBENCH_LIBRARY (a path to libkernbench.so),
@@ -25,7 +28,7 @@ from ._lib import Error
 from .tl import TL, Simulation, Tensor, from_bytes
 
 __all__ = ["run", "sweep", "benches", "catalog", "topology", "topology_hash", "version",
-           "git_revision", "Error", "Simulation", "TL", "Tensor"]
+           "git_revision", "Error", "Registry", "Simulation", "TL", "Tensor"]
 
 
 def version():
@@ -38,23 +41,118 @@ def git_revision():
     return _lib.kb_git_revision().decode() or None
 
 
-def _call_json(fn, *args):
+def _call_json(fn, *args, out_first=False):
     out = ctypes.c_void_p()
     err = _lib.new_error()
-    rc = fn(*args, ctypes.byref(out), ctypes.byref(err))
+    if out_first:
+        rc = fn(ctypes.byref(out), *args, ctypes.byref(err))
+    else:
+        rc = fn(*args, ctypes.byref(out), ctypes.byref(err))
     if rc:
         _lib.raise_error(rc, err)
     return json.loads(_lib.take_string(out.value))
 
 
-def catalog():
-    """Benches (with typed parameters), recipes and op kinds, as a dict."""
-    return _call_json(_lib.kb_catalog_json)
+class Registry:
+    """Benches to run and sweep: the built-in ones (unless builtins=False)
+    and those plugins add (shared objects exporting kb_plugin_init, as
+    `kernbench --plugin` loads them).
+
+        with kernbench.Registry("./libsplitk.so") as reg:
+            r = reg.run("splitk_gemm", splits=2, data=True)
+            rows = list(reg.sweep("splitk_gemm", {"splits": [1, 2, 4]}, jobs=2))
+
+    plugins: a path or a list of them, each loaded by load(). The
+    module's run(), sweep(), catalog() and benches() take registry= too.
+    A registry keeps its plugins loaded until close() (or the end of the
+    with block); closing one that a sweep still uses raises RuntimeError."""
+
+    def __init__(self, plugins=None, builtins=True):
+        out = ctypes.c_void_p()
+        err = _lib.new_error()
+        opt = _lib.registry_options(builtins)
+        rc = _lib.kb_registry_create(ctypes.byref(out), ctypes.byref(opt), ctypes.byref(err))
+        if rc:
+            _lib.raise_error(rc, err)
+        self._ptr = out.value
+        self._users = 0
+        try:
+            if isinstance(plugins, (str, bytes, os.PathLike)):
+                plugins = [plugins]
+            for path in plugins or ():
+                self.load(path)
+        except Exception:
+            self.close()
+            raise
+
+    def load(self, path):
+        """Loads a plugin file, every *.so of a folder (in name order), or
+        a colon-separated list of those, as KERNBENCH_PLUGIN_PATH is read:
+        Registry(os.environ.get("KERNBENCH_PLUGIN_PATH")). A plugin that
+        cannot be loaded, lacks the entry point, or adds a bench that is
+        invalid or already there raises Error naming the file."""
+        path = os.fsdecode(path)
+        fn = _lib.kb_registry_load_plugin if os.path.isfile(path) else _lib.kb_registry_load_path
+        err = _lib.new_error()
+        rc = fn(self._handle(), _lib.enc(path), ctypes.byref(err))
+        if rc:
+            _lib.raise_error(rc, err)
+
+    def _handle(self):
+        if not self._ptr:
+            raise ValueError("kernbench: the registry is closed")
+        return self._ptr
+
+    def catalog(self):
+        """catalog() with this registry's benches."""
+        return catalog(registry=self)
+
+    def benches(self):
+        """The benches of this registry, the built-ins first."""
+        return benches(registry=self)
+
+    def run(self, bench, **kwargs):
+        """run() of a bench of this registry."""
+        return run(bench, registry=self, **kwargs)
+
+    def sweep(self, benches, params=None, topology=None, **kwargs):
+        """sweep() over benches of this registry."""
+        return sweep(benches, params, topology, registry=self, **kwargs)
+
+    def close(self):
+        """Unloads the plugins; the registry cannot be used afterwards."""
+        if self._users:
+            raise RuntimeError("kernbench: the registry is in use by %d sweep(s)" % self._users)
+        if self._ptr:
+            _lib.kb_registry_destroy(self._ptr)
+            self._ptr = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        if getattr(self, "_ptr", None) and not self._users:
+            _lib.kb_registry_destroy(self._ptr)
+            self._ptr = None
 
 
-def benches():
-    """The built-in benches: [{"name", "help", "params": [...]}, ...]."""
-    return catalog()["benches"]
+def _registry_ptr(registry):
+    return None if registry is None else registry._handle()
+
+
+def catalog(registry=None):
+    """Benches (with typed parameters), recipes and op kinds, as a dict;
+    the benches of registry (a Registry) or the built-ins."""
+    return _call_json(_lib.kb_registry_catalog_json, _registry_ptr(registry), out_first=True)
+
+
+def benches(registry=None):
+    """The benches of registry, or the built-in ones: [{"name", "help",
+    "params": [...]}, ...]."""
+    return catalog(registry)["benches"]
 
 
 def _topology_ptr(overrides):
@@ -126,8 +224,8 @@ def _read_npy(path):
 
 
 def run(bench, *, threads=1, data=False, topology=None, op_log=None, trace=None, dump=None,
-        **params):
-    """Runs a built-in bench; returns its result as a dict with typed values
+        registry=None, **params):
+    """Runs a bench (of registry, a Registry, or a built-in one); returns its result as a dict with typed values
     (the object of `kernbench run --json`, with "meta": the provenance).
 
     params: the bench's parameters (S_kv=4096, ...). topology: a dict of
@@ -144,8 +242,9 @@ def run(bench, *, threads=1, data=False, topology=None, op_log=None, trace=None,
         tmp = tempfile.mkdtemp(prefix="kernbench-dump-") if dump is True else None
         opts["dump"] = tmp or str(dump)
     try:
-        res = _call_json(_lib.kb_bench_run_json, _lib.enc(bench), _lib.enc(json.dumps(params)),
-                         _lib.enc(json.dumps(topology or {})), _lib.enc(json.dumps(opts)))
+        res = _call_json(_lib.kb_registry_run_json, _registry_ptr(registry), _lib.enc(bench),
+                         _lib.enc(json.dumps(params)), _lib.enc(json.dumps(topology or {})),
+                         _lib.enc(json.dumps(opts)))
         if dump:
             res["dumps"] = _read_npy_dir(opts["dump"])
         return res
@@ -181,7 +280,8 @@ def _lists(d):
     return {k: (list(v) if isinstance(v, (list, tuple, range)) else [v]) for k, v in d.items()}
 
 
-def sweep(benches, params=None, topology=None, *, jobs=0, threads=1, data=False, base=None):
+def sweep(benches, params=None, topology=None, *, jobs=0, threads=1, data=False, base=None,
+          registry=None):
     """Runs the Cartesian product of params and topology lists over the
     benches; yields one row per point as a flat dict with typed values, in
     the fixed order (the first key varying slowest) whatever jobs is.
@@ -190,7 +290,10 @@ def sweep(benches, params=None, topology=None, *, jobs=0, threads=1, data=False,
     list of values (or one value)}. jobs: points at once (0: all cores,
     like -j). threads: each point's --threads. base: the base topology
     (overrides or a document). A failing point is a row with its status
-    and error. pandas.DataFrame(kernbench.sweep(...)) makes a table."""
+    and error. registry: a Registry whose benches may be named (default:
+    the built-ins); it stays in use until the generator is exhausted or
+    closed. pandas.DataFrame(kernbench.sweep(...)) makes a table."""
+    reg = _registry_ptr(registry)
     spec = {
         "benches": [benches] if isinstance(benches, str) else list(benches),
         "params": _lists(params),
@@ -220,7 +323,8 @@ def sweep(benches, params=None, topology=None, *, jobs=0, threads=1, data=False,
 
     def runner():
         err = _lib.new_error()
-        rc = _lib.kb_sweep_run_json(_lib.enc(json.dumps(spec)), cb, None, ctypes.byref(err))
+        rc = _lib.kb_registry_sweep_json(reg, _lib.enc(json.dumps(spec)), cb, None,
+                                         ctypes.byref(err))
         if rc and not stop.is_set():
             try:
                 _lib.raise_error(rc, err)
@@ -229,6 +333,8 @@ def sweep(benches, params=None, topology=None, *, jobs=0, threads=1, data=False,
         rows.put(done)
 
     t = threading.Thread(target=runner, name="kernbench-sweep", daemon=True)
+    if registry is not None:
+        registry._users += 1
     t.start()
     try:
         while True:
@@ -244,5 +350,7 @@ def sweep(benches, params=None, topology=None, *, jobs=0, threads=1, data=False,
             except queue.Empty:
                 pass
         t.join()
+        if registry is not None:
+            registry._users -= 1
     if failure:
         raise failure[0]

@@ -1,10 +1,11 @@
 """Loading libkernbench and calling it: the ctypes layer of the package.
 
 Only the JSON entry points (kernbench/json.h), the opaque simulation
-handle, the tl calls and the error object cross this boundary, so that
-the package copies no result or option struct layout. The one struct
-copied is kb_error (kernbench/common.h), and the tl composite description
-(kernbench/tl.h) in tl.py.
+handle, the opaque registry handle, the tl calls and the error object
+cross this boundary, so that the package copies no result or option struct
+layout. The structs copied are kb_error (kernbench/common.h),
+kb_registry_options (kernbench/registry.h) and the tl composite
+description (kernbench/tl.h) in tl.py.
 """
 import ctypes
 import ctypes.util
@@ -38,6 +39,10 @@ class _kb_error(ctypes.Structure):
     _fields_ = [("code", ctypes.c_int), ("detail", ctypes.c_int), ("line", ctypes.c_int),
                 ("column", ctypes.c_int), ("source", ctypes.c_char * 256),
                 ("message", ctypes.c_char * 768)]
+
+
+class _kb_registry_options(ctypes.Structure):
+    _fields_ = [("builtins", ctypes.c_int)]
 
 
 def _candidates():
@@ -103,6 +108,15 @@ kb_git_revision = _proto("kb_git_revision", _p)
 kb_bench_run_json = _proto("kb_bench_run_json", ctypes.c_int, _p, _p, _p, _p, _OUT, _ERR)
 kb_sweep_run_json = _proto("kb_sweep_run_json", ctypes.c_int, _p, JSON_CB, _v, _ERR)
 kb_catalog_json = _proto("kb_catalog_json", ctypes.c_int, _OUT, _ERR)
+kb_registry_create = _proto("kb_registry_create", ctypes.c_int, _OUT,
+                            ctypes.POINTER(_kb_registry_options), _ERR)
+kb_registry_destroy = _proto("kb_registry_destroy", None, _v)
+kb_registry_load_plugin = _proto("kb_registry_load_plugin", ctypes.c_int, _v, _p, _ERR)
+kb_registry_load_path = _proto("kb_registry_load_path", ctypes.c_int, _v, _p, _ERR)
+kb_registry_run_json = _proto("kb_registry_run_json", ctypes.c_int, _v, _p, _p, _p, _p, _OUT,
+                              _ERR)
+kb_registry_sweep_json = _proto("kb_registry_sweep_json", ctypes.c_int, _v, _p, JSON_CB, _v, _ERR)
+kb_registry_catalog_json = _proto("kb_registry_catalog_json", ctypes.c_int, _OUT, _v, _ERR)
 kb_topology_from_json = _proto("kb_topology_from_json", ctypes.c_int, _OUT, _p, _ERR)
 kb_topology_dump = _proto("kb_topology_dump", _v, _v)
 kb_topology_sha256 = _proto("kb_topology_sha256", ctypes.c_int, _v, ctypes.c_char * 65, _ERR)
@@ -134,6 +148,10 @@ def strerror(code):
 
 def new_error():
     return _kb_error()
+
+
+def registry_options(builtins):
+    return _kb_registry_options(1 if builtins else 0)
 
 
 def raise_error(rc, err, traceback=None):

@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "base/err.h"
+#include "bench/bench_impl.h"
 #include "bench/params.h"
 #include "bench/provenance.h"
 #include "bench/json_impl.h"
@@ -258,6 +259,14 @@ KB_API int kb_bench_run_json(const char *bench, const char *params_json,
 			     const char *topology_json, const char *options_json,
 			     char **result_json, kb_error *err)
 {
+	return kb_registry_run_json(NULL, bench, params_json, topology_json, options_json,
+				    result_json, err);
+}
+
+KB_API int kb_registry_run_json(const kb_registry *reg, const char *bench, const char *params_json,
+				const char *topology_json, const char *options_json,
+				char **result_json, kb_error *err)
+{
 	kb_run_options ro = KB_RUN_OPTIONS_INIT;
 	json_t *opts = NULL;
 	kb_params *params = NULL;
@@ -269,7 +278,7 @@ KB_API int kb_bench_run_json(const char *bench, const char *params_json,
 
 	kb_error_clear(err);
 	if (!result_json)
-		return kb__err(err, KB_EINVAL, "kb_bench_run_json: result_json is NULL");
+		return kb__err(err, KB_EINVAL, "kb_registry_run_json: result_json is NULL");
 	*result_json = NULL;
 	if (!(opts = kb__json_parse_object(options_json, "options", err)))
 		return err ? err->code : KB_EPARSE;
@@ -284,7 +293,8 @@ KB_API int kb_bench_run_json(const char *bench, const char *params_json,
 	ro.dump_dir = jo.dump;
 	ro.argc = jo.argc;
 	ro.argv = jo.argv;
-	if ((rc = kb_bench_run(bench, params, topo, &ro, &res, err)))
+	if ((rc = kb_registry_run(reg ? reg : kb__builtin_registry(), bench, params, topo, &ro,
+				  &res, err)))
 		goto done;
 	text = kb_result_to_json(&res);
 	kb_result_clear(&res);
@@ -331,13 +341,13 @@ static json_t *bound(const kb_param_info *p, double v)
 	return json_real(v);
 }
 
-static json_t *benches_json(void)
+static json_t *benches_json(const kb_registry *reg)
 {
 	static const char *const types[] = { "int", "real", "string" };
 	json_t *list = json_array();
 
-	for (size_t i = 0; i < kb_bench_count(); i++) {
-		const kb_bench_info *b = kb_bench_get(i);
+	for (size_t i = 0; i < kb_registry_count(reg); i++) {
+		const kb_bench_info *b = &kb_registry_at(reg, i)->info;
 		json_t *o = json_object(), *ps = json_array();
 
 		for (size_t j = 0; j < b->n_params; j++) {
@@ -418,6 +428,11 @@ static json_t *ops_json(void)
 
 KB_API int kb_catalog_json(char **out, kb_error *err)
 {
+	return kb_registry_catalog_json(out, NULL, err);
+}
+
+KB_API int kb_registry_catalog_json(char **out, const kb_registry *reg, kb_error *err)
+{
 	json_t *o = json_object();
 
 	kb_error_clear(err);
@@ -425,7 +440,7 @@ KB_API int kb_catalog_json(char **out, kb_error *err)
 		json_decref(o);
 		return kb__err(err, KB_EINVAL, "kb_catalog_json: out is NULL");
 	}
-	json_object_set_new(o, "benches", benches_json());
+	json_object_set_new(o, "benches", benches_json(reg ? reg : kb__builtin_registry()));
 	json_object_set_new(o, "recipes", recipes_json());
 	json_object_set_new(o, "ops", ops_json());
 	return dump_out(o, out, err);

@@ -97,7 +97,8 @@ static int relay_row(const kb_sweep_row *row, void *payload)
 	return stop;
 }
 
-static int build_sweep(kb_sweep **out, const json_t *spec, kb_error *err)
+static int build_sweep(kb_sweep **out, const kb_registry *reg, const json_t *spec,
+		       kb_error *err)
 {
 	kb_sweep_options so = KB_SWEEP_OPTIONS_INIT;
 	const json_t *benches = json_object_get(spec, "benches");
@@ -122,6 +123,7 @@ static int build_sweep(kb_sweep **out, const json_t *spec, kb_error *err)
 	so.jobs = (unsigned)jo.jobs;
 	so.threads = json_object_get(spec, "threads") ? jo.threads : 1;
 	so.data = jo.data;
+	so.registry = reg;
 	if ((rc = kb_sweep_create(&s, &so, err)))
 		return rc;
 	if (json_is_string(benches)) {
@@ -160,6 +162,12 @@ static int build_sweep(kb_sweep **out, const json_t *spec, kb_error *err)
 KB_API int kb_sweep_run_json(const char *sweep_json, kb_json_cb on_row, void *payload,
 			     kb_error *err)
 {
+	return kb_registry_sweep_json(NULL, sweep_json, on_row, payload, err);
+}
+
+KB_API int kb_registry_sweep_json(const kb_registry *reg, const char *sweep_json,
+				  kb_json_cb on_row, void *payload, kb_error *err)
+{
 	row_relay relay = { NULL, on_row, payload, 0 };
 	kb_sweep *s = NULL;
 	json_t *spec;
@@ -168,7 +176,7 @@ KB_API int kb_sweep_run_json(const char *sweep_json, kb_json_cb on_row, void *pa
 	kb_error_clear(err);
 	if (!(spec = kb__json_parse_object(sweep_json, "sweep", err)))
 		return err ? err->code : KB_EPARSE;
-	rc = build_sweep(&s, spec, err);
+	rc = build_sweep(&s, reg, spec, err);
 	json_decref(spec);
 	if (rc)
 		return rc;

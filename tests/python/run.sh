@@ -17,8 +17,9 @@ lib="$abs_top_builddir/.libs/libkernbench.so"
 [ -f "$lib" ] || { echo "SKIP: no shared library at $lib (static-only build?)"; exit 77; }
 KERNBENCH_LIBRARY=$lib
 KB_TWIN_KERNEL=$abs_top_builddir/tests/python/twin_kernel
+KB_SPLITK_PLUGIN=$abs_top_builddir/doc/examples/plugin/.libs/libsplitk.so
 PYTHONPATH=$abs_top_srcdir/python${PYTHONPATH:+:$PYTHONPATH}
 PYTHONDONTWRITEBYTECODE=1
-export KERNBENCH_LIBRARY KB_TWIN_KERNEL PYTHONPATH PYTHONDONTWRITEBYTECODE
+export KERNBENCH_LIBRARY KB_TWIN_KERNEL KB_SPLITK_PLUGIN PYTHONPATH PYTHONDONTWRITEBYTECODE
 cd "$abs_top_srcdir/tests/python" || exit 1
 exec "$py" -m unittest -v test_kernbench

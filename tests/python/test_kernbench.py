@@ -111,6 +111,74 @@ class RunSweepErrors(unittest.TestCase):
         self.assertEqual(tuple(c.shape), (64, 64))
 
 
+def splitk_plugin():
+    path = os.environ.get("KB_SPLITK_PLUGIN")
+    if not path or not os.path.exists(path):
+        raise unittest.SkipTest("KB_SPLITK_PLUGIN (the example plugin, built by make check) "
+                                "is not there")
+    return path
+
+
+class Plugins(unittest.TestCase):
+    """A plugin's bench (doc/examples/plugin/splitk_gemm.c) through a
+    Registry: listed, run, swept, checked in data mode."""
+
+    def test_unknown_without_the_plugin(self):
+        splitk_plugin()
+        self.assertNotIn("splitk_gemm", [b["name"] for b in kernbench.benches()])
+        with self.assertRaises(kernbench.Error) as cm:
+            kernbench.run("splitk_gemm")
+        self.assertEqual(cm.exception.code, -12)
+
+    def test_run_and_sweep(self):
+        with kernbench.Registry(splitk_plugin()) as reg:
+            names = [b["name"] for b in reg.benches()]
+            self.assertEqual(names[-1], "splitk_gemm")
+            self.assertIn("gemm", names)
+            splits = [p for p in reg.benches()[-1]["params"] if p["name"] == "splits"][0]
+            self.assertEqual(splits["default"], 4)
+            r = reg.run("splitk_gemm", K=128, splits=2, data=True, threads=1)
+            self.assertEqual(r["bench"], "splitk_gemm")
+            self.assertEqual(r["params"]["splits"], 2)
+            self.assertIsInstance(r["max_abs_err"], float)
+            self.assertLess(r["max_abs_err"], 1e-3)
+            # The module's run() with registry= is the same run.
+            same = kernbench.run("splitk_gemm", K=128, splits=2, data=True, registry=reg)
+            self.assertEqual(same["oplog_sha256"], r["oplog_sha256"])
+            rows = list(reg.sweep("splitk_gemm", {"K": 128, "splits": [1, 2]}, jobs=2,
+                                  data=True))
+            self.assertEqual([row["splits"] for row in rows], [1, 2])
+            self.assertTrue(all(row["status"] == 0 for row in rows))
+            self.assertEqual(rows[1]["oplog_sha256"], r["oplog_sha256"])
+            self.assertLess(rows[0]["max_abs_err"], 1e-3)
+            # A built-in in the same sweep, in the fixed order.
+            mixed = list(kernbench.sweep(["gemm", "splitk_gemm"], {"M": 32, "K": 64},
+                                         jobs=2, registry=reg))
+            self.assertEqual([row["bench"] for row in mixed], ["gemm", "splitk_gemm"])
+
+    def test_registry_forms_and_errors(self):
+        path = splitk_plugin()
+        with kernbench.Registry([path], builtins=False) as reg:
+            self.assertEqual([b["name"] for b in reg.benches()], ["splitk_gemm"])
+            reg.load(path)  # the same file again: not loaded twice
+            self.assertEqual(len(reg.benches()), 1)
+        with kernbench.Registry(os.path.dirname(path), builtins=False) as reg:
+            self.assertEqual([b["name"] for b in reg.benches()], ["splitk_gemm"])
+        with self.assertRaises(kernbench.Error) as cm:
+            kernbench.Registry("/nonexistent/libnope.so")
+        self.assertIn("/nonexistent/libnope.so", cm.exception.message)
+        # A sweep in progress keeps its registry open.
+        reg = kernbench.Registry(path)
+        gen = reg.sweep("splitk_gemm", {"K": 64, "splits": [1, 2]}, jobs=1)
+        next(gen)
+        with self.assertRaises(RuntimeError):
+            reg.close()
+        gen.close()
+        reg.close()
+        with self.assertRaises(ValueError):
+            reg.run("splitk_gemm")
+
+
 class PythonKernels(unittest.TestCase):
     def test_same_oplog_as_c(self):
         py = run_twin_python(1, 2, 100)
