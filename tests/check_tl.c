@@ -348,6 +348,46 @@ START_TEST(test_softmax_merge_lowering)
 }
 END_TEST
 
+/* The lowering knows op names it has seen by their address; a kernel
+ * that writes another name into the same buffer gets that op, and an
+ * unknown one the unknown-op error. */
+START_TEST(test_op_name_buffer_reused)
+{
+	capture cp = { .n = 0 };
+	kb_tl *tl = new_tl(&cp);
+	static const char *const names[] = { "exp", "rmax", "exp", "gemm", "copy" };
+	static const uint16_t kinds[] = { KB_MATH_EXP, KB_MATH_RMAX, KB_MATH_EXP, KB_OP_GEMM,
+					  KB_MATH_COPY };
+	char head[16], epi[16];
+	kb_tl_tensor *x = tcm2(tl, KB_FP32, 8, 64), *w = tcm2(tl, KB_FP32, 64, 64);
+
+	for (int i = 0; i < 5; i++) {
+		kb_tl_composite_desc d = { .op = head, .a = x, .b = i == 3 ? w : NULL };
+
+		strcpy(head, names[i]);
+		ck_assert_ptr_nonnull(kb_tl_composite(tl, &d));
+		ck_assert_int_eq(cp.n, i + 1);
+		ck_assert_uint_eq(cp.c[i]->ops[0].kind, kinds[i]);
+	}
+	{
+		kb_tl_op e = { .op = epi };
+		kb_tl_composite_desc d = { .op = "exp", .a = x, .epilogue = &e, .n_epilogue = 1 };
+
+		strcpy(epi, "exp");
+		ck_assert_ptr_nonnull(kb_tl_composite(tl, &d));
+		ck_assert_uint_eq(cp.c[5]->ops[1].kind, KB_MATH_EXP);
+		strcpy(epi, "copy");
+		ck_assert_ptr_nonnull(kb_tl_composite(tl, &d));
+		ck_assert_uint_eq(cp.c[6]->ops[1].kind, KB_MATH_COPY);
+		strcpy(epi, "gemm");
+		ck_assert_ptr_null(kb_tl_composite(tl, &d));
+		ck_assert_int_eq(kb__tl_error(tl)->detail, KB_V_TWO_GEMMS);
+	}
+	cap_clear(&cp);
+	kb__tl_destroy(tl);
+}
+END_TEST
+
 START_TEST(test_opt2_qk_bytes)
 {
 	capture cp = { .n = 0 };
@@ -1009,6 +1049,7 @@ Suite *tl_suite(void)
 	tcase_add_test(cost, test_cpu_overhead_bypass);
 	tcase_add_test(rec, test_softmax_merge_lowering);
 	tcase_add_test(rec, test_opt2_qk_bytes);
+	tcase_add_test(rec, test_op_name_buffer_reused);
 	tcase_add_test(rec, test_type_of_handles);
 	tcase_add_test(val, test_err_autobind_conflict);
 	tcase_add_test(val, test_err_prologue_hbm);

@@ -27,7 +27,17 @@ typedef struct lowering {
 	kb_hslot *writes[MAX_OPS];        /* written, not rw (scratch, out) */
 	uint32_t n_writes;
 	int n_gemm;
+	/* Op names seen (head and epilogue), by address: a kernel passes the
+	 * same literal every time, so one strcmp confirms what the search
+	 * through every MATH kind's name found. */
+	struct op_name {
+		const char *name;
+		int kind;                 /* kb_math_kind, or OP_GEMM */
+	} names[8];
 } lowering;
+
+#define OP_GEMM (-1)
+#define OP_NONE (-2)
 
 static const char *const unary_names[] = { "src" };
 static const char *const nary_names[] = { "src_a", "src_b", "src_c" };
@@ -38,6 +48,32 @@ static void add_unique(kb_hslot **v, uint32_t *n, kb_hslot *h)
 		if (v[i] == h)
 			return;
 	v[(*n)++] = h;
+}
+
+/* The op a head or epilogue names: OP_GEMM, a kb_math_kind, or OP_NONE.
+ * A name at an address seen before costs one strcmp, which also catches
+ * a kernel that reuses a buffer for another name. */
+static int op_kind(lowering *lw, const char *name)
+{
+	struct op_name *c;
+	kb_math_kind k;
+	int kind;
+
+	if (!name)
+		return OP_NONE;
+	c = &lw->names[((uintptr_t)name >> 4 ^ (uintptr_t)name >> 9) % 8];
+	if (c->name == name &&
+	    strcmp(name, c->kind == OP_GEMM ? "gemm" : kb__math_kind_name((kb_math_kind)c->kind)) == 0)
+		return c->kind;
+	if (strcmp(name, "gemm") == 0)
+		kind = OP_GEMM;
+	else if (kb__math_kind_parse(name, &k) == KB_OK)
+		kind = (int)k;
+	else
+		return OP_NONE;
+	c->name = name;
+	c->kind = kind;
+	return kind;
 }
 
 /* " (did you mean 'x'?)" when name is close to one of the n names, else
@@ -445,11 +481,14 @@ static int lower_epilogue(lowering *lw, const kb_tl_op *e, const kb_hslot *out)
 			      e->scope == KB_TL_K_TILE ? KB_SCOPE_K_TILE : KB_SCOPE_OUTPUT_TILE;
 	int need;
 
-	if (e->op && strcmp(e->op, "gemm") == 0)
+	int found = op_kind(lw, e->op);
+
+	if (found == OP_GEMM)
 		return kb__tl_fail(lw->tl, KB_V_TWO_GEMMS,
 				   "a composite holds at most one GEMM; this epilogue adds a second");
-	if (!e->op || kb__math_kind_parse(e->op, &kind))
+	if (found == OP_NONE)
 		return fail_unknown_op(lw->tl, "epilogue", e->op, 0);
+	kind = (kb_math_kind)found;
 	op = new_op(lw, (uint16_t)kind, scope);
 	if (!op)
 		return KB_EVALIDATE;
@@ -619,7 +658,7 @@ KB_API kb_tl_tensor *kb_tl_composite_at(kb_tl *tl, const kb_tl_composite_desc *d
 	kb_tl_tensor *result = NULL;
 	kb_nshape shape;
 	kb_math_kind kind = KB_MATH_COPY;
-	int is_gemm;
+	int is_gemm, head;
 
 	if (kb__tl_begin(tl, "kb_tl_composite", file, line))
 		return NULL;
@@ -627,23 +666,30 @@ KB_API kb_tl_tensor *kb_tl_composite_at(kb_tl *tl, const kb_tl_composite_desc *d
 		kb__tl_fail(tl, KB_V_UNKNOWN_OP, "composite needs a head op (\"gemm\" or a MATH kind)");
 		return NULL;
 	}
-	is_gemm = strcmp(d->op, "gemm") == 0;
-	if (!is_gemm && kb__math_kind_parse(d->op, &kind)) {
+	/* One scratch per context: a composite lowers in a few hundred bytes of
+	 * it, and zeroing ~20 KB per command showed in long decode runs (only
+	 * its name cache starts zeroed). */
+	if (!tl->lowering) {
+		if (!(tl->lowering = malloc(sizeof(*lw)))) {
+			kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory");
+			return NULL;
+		}
+		memset(((lowering *)tl->lowering)->names, 0, sizeof(lw->names));
+	}
+	lw = tl->lowering;
+	head = op_kind(lw, d->op);
+	is_gemm = head == OP_GEMM;
+	if (head == OP_NONE) {
 		fail_unknown_op(tl, "head", d->op, 1);
 		return NULL;
 	}
+	if (!is_gemm)
+		kind = (kb_math_kind)head;
 	if (is_gemm && d->extras[0].name) {
 		kb__tl_fail(tl, KB_V_UNKNOWN_EXTRA, "head gemm has no extra '%s' (it takes none)",
 			    d->extras[0].name);
 		return NULL;
 	}
-	/* One scratch per context: a composite lowers in a few hundred bytes of
-	 * it, and zeroing ~20 KB per command showed in long decode runs. */
-	if (!tl->lowering && !(tl->lowering = malloc(sizeof(*lw)))) {
-		kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory");
-		return NULL;
-	}
-	lw = tl->lowering;
 	lw->tl = tl;
 	lw->n_ops = lw->n_reads = lw->n_rw = lw->n_writes = 0;
 	lw->n_gemm = 0;
