@@ -247,8 +247,9 @@ static void scale(void)
  * runs them: the coordinator first merges the op_log, then every thread
  * claims the next PE in turn (greedy list scheduling), a PE taking its
  * events times the measured cost of an event; the window ends when the
- * last thread does, plus two barriers. Sparse windows run on the
- * coordinator alone. Speed-up(N) = modelled time on 1 core / on N cores. */
+ * last thread does, plus the drains (and horizons) shared by all and two
+ * barriers. Sparse windows run on the coordinator alone.
+ * Speed-up(N) = modelled time on 1 core / on N cores. */
 
 #define PROJ_MAX_W 512
 static const unsigned proj_cores[] = { 1, 2, 4, 8, 16, 32, 64 };
@@ -321,15 +322,15 @@ static int project_file(const char *path, double serial, proj *pr)
 		start = 0;
 		(void)start;
 		while (getline(&line, &cap, f) > 0) {
-			unsigned long long w, t, b, next, lg, sh, e, ns;
+			unsigned long long w, t, b, next, lg, sh, dr, e, ns;
 			int dense, off = 0, n = 0;
 			char *p = line;
 			double lm, ls;
 
 			if (line[0] == '#')
 				continue;
-			if (sscanf(p, "%llu %llu %llu %d %llu %llu %llu%n", &w, &t, &b, &dense, &next, &lg,
-				   &sh, &off) < 7)
+			if (sscanf(p, "%llu %llu %llu %d %llu %llu %llu %llu%n", &w, &t, &b, &dense, &next,
+				   &lg, &sh, &dr, &off) < 8)
 				continue;
 			lg += sh;   /* the op_log work of the window, every thread's */
 			p += off;
@@ -358,14 +359,16 @@ static int project_file(const char *path, double serial, proj *pr)
 				for (int j = 0; j < n; j++)
 					all += (double)ev[j] * pr->ns_event;
 				if (!dense || cores < 2) {
-					pr->t[c] += (double)next + (double)lg + all;
-					pr->tn[c] += (double)next + all;
+					pr->t[c] += (double)next + (double)lg + (double)dr + all;
+					pr->tn[c] += (double)next + (double)dr + all;
 					continue;
 				}
+				/* The drains (and the horizons worked out with them)
+				 * split over the threads after the first barrier. */
 				pr->t[c] += (double)next + claim_ns(ev, n, pr->ns_event, lm, ls, cores) +
-					    barrier_ns(cores);
+					    (double)dr / cores + barrier_ns(cores);
 				pr->tn[c] += (double)next + claim_ns(ev, n, pr->ns_event, 0, 0, cores) +
-					     barrier_ns(cores);
+					     (double)dr / cores + barrier_ns(cores);
 			}
 		}
 		if (pass == 0) {

@@ -72,6 +72,12 @@ struct __attribute__((aligned(64))) kb_worker {
 	size_t n_hlps;
 	int covered;
 	kb_time out_lat;
+	/* Its horizon worked out by the thread that drained it after a
+	 * parallel window (hz, asked with enough = hz_enough), so that the
+	 * coordinator does not ask every PE alone; hz_ok 0: none, or the
+	 * worker has run or received messages since. */
+	kb_time hz, hz_enough;
+	int hz_ok;
 	/* Instrumentation of the current window (written by the thread that
 	 * runs this worker, read by the coordinator after the barrier). */
 	uint64_t win_events;
@@ -117,6 +123,7 @@ struct kb_sim {
 	int per_lp;              /* a worker per LP (--threads 0): PEs split */
 	int horizons;            /* some worker uses horizon hooks */
 	double rate;             /* events per simulated ps, moving average */
+	kb_time hz_span;         /* how far past its minimum a drain asks a horizon */
 	double ns_event;         /* wall ns per event run alone, moving average */
 	unsigned threshold;      /* the parallel threshold now (adapts) */
 	unsigned wins, losses;   /* parallel windows that paid / did not */

@@ -127,11 +127,45 @@ int kb__exec_sequential(kb_sim *sim, kb_error *err)
  * engine on a small machine this keeps oversubscription from costing a
  * context switch per thread per window; it changes speed, never results. */
 
+/* The earliest time at which w may send to another worker; enough: a
+ * bound the caller does not need to see exceeded. */
+static kb_time worker_horizon(const kb_worker *w, kb_time enough)
+{
+	kb_time t = kb__worker_min(w), h = KB_TIME_INF;
+
+	if (!w->covered || t == KB_TIME_INF)
+		return t;
+	for (size_t i = 0; i < w->n_hlps && h > t; i++) {
+		kb_lp *lp = w->hlps[i];
+		kb_time x = lp->type->horizon(lp, t, enough);
+
+		if (x < h)
+			h = x;
+	}
+	return h < t ? t : h;
+}
+
+static kb_time sat_add(kb_time a, kb_time b)
+{
+	return KB_TIME_INF - a <= b ? KB_TIME_INF : a + b;
+}
+
+/* A horizon the drain worked out, where it answers this question (below
+ * its enough it is exact; at or past it, it is good for any enough up to
+ * that), or asked now. */
+static kb_time known_horizon(const kb_worker *w, kb_time enough)
+{
+	if (w->hz_ok && (w->hz < w->hz_enough || enough <= w->hz_enough))
+		return w->hz;
+	return worker_horizon(w, enough);
+}
+
 /* Runs one worker's window and notes its events and time. */
 static void run_worker(kb_worker *w, kb_time bound)
 {
 	uint64_t e0 = w->events, t0 = kb__now_ns();
 
+	w->hz_ok = 0;
 	kb__worker_window(w, bound, UINT64_MAX);
 	w->win_ns = kb__now_ns() - t0;
 	w->win_events = w->events - e0;
@@ -168,16 +202,24 @@ static void claim_windows(kb_sim *sim, unsigned me, unsigned gen)
 	}
 }
 
-/* Drains every worker's inboxes, each on its home thread where it can. */
+/* Drains every worker's inboxes, each on its home thread where it can,
+ * and works out its horizon for the next window there: in parallel,
+ * where the coordinator alone would ask every PE in turn. */
 static void claim_drains(kb_sim *sim, unsigned me, unsigned gen)
 {
 	for (int pass = 0; pass < 2; pass++)
 		for (unsigned i = 0; i < sim->n_workers; i++) {
 			kb_worker *w = &sim->workers[i];
 
-			if ((pass || atomic_load_explicit(&w->home, memory_order_relaxed) == me) &&
-			    claim(&w->drained, gen))
-				kb__worker_drain(w);
+			if ((!pass && atomic_load_explicit(&w->home, memory_order_relaxed) != me) ||
+			    !claim(&w->drained, gen))
+				continue;
+			kb__worker_drain(w);
+			if (sim->horizons && w->covered) {
+				w->hz_enough = sat_add(kb__worker_min(w), sim->hz_span);
+				w->hz = worker_horizon(w, w->hz_enough);
+				w->hz_ok = 1;
+			}
 		}
 }
 
@@ -282,29 +324,6 @@ static unsigned post_job(kb_sim *sim, unsigned helpers)
 	return g;
 }
 
-/* The earliest time at which w may send to another worker; enough: a
- * bound the caller does not need to see exceeded. */
-static kb_time worker_horizon(const kb_worker *w, kb_time enough)
-{
-	kb_time t = kb__worker_min(w), h = KB_TIME_INF;
-
-	if (!w->covered || t == KB_TIME_INF)
-		return t;
-	for (size_t i = 0; i < w->n_hlps && h > t; i++) {
-		kb_lp *lp = w->hlps[i];
-		kb_time x = lp->type->horizon(lp, t, enough);
-
-		if (x < h)
-			h = x;
-	}
-	return h < t ? t : h;
-}
-
-static kb_time sat_add(kb_time a, kb_time b)
-{
-	return KB_TIME_INF - a <= b ? KB_TIME_INF : a + b;
-}
-
 /* ---- the coordinator's heap of worker minima ----
  *
  * Keyed by each worker's earliest pending event (then index), so that
@@ -350,6 +369,7 @@ static void wheap_fix(kb_sim *sim, kb_worker *w)
 
 	w->hkey = kb__worker_min(w);
 	w->dirty = 0;
+	w->hz_ok = 0;   /* it ran, or was sent to */
 	while (i > 0 && wkey_less(w, sim->wheap[(i - 1) / 2])) {
 		wheap_put(sim, i, sim->wheap[(i - 1) / 2]);
 		i = (i - 1) / 2;
@@ -406,11 +426,17 @@ static kb_time horizon_bound(const kb_sim *sim, size_t i, kb_time b)
 	w = sim->wheap[i];
 	if (sat_add(w->hkey, sim->min_out_lat) >= b)
 		return b;
-	h = sat_add(worker_horizon(w, b - (b > w->out_lat ? w->out_lat : b)), w->out_lat);
+	h = sat_add(known_horizon(w, b - (b > w->out_lat ? w->out_lat : b)), w->out_lat);
 	if (h < b)
 		b = h;
 	b = horizon_bound(sim, 2 * i + 1, b);
 	return horizon_bound(sim, 2 * i + 2, b);
+}
+
+/* How long a window may be: near WINDOW_EVENTS events at the moving rate. */
+static double window_len(const kb_sim *sim)
+{
+	return sim->rate > 0 ? (double)WINDOW_EVENTS / sim->rate : 64.0 * (double)sim->window;
 }
 
 /* The global earliest pending time T (returned), the window's bound B,
@@ -429,8 +455,7 @@ static kb_time global_min(kb_sim *sim, kb_time *bound_out)
 		return t;
 	}
 	if (sim->horizons) {
-		double len = sim->rate > 0 ? (double)WINDOW_EVENTS / sim->rate
-					   : 64.0 * (double)sim->window;
+		double len = window_len(sim);
 
 		b = len >= (double)(KB_TIME_INF - t) ? KB_TIME_INF : t + (kb_time)len;
 		if (b < sat_add(t, sim->window))
@@ -549,10 +574,15 @@ static int run_window(kb_sim *sim, kb_time bound, int dense, kb_error *err)
 	int rc;
 
 	if (dense) {
-		unsigned threads = sim->n_active < sim->ncpu ? sim->n_active : sim->ncpu;
+		unsigned threads = sim->n_active < sim->ncpu ? sim->n_active : sim->ncpu, gen;
+		double span = 2.0 * window_len(sim);
+
 		sim->bound = bound;
 		sim->solo = 0;
-		unsigned gen = post_job(sim, threads - 1);
+		/* The drains ask horizons this far ahead: the next window's
+		 * bound lies within one length of its T (twice: the rate moves). */
+		sim->hz_span = span >= (double)KB_TIME_INF ? KB_TIME_INF : (kb_time)span;
+		gen = post_job(sim, threads - 1);
 
 		/* The coordinator runs the overlap hook (the runtime writes the
 		 * op_log) while the helpers start the window; it claims workers
@@ -619,6 +649,8 @@ static int adapt(kb_sim *sim, int *alone)
 		if (sim->workers[i].out_lat < sim->min_out_lat)
 			sim->min_out_lat = sim->workers[i].out_lat;
 	sim->stats.window = sim->window;
+	for (unsigned i = 0; i < sim->n_workers; i++)
+		sim->workers[i].hz_ok = 0;
 	wheap_build(sim);
 	set_homes(sim);
 	return KB_OK;
@@ -645,13 +677,13 @@ static void window_sums(kb_sim *sim, uint64_t *events, uint64_t *ns)
 
 /* One line per window of the per-window profile (KB_EXEC_PROFILE). */
 static void profile_window(kb_sim *sim, kb_time t, kb_time bound, int dense, uint64_t ns_next,
-			   uint64_t ns_log, uint64_t ns_share)
+			   uint64_t ns_log, uint64_t ns_share, uint64_t ns_drain)
 {
 	FILE *f = sim->profile;
 
-	fprintf(f, "%llu %llu %llu %d %llu %llu %llu", (unsigned long long)sim->stats.windows,
+	fprintf(f, "%llu %llu %llu %d %llu %llu %llu %llu", (unsigned long long)sim->stats.windows,
 		(unsigned long long)t, (unsigned long long)bound, dense, (unsigned long long)ns_next,
-		(unsigned long long)ns_log, (unsigned long long)ns_share);
+		(unsigned long long)ns_log, (unsigned long long)ns_share, (unsigned long long)ns_drain);
 	for (unsigned i = 0; i < sim->n_workers; i++) {
 		kb_worker *w = &sim->workers[i];
 
@@ -669,8 +701,9 @@ static void profile_open(kb_sim *sim)
 	if (!path || !*path || !(f = fopen(path, "w")))
 		return;
 	fprintf(f, "# kernbench executor profile: workers %u pes %u cores %u window_ps %llu\n"
-		   "# window t_ps bound_ps dense ns_next ns_oplog ns_share, then per worker: events ns\n"
-		   "# (ns_oplog: the coordinator's op_log work, ns_share: the other threads')\n",
+		   "# window t_ps bound_ps dense ns_next ns_oplog ns_share ns_drain, then per worker: events ns\n"
+		   "# (ns_oplog: the coordinator's op_log work, ns_share: the other threads'; ns_drain:\n"
+		   "# every thread's inbox drains and the horizons worked out with them)\n",
 		sim->n_workers, sim->n_pes, sim->ncpu, (unsigned long long)sim->window);
 	sim->profile = f;
 }
@@ -726,6 +759,7 @@ int kb__exec_parallel(kb_sim *sim, kb_error *err)
 	while (!any_error(sim) && !atomic_load_explicit(&sim->stop, memory_order_relaxed)) {
 		uint64_t t0 = kb__now_ns(), t1, ns_next, log0 = sim->stats.ns_oplog, events, ns;
 		uint64_t share0 = atomic_load_explicit(&sim->ns_share, memory_order_relaxed);
+		uint64_t drain0 = atomic_load_explicit(&sim->ns_drain, memory_order_relaxed);
 		kb_time bound, t = global_min(sim, &bound);
 		unsigned used;
 		int dense;
@@ -745,7 +779,8 @@ int kb__exec_parallel(kb_sim *sim, kb_error *err)
 			wheap_update(sim);
 		if (sim->profile)
 			profile_window(sim, t, bound, dense, ns_next, sim->stats.ns_oplog - log0,
-				       atomic_load(&sim->ns_share) - share0);
+				       atomic_load(&sim->ns_share) - share0,
+				       atomic_load(&sim->ns_drain) - drain0);
 		used = sim->n_active < sim->ncpu ? sim->n_active : sim->ncpu;
 		window_sums(sim, &events, &ns);
 		update_rate(sim, t, bound, events);
