@@ -708,6 +708,30 @@ static void profile_open(kb_sim *sim)
 	sim->profile = f;
 }
 
+/* Nothing is left to run: the op_log the last window set aside is merged
+ * by every thread and sunk by the coordinator, as a window with no
+ * workers (else the coordinator alone would merge it at the end, a serial
+ * tail of a window's records). */
+static int share_last(kb_sim *sim, kb_error *err)
+{
+	uint64_t log0 = sim->stats.ns_oplog;
+	uint64_t share0 = atomic_load_explicit(&sim->ns_share, memory_order_relaxed);
+	unsigned gen;
+	int rc;
+
+	if (sim->ncpu < 2 || !sim->cfg.on_share)
+		return KB_OK;
+	sim->n_active = 0;
+	sim->solo = 0;
+	gen = post_job(sim, sim->ncpu - 1);
+	rc = overlap_hook(sim, err);
+	help(sim, 0, gen);
+	if (sim->profile)
+		profile_window(sim, KB_TIME_INF, KB_TIME_INF, 1, 0, sim->stats.ns_oplog - log0,
+			       atomic_load(&sim->ns_share) - share0, 0);
+	return rc;
+}
+
 int kb__exec_parallel(kb_sim *sim, kb_error *err)
 {
 	unsigned started = 1, threads;
@@ -764,8 +788,10 @@ int kb__exec_parallel(kb_sim *sim, kb_error *err)
 		unsigned used;
 		int dense;
 
-		if (t == KB_TIME_INF)
+		if (t == KB_TIME_INF) {
+			rc = share_last(sim, err);
 			break;
+		}
 		dense = window_is_dense(sim, t, bound);
 		ns_next = kb__now_ns() - t0;
 		sim->stats.ns_next += ns_next;
