@@ -244,6 +244,32 @@ int cli_parse(const char *cmd, const cli_opt *opts, size_t n_opts, int argc, cha
 	return rc;
 }
 
+int cli_take_plugins(int argc, char **argv, char **rest, int *n_rest, const char **plugins,
+		     size_t *n_plugins)
+{
+	int i, done = 0;
+
+	*n_rest = 0;
+	*n_plugins = 0;
+	for (i = 0; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (done || strncmp(a, "--plugin", 8) != 0 || (a[8] != '\0' && a[8] != '=')) {
+			/* "--" ends the options of the command line, --plugin too. */
+			done |= strcmp(a, "--") == 0;
+			rest[(*n_rest)++] = argv[i];
+		} else if (a[8] == '=' && a[9]) {
+			plugins[(*n_plugins)++] = a + 9;
+		} else if (a[8] == '\0' && i + 1 < argc && argv[i + 1][0]) {
+			plugins[(*n_plugins)++] = argv[++i];
+		} else {
+			return cli_usage(NULL, "--plugin needs a file");
+		}
+	}
+	rest[*n_rest] = NULL;
+	return 0;
+}
+
 void cli_args_free(cli_args *a)
 {
 	size_t k;

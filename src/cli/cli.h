@@ -70,6 +70,16 @@ typedef struct cli_args {
 int cli_parse(const char *cmd, const cli_opt *opts, size_t n_opts, int argc, char **argv,
 	      cli_args *out);
 void cli_args_free(cli_args *a);
+/*
+ * Takes kernbench's own option --plugin FILE (or --plugin=FILE) out of
+ * argv[0..argc), wherever it stands: before the command, after it, among
+ * its options and arguments, up to a "--" that ends the options. The other
+ * arguments keep their order in rest (room for argc + 1, NULL-terminated),
+ * the files theirs in plugins (room for argc). Returns 0, or prints a
+ * usage error and returns 2 for a --plugin without a file.
+ */
+int cli_take_plugins(int argc, char **argv, char **rest, int *n_rest, const char **plugins,
+		     size_t *n_plugins);
 
 /* Parses a whole decimal integer in [min, max]; 0 on success, -1 otherwise. */
 int cli_parse_long(const char *s, long min, long max, long *out);

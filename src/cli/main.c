@@ -83,30 +83,26 @@ static int dispatch(int argc, char **argv, const char *const *plugins, size_t n_
 int main(int argc, char **argv)
 {
 	const char **plugins = calloc((size_t)argc + 1, sizeof(*plugins));
+	char **rest = calloc((size_t)argc + 1, sizeof(*rest));
 	size_t n_plugins = 0;
-	int i = 1, rc;
+	int n_rest = 0, rc;
 
 	cli_argc = argc;
 	cli_argv = (const char *const *)argv;
 	/* A closed pipe on an output is a write error with a message and exit
 	 * status 1 (doc/sweep.md), not death by SIGPIPE. */
 	signal(SIGPIPE, SIG_IGN);
-	if (!plugins)
+	if (!plugins || !rest) {
+		free(plugins);
+		free(rest);
 		return cli_error("out of memory");
-	/* Options of kernbench itself, before the command: --plugin FILE. */
-	for (; i < argc && strncmp(argv[i], "--plugin", 8) == 0; i++) {
-		if (argv[i][8] == '=' && argv[i][9]) {
-			plugins[n_plugins++] = argv[i] + 9;
-		} else if (argv[i][8] == '\0' && i + 1 < argc && argv[i + 1][0]) {
-			plugins[n_plugins++] = argv[++i];
-		} else if (argv[i][8] == '\0' || argv[i][8] == '=') {
-			free(plugins);
-			return cli_usage(NULL, "--plugin needs a file");
-		} else {
-			break;
-		}
 	}
-	rc = dispatch(argc - i, argv + i, plugins, n_plugins);
+	/* kernbench's own option, anywhere on the line: --plugin FILE. The
+	 * provenance keeps the whole line (cli_argv). */
+	rc = cli_take_plugins(argc - 1, argv + 1, rest, &n_rest, plugins, &n_plugins);
+	if (!rc)
+		rc = dispatch(n_rest, rest, plugins, n_plugins);
 	free(plugins);
+	free(rest);
 	return rc;
 }

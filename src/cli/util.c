@@ -18,7 +18,7 @@ int cli_argc;
 const char *const *cli_argv;
 
 static const char help_main[] =
-	"Usage: kernbench [--plugin FILE]... COMMAND [OPTION]...\n"
+	"Usage: kernbench COMMAND [OPTION]... [--plugin FILE]...\n"
 	"A deterministic, multithreaded simulator of a PE-near-HBM AI accelerator.\n"
 	"\n"
 	"Commands:\n"
@@ -30,10 +30,10 @@ static const char help_main[] =
 	"\n"
 	"  -h, --help                 print this help (kernbench COMMAND --help: that command's)\n"
 	"  -V, --version              print the version\n"
-	"      --plugin FILE          before COMMAND: load the benches of a plugin (a\n"
-	"                             shared object exporting kb_plugin_init); repeatable,\n"
-	"                             after those of KERNBENCH_PLUGIN_PATH (colon-separated\n"
-	"                             files, or directories of *.so)\n"
+	"      --plugin FILE          anywhere on the line (before a '--'): load the benches\n"
+	"                             of a plugin (a shared object exporting kb_plugin_init);\n"
+	"                             repeatable, after those of KERNBENCH_PLUGIN_PATH\n"
+	"                             (colon-separated files, or directories of *.so)\n"
 	"\n"
 	"Exit status: 0 success, 1 a simulation, validation, topology or I/O error,\n"
 	"2 a usage error.\n";

@@ -4,8 +4,9 @@
 # KERNBENCH_PLUGIN_PATH is seen by list, run and sweep (-j 2, --resume,
 # --plot) like a built-in bench; its data-mode results agree between run,
 # sweep, thread counts and an independent computation from the dumped
-# tensors; broken plugins are refused with a message naming the file and
-# exit status 1.
+# tensors; --plugin is taken anywhere on the command line (up to '--');
+# broken plugins are refused with a message naming the file and exit
+# status 1.
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -141,4 +142,41 @@ KERNBENCH_PLUGIN_PATH=$BROKEN/libkbt_dup.so "$KB" run gemm 2>"$TMP/err"
 grep -qF "libkbt_dup.so" "$TMP/err" || fail "KERNBENCH_PLUGIN_PATH: the message does not name the file"
 "$KB" --plugin 2>/dev/null
 [ $? -eq 2 ] || fail "--plugin without a file: exit status not 2"
-echo "PASS: plugin benches in list, run, sweep (-j 2, --resume, --plot, data); refusals name the file"
+
+# ---- --plugin anywhere on the command line --------------------------------
+# After the command, after the bench, among the options, at the end: the
+# same run as with --plugin first (same op_log, same check).
+for form in "run --plugin $PLUGIN splitk_gemm" "run splitk_gemm --plugin $PLUGIN" \
+	"run splitk_gemm --plugin=$PLUGIN" "run splitk_gemm --param M=16 --plugin $PLUGIN"; do
+	# shellcheck disable=SC2086 # the form is split on purpose
+	"$KB" $form "${small[@]}" --data --threads 1 --json >"$TMP/any.json" ||
+		fail "'$form': exit $?"
+	[ "$(field "$TMP/any.json" oplog_sha256)" = "$sha" ] || fail "'$form': another op_log"
+	[ "$(field "$TMP/any.json" max_abs_err)" = "$err" ] || fail "'$form': another max_abs_err"
+done
+"$KB" run splitk_gemm "${small[@]}" --data --threads 1 --json --plugin "$PLUGIN" >"$TMP/last.json" ||
+	fail "run with --plugin last: exit $?"
+[ "$(field "$TMP/last.json" oplog_sha256)" = "$sha" ] || fail "--plugin last: another op_log"
+"$KB" list --plugin "$PLUGIN" >"$TMP/l3" || fail "list --plugin: exit $?"
+cmp -s "$TMP/l3" "$TMP/list.txt" || fail "list --plugin lists otherwise than --plugin list"
+"$KB" --plugin "$PLUGIN" list --plugin "$PLUGIN" >/dev/null 2>"$TMP/err" ||
+	fail "the same plugin before and after the command: exit $? ($(cat "$TMP/err"))"
+"$KB" sweep "${sargs[@]}" -j 2 --out "$TMP/any.csv" --plugin "$PLUGIN" || fail "sweep ... --plugin: exit $?"
+strip_wall "$TMP/any.csv" | cmp -s - "$TMP/j1.s" || fail "sweep with --plugin last: other rows"
+"$KB" topology --plugin "$PLUGIN" >/dev/null || fail "topology --plugin: exit $?"
+# Refusals name the file, exit 1, wherever --plugin stands.
+"$KB" run gemm --plugin "$BROKEN/libkbt_dup.so" 2>"$TMP/err"
+[ $? -eq 1 ] || fail "run gemm --plugin BROKEN: exit status not 1"
+grep -qF "libkbt_dup.so" "$TMP/err" || fail "run gemm --plugin BROKEN: the file is not named"
+"$KB" list --plugin="$TMP/missing.so" 2>"$TMP/err"
+[ $? -eq 1 ] || fail "list --plugin=MISSING: exit status not 1"
+grep -qF "$TMP/missing.so" "$TMP/err" || fail "list --plugin=MISSING: the file is not named"
+# Without a file, anywhere: a usage error; after '--' it is no option.
+"$KB" run gemm --plugin 2>"$TMP/err"
+[ $? -eq 2 ] || fail "run gemm --plugin (no file): exit status not 2"
+grep -q -- "--plugin needs a file" "$TMP/err" || fail "run gemm --plugin: no message"
+"$KB" run gemm --plugin= 2>/dev/null
+[ $? -eq 2 ] || fail "run gemm --plugin=: exit status not 2"
+"$KB" run splitk_gemm -- --plugin "$PLUGIN" 2>/dev/null
+[ $? -eq 2 ] || fail "--plugin after '--' was taken as an option"
+echo "PASS: plugin benches in list, run, sweep (-j 2, --resume, --plot, data); --plugin anywhere; refusals name the file"

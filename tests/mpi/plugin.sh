@@ -17,8 +17,9 @@ args=(splitk_gemm --param M=16 --param N=16 --param splits=1,2,4 --param K=64,12
 strip_wall "$TMP/ref.csv" >"$TMP/ref.s"
 [ "$(wc -l <"$TMP/ref.csv")" -eq 7 ] || fail "expected a header and 6 rows"
 
-mpirun_kb 2 --plugin "$PLUGIN" sweep "${args[@]}" -j 1 --out "$TMP/m2.csv" ||
-	fail "mpirun -np 2 --plugin sweep exited $?"
+# --plugin after the command's options: every rank takes it out the same way.
+mpirun_kb 2 sweep "${args[@]}" -j 1 --out "$TMP/m2.csv" --plugin "$PLUGIN" ||
+	fail "mpirun -np 2 sweep ... --plugin exited $?"
 strip_wall "$TMP/m2.csv" | cmp -s - "$TMP/ref.s" || fail "-np 2: rows differ from the single-process sweep"
 head -n 3 "$TMP/ref.csv" >"$TMP/part.csv"
 KERNBENCH_PLUGIN_PATH=$(dirname "$PLUGIN") mpirun_kb 3 sweep "${args[@]}" -j 1 --out "$TMP/part.csv" \
