@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <kernbench.h>
+#include "base/err.h"
 #include "base/str.h"
 
 #include "runtime/result.h"
@@ -278,6 +279,20 @@ START_TEST(optional_strings_are_copied)
 	c = kb__strdup_opt(text, &failed);
 	ck_assert_int_eq(failed, 1);
 	free(c);
+}
+END_TEST
+
+/* What a plugin's or a sweep point's failure tells (kb__err_text): the
+ * error's text, else the name of its code. */
+START_TEST(error_text_falls_back)
+{
+	kb_error e;
+
+	kb_error_clear(&e);
+	ck_assert_str_eq(kb__err_text(&e, KB_ENOMEM), kb_strerror(KB_ENOMEM));
+	ck_assert_str_eq(kb__err_text(NULL, KB_EIO), kb_strerror(KB_EIO));
+	kb__err(&e, KB_EIO, "disk %d full", 1);
+	ck_assert_str_eq(kb__err_text(&e, KB_EINVAL), "disk 1 full");
 }
 END_TEST
 
@@ -617,6 +632,7 @@ Suite *registry_suite(void)
 	tcase_add_test(tc, invalid_definitions_are_refused);
 	tcase_add_test(tc, definitions_are_copied);
 	tcase_add_test(tc, optional_strings_are_copied);
+	tcase_add_test(tc, error_text_falls_back);
 	tcase_add_test(tc, own_bench_runs_checks_and_dumps);
 	tcase_add_test(tc, plugin_errors_name_the_file);
 	tcase_add_test(tc, json_api_through_a_registry);

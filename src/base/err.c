@@ -52,6 +52,11 @@ void kb__err_prefix(kb_error *err, const char *fmt, ...)
 	snprintf(err->message, sizeof(err->message), "%.250s: %.500s", prefix, old);
 }
 
+const char *kb__err_text(const kb_error *err, int code)
+{
+	return err && err->message[0] ? err->message : kb_strerror(code);
+}
+
 void kb__err_copy(kb_error *dst, const kb_error *src)
 {
 	if (dst && src && dst != src)

@@ -13,6 +13,9 @@ int kb__err_at(kb_error *err, int code, const char *source, int line, int column
 	       const char *fmt, ...) KB_PRINTF(6, 7);
 /* Prefixes an existing error message with "prefix: ". */
 void kb__err_prefix(kb_error *err, const char *fmt, ...) KB_PRINTF(2, 3);
+/* What to tell of an error: err's message, or kb_strerror(code) when err
+ * is NULL or has none (a callee that returned a code without a text). */
+const char *kb__err_text(const kb_error *err, int code);
 /* Copies src into dst (either may be NULL). */
 void kb__err_copy(kb_error *dst, const kb_error *src);
 

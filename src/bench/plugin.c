@@ -105,7 +105,7 @@ KB_API int kb_registry_load_plugin(kb_registry *reg, const char *path, kb_error 
 		rc = entry.fn(reg, KB_BENCH_ABI, &e);
 		if (rc) {
 			kb__err_at(err, rc < 0 ? rc : KB_EINVAL, path, 0, 0, "plugin '%s': %s", path,
-				   e.message[0] ? e.message : kb_strerror(rc));
+				   kb__err_text(&e, rc));
 			if (err)
 				err->detail = e.detail;
 			return err ? err->code : rc;

@@ -109,17 +109,6 @@ static void wait_poll(pthread_cond_t *cv, pthread_mutex_t *mu)
 
 /* ---- one point -------------------------------------------------------- */
 
-static char *dup_msg(int status, const kb_error *e)
-{
-	const char *m = e->message[0] ? e->message : kb_strerror(status);
-	size_t n = strlen(m) + 1;
-	char *d = malloc(n);
-
-	if (d)
-		memcpy(d, m, n);
-	return d;
-}
-
 /* Bench parameters and topology of one point, built from its values. */
 static int point_inputs(const kb_sweep *s, const kb_topology *base, const char *const *values,
 			kb_params **params, kb_topology **topo, kb_error *err)
@@ -172,7 +161,7 @@ done:
 	}
 	*status = rc;
 	*out = res;
-	*error = rc ? dup_msg(rc, &e) : NULL;
+	*error = rc ? strdup(kb__err_text(&e, rc)) : NULL;  /* NULL: the row says kb_strerror */
 	kb_params_destroy(params);
 	kb_topology_destroy(topo);
 }
