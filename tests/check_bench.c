@@ -367,6 +367,20 @@ static uint64_t covered_ps(const spans *s, uint32_t pe, const char *eng)
 	return sum;
 }
 
+/* Each engine's busy time is the time its records cover, inside the run. */
+static void check_covered(const char *what, const kb_result *r, const spans *s)
+{
+	for (size_t i = 0; i < r->n_busy; i++) {
+		const kb_engine_busy *b = &r->busy[i];
+		uint64_t want = covered_ps(s, b->pe, b->eng);
+
+		ck_assert_msg(b->busy_ps == want && b->busy_ps <= r->sim_time_ps,
+			      "%s: pe%u.%s busy %llu ps, its records cover %llu ps of %llu", what,
+			      b->pe, b->eng, (unsigned long long)b->busy_ps,
+			      (unsigned long long)want, (unsigned long long)r->sim_time_ps);
+	}
+}
+
 /* A run's busy_ps is the time each engine works (PE_DMA's read and write
  * channels at once count once), and its utilization, busy / sim_time_ps,
  * is a fraction in [0, 1] in the result and in its JSON. */
@@ -389,15 +403,7 @@ static void check_busy(const char *bench, const char *const *params)
 	rc = rc ? rc : kb_bench_run(bench, p, NULL, &o, &r, &err);
 	kb_params_destroy(p);
 	ck_assert_msg(rc == KB_OK, "%s: %s", bench, err.message);
-	for (size_t i = 0; i < r.n_busy; i++) {
-		const kb_engine_busy *b = &r.busy[i];
-		uint64_t want = covered_ps(&s, b->pe, b->eng);
-
-		ck_assert_msg(b->busy_ps == want && b->busy_ps <= r.sim_time_ps,
-			      "%s: pe%u.%s busy %llu ps, its records cover %llu ps of %llu", bench,
-			      b->pe, b->eng, (unsigned long long)b->busy_ps,
-			      (unsigned long long)want, (unsigned long long)r.sim_time_ps);
-	}
+	check_covered(bench, &r, &s);
 	text = kb_result_to_json(&r);
 	ck_assert_ptr_nonnull(text);
 	j = json_loads(text, 0, NULL);
@@ -448,6 +454,56 @@ START_TEST(test_busy_shapes)
 }
 END_TEST
 
+/* PE_IPCQ sends and receives on two channels too: pe0 sends two large
+ * tensors while pe1's small one arrives, so pe0's receive overlaps its
+ * sends, and that time counts once. */
+static void both_ways_kernel(kb_tl *tl, void *p)
+{
+	int64_t big[2] = { 64, 128 }, small[2] = { 8, 8 };
+
+	(void)p;
+	if (kb_tl_pe(tl) == 0) {
+		kb_tl_send(tl, kb_tl_alloc(tl, KB_FP32, 2, big), 1, 1);
+		kb_tl_send(tl, kb_tl_alloc(tl, KB_FP32, 2, big), 1, 2);
+		kb_tl_recv(tl, kb_tl_alloc(tl, KB_FP32, 2, small), 1, 3);
+	} else {
+		kb_tl_send(tl, kb_tl_alloc(tl, KB_FP32, 2, small), 0, 3);
+		kb_tl_recv(tl, kb_tl_alloc(tl, KB_FP32, 2, big), 0, 1);
+		kb_tl_recv(tl, kb_tl_alloc(tl, KB_FP32, 2, big), 0, 2);
+	}
+}
+
+START_TEST(test_busy_ipcq_both_ways)
+{
+	kb_topology *t = NULL;
+	kb_simulation *sim = NULL;
+	kb_sim_options o = KB_SIM_OPTIONS_INIT;
+	kb_result r = KB_RESULT_INIT;
+	kb_error err;
+	spans s = { 0 };
+	uint64_t sum = 0;
+
+	ck_assert_int_eq(kb_topology_default(&t, &err), KB_OK);
+	ck_assert_int_eq(kb_topology_set(t, "pes_per_cluster", "2", &err), KB_OK);
+	o.threads = 1;
+	o.on_record = keep_span;
+	o.payload = &s;
+	ck_assert_int_eq(kb_simulation_create(&sim, t, &o, &err), KB_OK);
+	ck_assert_int_eq(kb_simulation_launch(sim, both_ways_kernel, NULL, 0, 2, &err), KB_OK);
+	ck_assert_msg(kb_simulation_run(sim, &r, &err) == KB_OK, "%s", err.message);
+	/* The case is there: pe0's IPCQ records overlap. */
+	for (size_t i = 0; i < s.n; i++)
+		if (s.v[i].pe == 0 && strcmp(s.v[i].eng, "ipcq") == 0)
+			sum += s.v[i].t1 - s.v[i].t0;
+	ck_assert_uint_gt(sum, covered_ps(&s, 0, "ipcq"));
+	check_covered("both_ways", &r, &s);
+	kb_result_clear(&r);
+	kb_simulation_destroy(sim);
+	kb_topology_destroy(t);
+	free(s.v);
+}
+END_TEST
+
 Suite *bench_suite(void)
 {
 	Suite *s = suite_create("bench");
@@ -468,6 +524,7 @@ Suite *bench_suite(void)
 	tcase_add_test(scale, test_split_kv_scaling);
 	tcase_add_loop_test(busy, test_busy_every_bench, 0, (int)kb_bench_count());
 	tcase_add_test(busy, test_busy_shapes);
+	tcase_add_test(busy, test_busy_ipcq_both_ways);
 	tcase_set_timeout(busy, 60);
 	tcase_set_timeout(ratio, 60);
 	tcase_set_timeout(gold, 60);

@@ -26,11 +26,7 @@ typedef struct kb_engine {
 	kb_pe_state *ps;
 	int eng;
 	chan ch[2];
-	/* The engine is busy while any channel is: PE_DMA's read and write
-	 * channels overlap, and their sum would count that time twice (a
-	 * utilization above 1). busy_t0: when the first channel started. */
-	int n_busy;
-	kb_time busy_t0;
+	kb_busy busy;
 } kb_engine;
 
 static int chan_push(chan *c, const kb_event *ev)
@@ -74,8 +70,7 @@ static int start_next(kb_lp *lp, kb_engine *e, int ch)
 	c->n--;
 	c->busy = 1;
 	c->t0 = kb__lp_now(lp);
-	if (e->n_busy++ == 0)
-		e->busy_t0 = c->t0;
+	kb__busy_start(&e->busy, c->t0);
 	st = stage_of(&c->cur, &p);
 	kb__plan_cost(p, (kb_phase)c->cur.w[3], c->cur.w[1], st, &c->cost);
 	return kb__pe_after(lp, e->ps->m, c->cost.cycles, c->cost.op, kb__stage_keys(st->kind), &done);
@@ -107,8 +102,7 @@ static int finish(kb_lp *lp, kb_engine *e, int ch)
 	int rc;
 
 	c->busy = 0;
-	if (--e->n_busy == 0)
-		e->ps->fig.busy_ps[e->eng] += kb__lp_now(lp) - e->busy_t0;
+	kb__busy_stop(&e->busy, kb__lp_now(lp), &e->ps->fig.busy_ps[e->eng]);
 	if (m->mem) {
 		kb_error err;
 

@@ -38,6 +38,7 @@ typedef struct kb_ipcq {
 	kb_event *rx_ready;      /* matched receives waiting for the write port */
 	size_t rx_head, rx_n, rx_cap;
 	arrival *rx_ready_data;
+	kb_busy busy;            /* send and receive at once count once */
 } kb_ipcq;
 
 static kb_plan *plan_of(const kb_event *ev)
@@ -80,7 +81,7 @@ static int step_done(kb_lp *lp, kb_ipcq *q, const kb_event *ev, kb_time t0)
 	int rc;
 
 	kb__plan_cost(p, KB_PH_LOOP, 0, st, &c);
-	q->ps->fig.busy_ps[KB_ENG_IPCQ] += kb__lp_now(lp) - t0;
+	kb__busy_stop(&q->busy, kb__lp_now(lp), &q->ps->fig.busy_ps[KB_ENG_IPCQ]);
 	rc = kb__pe_log(q->ps, KB_ENG_IPCQ, c.op, p->cmd->id, t0, kb__lp_now(lp), c.bytes, f, 2);
 	if (rc)
 		return kb__lp_fail(lp, rc, "cannot buffer an op_log record");
@@ -99,6 +100,7 @@ static int tx_start(kb_lp *lp, kb_ipcq *q)
 	q->tx_n--;
 	q->tx_busy = 1;
 	q->tx_t0 = kb__lp_now(lp);
+	kb__busy_start(&q->busy, q->tx_t0);
 	return stage_after(lp, q, &q->tx_cur, &ev);
 }
 
@@ -146,6 +148,7 @@ static int rx_start(kb_lp *lp, kb_ipcq *q)
 	q->rx_n--;
 	q->rx_busy = 1;
 	q->rx_t0 = kb__lp_now(lp);
+	kb__busy_start(&q->busy, q->rx_t0);
 	return stage_after(lp, q, &q->rx_cur, &ev);
 }
 

@@ -74,6 +74,27 @@ typedef struct kb_machine {
 	kb_pe_state **pes;
 } kb_machine;
 
+/* Busy time of an engine with several channels (PE_DMA's read and write,
+ * PE_IPCQ's send and receive): the engine is busy while any channel is,
+ * and time two channels share counts once, so busy / sim_time is a
+ * fraction in [0, 1]. The LP's own state. */
+typedef struct kb_busy {
+	int channels;            /* channels busy now */
+	kb_time t0;              /* when the first of them started */
+} kb_busy;
+
+static inline void kb__busy_start(kb_busy *b, kb_time now)
+{
+	if (b->channels++ == 0)
+		b->t0 = now;
+}
+
+static inline void kb__busy_stop(kb_busy *b, kb_time now, uint64_t *busy_ps)
+{
+	if (--b->channels == 0)
+		*busy_ps += now - b->t0;
+}
+
 /* Per-PE figures, each written only by its own LP. */
 typedef struct kb_pe_figures {
 	uint64_t commands;
