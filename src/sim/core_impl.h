@@ -130,7 +130,8 @@ struct kb_sim {
 	double overhead;         /* their ns beyond their events, this batch */
 	unsigned probes;         /* windows dense only at the configured threshold */
 	uint64_t sparse_run;     /* windows in a row run by the coordinator alone */
-	uint64_t adapt_windows, adapt_next, adapt_events; /* figures at the last regroup */
+	/* figures at the last regroup (next: finding windows and draining) */
+	uint64_t adapt_windows, adapt_next, adapt_events;
 	uint64_t adapt_every;    /* KB_EXEC_ADAPT_WINDOWS (tests): regroup this often */
 	/* instrumentation: per-thread sums, folded into stats at the end */
 	_Atomic uint64_t ns_events, ns_barrier, ns_drain, ns_share;

@@ -609,8 +609,9 @@ static int run_window(kb_sim *sim, kb_time bound, int dense, kb_error *err)
 
 /* Windows too small to pay. The executors that choose their own shape
  * (auto, and --threads 0, a worker per engine) adapt when, over at least
- * ADAPT_WINDOWS windows, finding windows cost more than a tenth of running
- * the events, or none of STARVED_WINDOWS windows in a row was worth
+ * ADAPT_WINDOWS windows, finding windows (and the drains, where the
+ * horizons are worked out after a parallel window) cost more than a tenth
+ * of running the events, or none of STARVED_WINDOWS windows in a row was worth
  * running in parallel: a worker per engine regroups every PE whole on a
  * worker (links between PEs are longer, and PEs give horizons); PEs whole
  * go on sequentially (every LP on one worker, no windows). A thread count
@@ -621,7 +622,8 @@ static int run_window(kb_sim *sim, kb_time bound, int dense, kb_error *err)
 static int starved(const kb_sim *sim)
 {
 	uint64_t wins = sim->stats.windows - sim->adapt_windows;
-	uint64_t next = sim->stats.ns_next - sim->adapt_next;
+	uint64_t next = sim->stats.ns_next + atomic_load_explicit(&sim->ns_drain, memory_order_relaxed) -
+			sim->adapt_next;
 	uint64_t ev = atomic_load_explicit(&sim->ns_events, memory_order_relaxed) - sim->adapt_events;
 
 	if (sim->cfg.threads != KB_SIM_THREADS_AUTO && sim->cfg.threads != 0)
@@ -642,7 +644,7 @@ static int adapt(kb_sim *sim, int *alone)
 	sim->stats.gathered = per_pe ? 1 : 2;
 	sim->sparse_run = 0;
 	sim->adapt_windows = sim->stats.windows;
-	sim->adapt_next = sim->stats.ns_next;
+	sim->adapt_next = sim->stats.ns_next + atomic_load(&sim->ns_drain);
 	sim->adapt_events = atomic_load(&sim->ns_events);
 	sim->min_out_lat = KB_TIME_INF;
 	for (unsigned i = 0; i < sim->n_workers; i++)
