@@ -14,6 +14,9 @@ MPIRUN_FLAGS=(--oversubscribe --bind-to none --mca btl self,vader --mca plm isol
 [ "$(id -u)" = 0 ] && MPIRUN_FLAGS+=(--allow-run-as-root)
 # No warnings about the single-copy mechanism in containers without ptrace.
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
+# A session directory of its own: two mpiruns started at once by one user
+# race to create /tmp/ompi.HOST.UID ("File exists") under make -j.
+export OMPI_MCA_orte_tmpdir_base="$TMP"
 # Sanitizer builds: Open MPI's own allocations at MPI_Init are not ours.
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 
