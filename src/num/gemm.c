@@ -22,10 +22,61 @@ typedef float v4f __attribute__((vector_size(16)));
 typedef float v8f __attribute__((vector_size(32)));
 
 enum {
-	MR = 4,  /* rows of a micro-tile */
-	NR = 8,  /* columns of a micro-tile: one 8-lane vector */
-	KC = 64, /* depth of a transposed B panel (fits L1 with the a rows) */
+	MR8 = 8,  /* rows of the wide micro-tile */
+	MR = 4,   /* rows of the narrow one */
+	NR = 8,   /* columns of a micro-tile: one 8-lane vector */
+	KC = 128, /* depth of a transposed B panel (4 KiB: fits L1 with the a rows) */
 };
+
+/* Lane by lane: 0 + x would turn -0 into +0. */
+#define BCAST8(x) ((v8f){ (x), (x), (x), (x), (x), (x), (x), (x) })
+
+/*
+ * acc[i][0..NR) += sum_{p<k} a[i][p] * bp[p][0..NR) for i < MR8, where row
+ * p of the panel starts at bp + p * ldbp. A row of the micro-tile is one
+ * 8-lane vector: with AVX2 one register, so eight independent accumulator
+ * chains (an add's latency is 3-4 cycles: four chains left the adders
+ * idle half the time), a B row and a broadcast, 10 of the 16 registers.
+ * The baseline clone needs two SSE registers a row and spills some; it is
+ * the fallback, the AVX2 clone is the one that runs. The rows are named
+ * variables so that they stay in registers across the p loop.
+ */
+KB_VEC_CLONES
+static void micro8(float *acc, int64_t ldacc, const float *a, int64_t lda, const float *bp,
+		   int64_t ldbp, int64_t k)
+{
+	v8f c0, c1, c2, c3, c4, c5, c6, c7, b;
+	const float *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda;
+	const float *a4 = a + 4 * lda, *a5 = a + 5 * lda, *a6 = a + 6 * lda, *a7 = a + 7 * lda;
+
+	memcpy(&c0, acc, sizeof(c0));
+	memcpy(&c1, acc + ldacc, sizeof(c1));
+	memcpy(&c2, acc + 2 * ldacc, sizeof(c2));
+	memcpy(&c3, acc + 3 * ldacc, sizeof(c3));
+	memcpy(&c4, acc + 4 * ldacc, sizeof(c4));
+	memcpy(&c5, acc + 5 * ldacc, sizeof(c5));
+	memcpy(&c6, acc + 6 * ldacc, sizeof(c6));
+	memcpy(&c7, acc + 7 * ldacc, sizeof(c7));
+	for (int64_t p = 0; p < k; p++) {
+		memcpy(&b, bp + p * ldbp, sizeof(b));
+		c0 = c0 + BCAST8(a0[p]) * b;
+		c1 = c1 + BCAST8(a1[p]) * b;
+		c2 = c2 + BCAST8(a2[p]) * b;
+		c3 = c3 + BCAST8(a3[p]) * b;
+		c4 = c4 + BCAST8(a4[p]) * b;
+		c5 = c5 + BCAST8(a5[p]) * b;
+		c6 = c6 + BCAST8(a6[p]) * b;
+		c7 = c7 + BCAST8(a7[p]) * b;
+	}
+	memcpy(acc, &c0, sizeof(c0));
+	memcpy(acc + ldacc, &c1, sizeof(c1));
+	memcpy(acc + 2 * ldacc, &c2, sizeof(c2));
+	memcpy(acc + 3 * ldacc, &c3, sizeof(c3));
+	memcpy(acc + 4 * ldacc, &c4, sizeof(c4));
+	memcpy(acc + 5 * ldacc, &c5, sizeof(c5));
+	memcpy(acc + 6 * ldacc, &c6, sizeof(c6));
+	memcpy(acc + 7 * ldacc, &c7, sizeof(c7));
+}
 
 /*
  * acc[i][0..NR) += sum_{p<k} a[i][p] * bp[p][0..NR) for i < MR, where row
@@ -85,6 +136,8 @@ static void column_block(float *acc, int64_t ldacc, const float *a, int64_t lda,
 {
 	int64_t i = 0;
 
+	for (; i + MR8 <= m; i += MR8)
+		micro8(acc + i * ldacc, ldacc, a + i * lda, lda, bp, ldbp, k);
 	for (; i + MR <= m; i += MR)
 		micro4(acc + i * ldacc, ldacc, a + i * lda, lda, bp, ldbp, k);
 	for (; i < m; i++)
@@ -169,8 +222,8 @@ static void gemm_nt_bpanel(float *acc, const float *a, const float *b, int64_t m
  * B transposed, the other way round: C^T = B A^T. NR rows of a (the few
  * query rows of decode) are copied, KC values at a time, into a panel with
  * i along the row, and the micro-kernels run down the rows of b (which are
- * unit stride along p, as they are), MR columns of acc at a time, held
- * transposed: ct[jj][ii] is acc[i0+ii][j+jj]. Each element still sees
+ * unit stride along p, as they are), MR8 (then MR, then 1) columns of acc
+ * at a time, held transposed: ct[jj][ii] is acc[i0+ii][j+jj]. Each element still sees
  * acc = acc + a*b in increasing p (b*a is the same product). Rows of the
  * last block past m are zeros in the panel and are never stored. Packing
  * a costs NR*k copies per block of rows against n*k for b, so this is the
@@ -193,7 +246,7 @@ static void scatter_t(float *acc, int64_t ldacc, const float *ct, int64_t rows, 
 static void gemm_nt_apanel(float *acc, const float *a, const float *b, int64_t m, int64_t k,
 			   int64_t n, int64_t lda, int64_t ldb, int64_t ldacc)
 {
-	float panel[KC * NR], ct[MR * NR];
+	float panel[KC * NR], ct[MR8 * NR];
 
 	for (int64_t i = 0; i < m; i += NR) {
 		int64_t rows = m - i < NR ? m - i : NR;
@@ -206,6 +259,11 @@ static void gemm_nt_apanel(float *acc, const float *a, const float *b, int64_t m
 
 				for (int64_t pp = 0; pp < kc; pp++)
 					panel[pp * NR + ii] = ii < rows ? arow[pp] : 0.0f;
+			}
+			for (; j + MR8 <= n; j += MR8) {
+				gather_t(ct, acc + i * ldacc + j, ldacc, rows, MR8);
+				micro8(ct, NR, b + j * ldb + p0, ldb, panel, NR, kc);
+				scatter_t(acc + i * ldacc + j, ldacc, ct, rows, MR8);
 			}
 			for (; j + MR <= n; j += MR) {
 				gather_t(ct, acc + i * ldacc + j, ldacc, rows, MR);
