@@ -9,3 +9,4 @@
 
 #include "base/fp16.c"
 #include "num/gemm.c"
+#include "num/kernels.c"

@@ -4,6 +4,8 @@
 
 #define kb__gemm_tile kbt_base_gemm_tile
 #define kb__gemm_tile_scalar kbt_base_gemm_tile_scalar
+#define kb__math_apply kbt_base_math_apply
+#define kb__nshape_numel kbt_base_nshape_numel
 #define kb__load_f32 kbt_base_load_f32
 #define kb__store_f32 kbt_base_store_f32
 #define kb__f16_to_f32 kbt_base_f16_to_f32

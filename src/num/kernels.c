@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/simd.h"
 
 int64_t kb__nshape_numel(const kb_nshape *s)
 {
@@ -162,16 +163,179 @@ static void plan_strides(int64_t st[KB_NSHAPE_MAX_RANK], const kb_nshape *s)
 		o[j] = fn(v);                                                              \
 	}
 
+/* ---- vector rows ------------------------------------------------------- */
+
+typedef float v8f __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+typedef double v4d __attribute__((vector_size(32)));
+typedef int64_t v4l __attribute__((vector_size(32)));
+typedef uint64_t v4u __attribute__((vector_size(32)));
+typedef float v4f __attribute__((vector_size(16)));
+
+enum { VW = 8 }; /* elements of a vector row step */
+
+/* Lane by lane: 0 + x would turn -0 into +0. */
+#define BCAST8(x) ((v8f){ (x), (x), (x), (x), (x), (x), (x), (x) })
+#define BCAST4D(x) ((v4d){ (x), (x), (x), (x) })
+#define BCAST4L(x) ((v4l){ (x), (x), (x), (x) })
+#define SELECT(m, a, b) ((v8f)(((v8i)(a) & (m)) | ((v8i)(b) & ~(m))))
+
+/*
+ * e^x for the 4 lanes of *xp into *yp, and in *okp the lanes whose
+ * rounding to fp32 is certain to be that of the libm's exp(x): all-ones
+ * where it is, zero where the caller must call exp().
+ *
+ * Method: x = k ln2 + r, k an integer (x / ln2 rounded by adding 1.5 *
+ * 2^52), ln2 split into a 32-bit head (k * head is exact for |k| < 2^21,
+ * and x - k * head is exact by Sterbenz when |r| <= |k ln2| / 2) and a
+ * tail; e^r by its Taylor polynomial of degree 13 (Horner), times 2^k
+ * built in the exponent bits. Error: with round-to-nearest |r| <= 0.35 and
+ * the truncation is below 2^-57; in any rounding mode |r| < 0.7, the
+ * truncation below 2^-41.8 relative, the reduction's roundings below
+ * 2^-51 and Horner's below 2^-48. So |y - e^x| < 2^-41.5 e^x, and the
+ * libm's exp is within 1 ulp (2^-52). Only lanes with x in [-87, 88] are
+ * taken: e^x is then a normal fp32 (no subnormal or overflow rounding).
+ *
+ * Rounding y to fp32 drops its 29 low fraction bits (d). Two reals round
+ * alike in every rounding mode unless a rounding boundary, a float (d = 0)
+ * or a midpoint (d = 2^28), lies between them; a lane is ok when d is
+ * more than 2^14 double ulps away from both, which is more than
+ * (2^-41.5 + 2^-52) e^x for any y in the binade. About one lane in 8000
+ * falls back, so the results are those of (float)exp(x) for every input,
+ * without depending on this method being as good as the libm.
+ */
+static inline void exp_lanes(const v4d *xp, v4d *yp, v4l *okp)
+{
+	const double inv_ln2 = 0x1.71547652b82fep0, shift = 0x1.8p52;
+	const double ln2_hi = 0x1.62e42feep-1, ln2_lo = 0x1.a39ef35793c76p-33;
+	const v4l mid = BCAST4L(INT64_C(1) << 28), near = BCAST4L(INT64_C(1) << 14);
+	const v4l low = BCAST4L((INT64_C(1) << 29) - 1);
+	v4d x = *xp, kd = x * BCAST4D(inv_ln2) + BCAST4D(shift), r, p, y;
+	v4u k;
+	v4l d, in;
+
+	k = (v4u)kd - (v4u)BCAST4D(shift); /* the integer in the low bits (mod 2^64) */
+	kd = kd - BCAST4D(shift);
+	r = (x - kd * BCAST4D(ln2_hi)) - kd * BCAST4D(ln2_lo);
+	p = BCAST4D(1.0 / 6227020800.0);      /* 1/13! */
+	p = p * r + BCAST4D(1.0 / 479001600.0); /* 1/12! */
+	p = p * r + BCAST4D(1.0 / 39916800.0);
+	p = p * r + BCAST4D(1.0 / 3628800.0);
+	p = p * r + BCAST4D(1.0 / 362880.0);
+	p = p * r + BCAST4D(1.0 / 40320.0);
+	p = p * r + BCAST4D(1.0 / 5040.0);
+	p = p * r + BCAST4D(1.0 / 720.0);
+	p = p * r + BCAST4D(1.0 / 120.0);
+	p = p * r + BCAST4D(1.0 / 24.0);
+	p = p * r + BCAST4D(1.0 / 6.0);
+	p = p * r + BCAST4D(0.5);
+	p = p * r + BCAST4D(1.0);
+	p = p * r + BCAST4D(1.0);
+	y = p * (v4d)((k + 1023) << 52); /* 2^k; lanes out of range are not used */
+	in = (x >= BCAST4D(-87.0)) & (x <= BCAST4D(88.0)); /* NaN: false */
+	d = (v4l)y & low;
+	*yp = y;
+	*okp = in & (d > near) & (d < low - near) & ((d < mid - near) | (d > mid + near));
+}
+
+/*
+ * One row of n elements of the kinds below, whose operands are each
+ * contiguous (stride 1) or one value stretched over the row (stride 0),
+ * VW elements a step: an element is the same expression as the element
+ * function's, on the same operands, lane by lane (no element depends on
+ * another), so the bits are the scalar loop's. Returns the number of
+ * elements done; the caller's scalar loop does the rest.
+ */
+KB_VEC_CLONES
+static int64_t row_vec(kb_math_kind kind, float *o, const float *const x[3], const int64_t st[3],
+		       float s, int64_t n)
+{
+	v8f a, b, c, r;
+	v8i m;
+	int64_t j = 0;
+
+	for (; j + VW <= n; j += VW) {
+		if (st[0])
+			memcpy(&a, x[0] + j, sizeof(a));
+		else
+			a = BCAST8(x[0][0]);
+		if (st[1])
+			memcpy(&b, x[1] + j, sizeof(b));
+		else
+			b = BCAST8(x[1][0]);
+		switch (kind) {
+		case KB_MATH_MAX_ELEM: /* max_nan */
+			m = (a != a) | (b != b);
+			r = SELECT(m, a + b, SELECT(a > b, a, b));
+			break;
+		case KB_MATH_EXP_DIFF: {
+			v4d lo = __builtin_convertvector((v4f){ a[0], a[1], a[2], a[3] }, v4d) -
+				 __builtin_convertvector((v4f){ b[0], b[1], b[2], b[3] }, v4d);
+			v4d hi = __builtin_convertvector((v4f){ a[4], a[5], a[6], a[7] }, v4d) -
+				 __builtin_convertvector((v4f){ b[4], b[5], b[6], b[7] }, v4d);
+			v4d ylo, yhi;
+			v4l oklo, okhi;
+			v4f flo, fhi;
+
+			exp_lanes(&lo, &ylo, &oklo);
+			exp_lanes(&hi, &yhi, &okhi);
+			flo = __builtin_convertvector(ylo, v4f);
+			fhi = __builtin_convertvector(yhi, v4f);
+			r = (v8f){ flo[0], flo[1], flo[2], flo[3], fhi[0], fhi[1], fhi[2], fhi[3] };
+			for (int l = 0; l < 4; l++) {
+				if (!oklo[l])
+					r[l] = (float)exp(lo[l]);
+				if (!okhi[l])
+					r[4 + l] = (float)exp(hi[l]);
+			}
+			break;
+		}
+		case KB_MATH_FMA:
+			if (st[2])
+				memcpy(&c, x[2] + j, sizeof(c));
+			else
+				c = BCAST8(x[2][0]);
+			r = a * b;
+			r = r + c;
+			break;
+		case KB_MATH_MUL_BCAST:
+		case KB_MATH_MUL: r = a * b; break;
+		case KB_MATH_COPY: r = a; break;
+		case KB_MATH_BIAS:
+		case KB_MATH_ADD: r = a + b; break;
+		case KB_MATH_SUB: r = a - b; break;
+		case KB_MATH_SCALE: r = a * BCAST8(s); break;
+		case KB_MATH_RELU: r = SELECT(a < BCAST8(0.0f), BCAST8(0.0f), a); break;
+		case KB_MATH_DIV: r = a / b; break;
+		default: return j;
+		}
+		memcpy(o + j, &r, sizeof(r));
+	}
+	return j;
+}
+
 /*
  * The kind is switched on once per row, so each row is a direct loop over
  * the element function (inlined), not an indirect call per element; each
  * element is the same expression as before, in the same order.
  */
-static void run_row(kb_math_kind kind, float *o, const float *const x[3], const int64_t st[3],
+static void run_row(kb_math_kind kind, float *o, const float *const xin[3], const int64_t st[3],
 		    float s, int64_t n)
 {
-	int64_t j;
+	const float *x[3] = { xin[0], xin[1], xin[2] };
+	int64_t j = 0;
 
+	/* exp and gelu stay scalar (row_vec returns 0 for them) */
+	if ((st[0] | st[1] | st[2]) <= 1 && st[0] >= 0 && st[1] >= 0 && st[2] >= 0 &&
+	    kind != KB_MATH_EXP && kind != KB_MATH_GELU) {
+		j = row_vec(kind, o, x, st, s, n);
+		if (j == n)
+			return;
+		o += j;
+		for (int k = 0; k < 3; k++)
+			x[k] += j * st[k];
+		n -= j;
+	}
 	switch (kind) {
 	case KB_MATH_MAX_ELEM: ROW_LOOP(e_max) break;
 	case KB_MATH_EXP_DIFF: ROW_LOOP(e_exp_diff) break;
