@@ -798,6 +798,33 @@ START_TEST(test_rng_known_answers)
 }
 END_TEST
 
+/* kb__rng_normal_n is n calls of kb__rng_normal: the same values bit for
+ * bit and the same state after, across block edges and odd counts. */
+START_TEST(test_rng_normal_n)
+{
+	static const size_t counts[] = { 0, 1, 2, 3, 255, 256, 257, 1000, 5003 };
+	double *got = malloc(5003 * sizeof(double)), want;
+	kb_rng a, b;
+
+	ck_assert(got);
+	for (uint64_t seed = 1; seed <= 3; seed++) {
+		kb__rng_seed(&a, seed);
+		kb__rng_seed(&b, seed);
+		for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+			kb__rng_normal_n(&a, got, counts[c]);
+			for (size_t i = 0; i < counts[c]; i++) {
+				want = kb__rng_normal(&b);
+				if (memcmp(&want, &got[i], sizeof(want)))
+					ck_abort_msg("seed %llu count %zu: deviate %zu is %a, not %a",
+						     (unsigned long long)seed, counts[c], i, got[i], want);
+			}
+			ck_assert(memcmp(&a, &b, sizeof(a)) == 0);
+		}
+	}
+	free(got);
+}
+END_TEST
+
 START_TEST(test_rng)
 {
 	kb_rng a, b;
@@ -862,6 +889,7 @@ Suite *numerics_suite(void)
 	tcase_add_test(io, test_npy_partial_removed);
 	tcase_add_test(rng, test_rng_known_answers);
 	tcase_add_test(rng, test_rng);
+	tcase_add_test(rng, test_rng_normal_n);
 	suite_add_tcase(s, fp);
 	suite_add_tcase(s, math);
 	suite_add_tcase(s, io);

@@ -11,7 +11,10 @@
 #include "bench/reference.h"
 #include "num/npy.h"
 
-enum { INPUT_CHUNK = 1 << 16 }; /* elements generated and uploaded at a time */
+enum {
+	INPUT_CHUNK = 1 << 16, /* elements generated and uploaded at a time */
+	NORMALS = 1024,        /* deviates drawn at a time (kb__rng_normal_n) */
+};
 
 /*
  * The values are drawn, rounded and uploaded a chunk at a time, so that an
@@ -25,6 +28,7 @@ int kb__bench_input(kb_simulation *sim, kb_rng *rng, kb_dtype dt, int rank, cons
 	size_t n = 1, es = kb_dtype_size(dt), c;
 	float *f = NULL;
 	void *raw = NULL;
+	double z[NORMALS];
 	int rc;
 
 	for (int i = 0; i < rank; i++)
@@ -45,8 +49,13 @@ int kb__bench_input(kb_simulation *sim, kb_rng *rng, kb_dtype dt, int rank, cons
 	}
 	for (size_t off = 0; !rc && off < n; off += c) {
 		c = n - off < INPUT_CHUNK ? n - off : INPUT_CHUNK;
-		for (size_t i = 0; i < c; i++)
-			f[i] = (float)(kb__rng_normal(rng) * std);
+		for (size_t i0 = 0; i0 < c; i0 += NORMALS) {
+			size_t m = c - i0 < NORMALS ? c - i0 : NORMALS;
+
+			kb__rng_normal_n(rng, z, m);
+			for (size_t i = 0; i < m; i++)
+				f[i0 + i] = (float)(z[i] * std);
+		}
 		kb__store_f32(raw, dt, f, c);
 		if (host) {
 			/* The reference sees exactly the stored (rounded) values. */
