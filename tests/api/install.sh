@@ -95,20 +95,10 @@ fi
 "$tmp/embed_gemm" || { echo "FAIL: installed embed_gemm"; status=1; }
 "$tmp/embed_rsweep" 512 0,0.0625 || { echo "FAIL: installed embed_rsweep"; status=1; }
 # The example plugin, built against the installed headers and library
-# and loaded by the installed command.
-if ! $CC -std=c11 -pedantic -Wall -Wextra -Werror ${KB_SAN_FLAGS:-} -shared -fPIC \
-	-o "$tmp/libsplitk.so" "$doc/examples/plugin/splitk_gemm.c" $flags -lm; then
-	echo "FAIL: the example plugin does not build against the installed library"
-	exit 1
-fi
+# and loaded by the installed command (the same script as installcheck's).
 kb=$(find "$tmp" -name kernbench -type f -path '*/bin/*' | head -n 1)
 [ -n "$kb" ] || { echo "FAIL: no kernbench command installed"; exit 1; }
-if ! "$kb" --plugin "$tmp/libsplitk.so" run splitk_gemm --param K=128 --data --json >"$tmp/splitk.json"; then
-	echo "FAIL: the installed kernbench does not run the installed example plugin"
-	status=1
-elif ! grep -q '"bench":"splitk_gemm"' "$tmp/splitk.json" || ! grep -q '"max_abs_err":[0-9]' "$tmp/splitk.json"; then
-	echo "FAIL: the plugin's run has no data-mode check: $(cat "$tmp/splitk.json")"
-	status=1
-fi
+mkdir "$tmp/plugin" || exit 1
+sh "$abs_top_srcdir/tests/api/plugin_installed.sh" "$doc" "$kb" "$tmp/plugin" || status=1
 [ $status -eq 0 ] && echo "PASS: installed, built with pkg-config and ran both examples and the plugin"
 exit $status
