@@ -134,9 +134,14 @@ class Registry:
         self.close()
 
     def __del__(self):
-        if getattr(self, "_ptr", None) and not self._users:
-            _lib.kb_registry_destroy(self._ptr)
-            self._ptr = None
+        # At interpreter exit the ctypes layer may be gone already: the
+        # process ends anyway, and the plugins with it.
+        try:
+            if getattr(self, "_ptr", None) and not self._users:
+                _lib.kb_registry_destroy(self._ptr)
+                self._ptr = None
+        except Exception:
+            pass
 
 
 def _registry_ptr(registry):
