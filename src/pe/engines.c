@@ -106,7 +106,10 @@ static int finish(kb_lp *lp, kb_engine *e, int ch)
 	if (m->mem) {
 		kb_error err;
 
-		kb_error_clear(&err);
+		/* Only the message is read, and only on failure: not the whole
+		 * kb_error (1 KiB) cleared for every stage of a data-mode run. */
+		err.code = KB_OK;
+		err.message[0] = '\0';
 		rc = kb__plan_exec(p, (kb_phase)c->cur.w[3], c->cur.w[1], st, (uint32_t)c->cur.w[4],
 				   (uint32_t)c->cur.w[5], &err);
 		if (rc)
