@@ -41,6 +41,29 @@ START_TEST(strerror_names)
 }
 END_TEST
 
+/* kb_error's fixed size and version (issue 16: a struct the library
+ * fills says which layout it filled): a caller's garbage is replaced by
+ * this library's version and a zeroed reserve, on success and failure. */
+START_TEST(error_version_and_reserve)
+{
+	kb_topology *t = NULL;
+	kb_error err;
+
+	memset(&err, 0xab, sizeof(err));
+	kb_error_clear(&err);
+	ck_assert_int_eq(err.version, KB_ERROR_VERSION);
+	memset(&err, 0xab, sizeof(err));
+	ck_assert_int_eq(kb_topology_default(&t, &err), KB_OK);
+	memset(&err, 0xab, sizeof(err));
+	ck_assert_int_lt(kb_topology_set(t, "pe.dma.no_such_key", "1", &err), 0);
+	ck_assert_int_eq(err.version, KB_ERROR_VERSION);
+	ck_assert_str_eq(err.source, "pe.dma.no_such_key");
+	for (size_t i = 0; i < sizeof(err.reserved) / sizeof(err.reserved[0]); i++)
+		ck_assert_int_eq(err.reserved[i], 0);
+	kb_topology_destroy(t);
+}
+END_TEST
+
 /* ---- topology ---- */
 
 START_TEST(topology_default_set_dump)
@@ -1140,6 +1163,7 @@ Suite *api_suite(void)
 
 	tcase_add_test(basic, version_matches_macros);
 	tcase_add_test(basic, strerror_names);
+	tcase_add_test(basic, error_version_and_reserve);
 	tcase_add_test(basic, topology_default_set_dump);
 	tcase_add_test(basic, topology_errors);
 	suite_add_tcase(s, basic);

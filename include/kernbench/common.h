@@ -70,7 +70,14 @@ typedef enum kb_validation {
 	KB_V_UNKNOWN_EXTRA        /* extra scalar the op does not take */
 } kb_validation;
 
-/* Caller-supplied error object (jansson's json_error_t style). */
+/* Which fields of kb_error the library that filled it knows. */
+#define KB_ERROR_VERSION 1
+
+/* Caller-supplied error object (jansson's json_error_t style). Callers
+ * declare it without initialising it, so the library cannot read a size
+ * from it; instead its size is fixed for good: fields added later come
+ * out of `reserved`, and `version` tells a caller which ones the library
+ * it runs against filled. */
 typedef struct kb_error {
 	int code;               /* kb_status */
 	int detail;             /* kb_validation, when code == KB_EVALIDATE */
@@ -78,6 +85,8 @@ typedef struct kb_error {
 	int column;             /* 1-based column, 0 when not applicable */
 	char source[256];       /* file name, key, or kernel call site */
 	char message[768];      /* full human-readable message */
+	int version;            /* KB_ERROR_VERSION of the library that filled or cleared it */
+	int reserved[63];       /* room for later fields; zero */
 } kb_error;
 
 /* Text of a status code ("invalid argument", ...). Never NULL. */

@@ -38,7 +38,8 @@ class Error(Exception):
 class _kb_error(ctypes.Structure):
     _fields_ = [("code", ctypes.c_int), ("detail", ctypes.c_int), ("line", ctypes.c_int),
                 ("column", ctypes.c_int), ("source", ctypes.c_char * 256),
-                ("message", ctypes.c_char * 768)]
+                ("message", ctypes.c_char * 768), ("version", ctypes.c_int),
+                ("reserved", ctypes.c_int * 63)]
 
 
 class _kb_registry_options(ctypes.Structure):

@@ -8,6 +8,7 @@ int kb__verr(kb_error *err, int code, const char *fmt, va_list ap)
 	if (!err)
 		return code;
 	err->code = code;
+	err->version = KB_ERROR_VERSION;
 	vsnprintf(err->message, sizeof(err->message), fmt, ap);
 	return code;
 }
@@ -65,8 +66,10 @@ void kb__err_copy(kb_error *dst, const kb_error *src)
 
 KB_API void kb_error_clear(kb_error *err)
 {
-	if (err)
+	if (err) {
 		memset(err, 0, sizeof(*err));
+		err->version = KB_ERROR_VERSION;
+	}
 }
 
 KB_API const char *kb_strerror(int code)
