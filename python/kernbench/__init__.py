@@ -265,17 +265,26 @@ _NOT_FIGURES = ("bench", "params", "busy_ps", "utilization", "meta")
 def _flat_row(row):
     """A sweep row as a flat dict in a fixed key order: bench, the swept
     keys, status, error, the figures, topology_sha256."""
-    out = {"bench": row["bench"]}
-    out.update(row["keys"])
-    out["status"] = row["status"]
-    out["error"] = row["error"]
+    keys = row["keys"]
+    out = {}
+
+    def put(name, value):
+        # A fixed column whose name a swept key (or an earlier column)
+        # takes is result.NAME, again while taken: the sweep CSV's rule.
+        while name in keys or name in out:
+            name = "result." + name
+        out[name] = value
+
+    put("bench", row["bench"])
+    out.update(keys)
+    put("status", row["status"])
+    put("error", row["error"])
     res = row["result"] or {}
     for k, v in res.items():
-        if k in _NOT_FIGURES:
-            continue
-        out["result." + k if k in out else k] = v
+        if k not in _NOT_FIGURES:
+            put(k, v)
     meta = res.get("meta") or {}
-    out["topology_sha256"] = meta.get("topology_sha256")
+    put("topology_sha256", meta.get("topology_sha256"))
     return out
 
 

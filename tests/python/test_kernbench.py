@@ -119,6 +119,25 @@ def splitk_plugin():
     return path
 
 
+class FlatRows(unittest.TestCase):
+    """A swept key never hides a fixed column: the column becomes
+    result.NAME, as in the sweep CSV (doc/sweep.md)."""
+
+    def test_keys_named_like_fixed_columns(self):
+        row = {"bench": "b", "keys": {"bench": 1, "status": 2, "error": 3, "events": 4},
+               "status": "ok", "error": None,
+               "result": {"events": 10, "result.events": 11,
+                          "meta": {"topology_sha256": "ab"}}}
+        flat = kernbench._flat_row(row)
+        self.assertEqual(list(flat)[:5], ["result.bench", "bench", "status", "error", "events"])
+        self.assertEqual(flat["result.bench"], "b")
+        self.assertEqual((flat["bench"], flat["status"], flat["error"], flat["events"]), (1, 2, 3, 4))
+        self.assertEqual((flat["result.status"], flat["result.error"]), ("ok", None))
+        self.assertEqual(flat["result.events"], 10)
+        self.assertEqual(flat["result.result.events"], 11)
+        self.assertEqual(flat["topology_sha256"], "ab")
+
+
 class Plugins(unittest.TestCase):
     """A plugin's bench (doc/examples/plugin/splitk_gemm.c) through a
     Registry: listed, run, swept, checked in data mode."""
