@@ -243,7 +243,12 @@ static int kernel_threads_fit(const kb_simulation *s, kb_error *err)
 			       "on fewer PEs, or raise the limit", NULL, err);
 }
 
+/* How many commands a kernel runs ahead of its PE_CPU (at most the
+ * stream's 256). Queued commands leave the cache before PE_SCHEDULER reads
+ * them, so shorter is faster; a parallel run's horizons look into the
+ * stream, so there it is a trade between window length and misses. */
 #define SEQUENTIAL_LOOKAHEAD 16
+#define PARALLEL_LOOKAHEAD 48
 
 static int attach_kernels(kb_simulation *s, kb_machine *m, kb_error *err)
 {
@@ -267,9 +272,12 @@ static int attach_kernels(kb_simulation *s, kb_machine *m, kb_error *err)
 			/* One worker (one thread, or one PE) asks for no horizon:
 			 * a short stream. Decode opt2 at S_kv=65536 (composites of
 			 * ~4 KB): 232k misses of a 512 KB L2 with 256 queued, 56k
-			 * with 16 (cachegrind); task-clock 0.83x. */
-			if (!s->opt.kernel_threads && (s->opt.threads == 1 || s->n_pes == 1))
-				kb__kernel_lookahead(run, SEQUENTIAL_LOOKAHEAD);
+			 * with 16 (cachegrind); task-clock 0.83x. With more workers,
+			 * 48: more, shorter windows, but the 8-32 PEs of a thread no
+			 * longer queue megabytes (doc/performance.md). */
+			if (!s->opt.kernel_threads)
+				kb__kernel_lookahead(run, s->opt.threads == 1 || s->n_pes == 1 ?
+							  SEQUENTIAL_LOOKAHEAD : PARALLEL_LOOKAHEAD);
 			m->pes[pe]->source = (kb_cmd_source){ kb__kernel_next, kb__kernel_peek, run };
 		}
 	}
