@@ -794,6 +794,27 @@ static int place_lps(kb_sim *sim, kb_error *err)
 	return KB_OK;
 }
 
+/* Room for one more LP on a worker: its heap slots and members grow
+ * together. */
+static int worker_room(kb_worker *w)
+{
+	size_t cap;
+	kb_wslot *l;
+	kb_lp **m;
+
+	if (w->n_lps < w->cap_lps)
+		return KB_OK;
+	cap = w->cap_lps ? 2 * w->cap_lps : 8;
+	if (!(l = realloc(w->lps, cap * sizeof(*l))))
+		return KB_ENOMEM;
+	w->lps = l;
+	if (!(m = realloc(w->members, cap * sizeof(*m))))
+		return KB_ENOMEM;
+	w->members = m;
+	w->cap_lps = cap;
+	return KB_OK;
+}
+
 /* Re-partitions the LPs between windows, every inbox drained (messages
  * wait in heaps only): each PE whole on a worker of its own (the first
  * n_pes workers; the others stay empty), with the links and horizons of
@@ -811,18 +832,8 @@ int kb__sim_regroup(kb_sim *sim, int per_pe)
 		kb_lp *lp = sim->lps[i];
 		kb_worker *w = &sim->workers[per_pe ? sim->pe_index[i] : 0];
 
-		if (w->n_lps == w->cap_lps) {
-			size_t cap = w->cap_lps ? 2 * w->cap_lps : 8;
-			kb_wslot *l = realloc(w->lps, cap * sizeof(*l));
-			kb_lp **m = l ? realloc(w->members, cap * sizeof(*m)) : NULL;
-
-			if (l)
-				w->lps = l;
-			if (!l || !m)
-				return KB_ENOMEM;
-			w->members = m;
-			w->cap_lps = cap;
-		}
+		if (worker_room(w))
+			return KB_ENOMEM;
 		lp->worker = w;
 		w->members[w->n_lps] = lp;
 		wheap_set(w, w->n_lps++, slot_of(lp));
@@ -851,18 +862,8 @@ static int build_workers(kb_sim *sim, kb_error *err)
 	for (size_t i = 0; i < sim->n_lps; i++) {
 		kb_worker *w = sim->lps[i]->worker;
 
-		if (w->n_lps == w->cap_lps) {
-			size_t cap = w->cap_lps ? 2 * w->cap_lps : 8;
-			kb_wslot *l = realloc(w->lps, cap * sizeof(*l));
-			kb_lp **m = l ? realloc(w->members, cap * sizeof(*m)) : NULL;
-
-			if (l)
-				w->lps = l;
-			if (!l || !m)
-				return kb__err(err, KB_ENOMEM, "out of memory building workers");
-			w->members = m;
-			w->cap_lps = cap;
-		}
+		if (worker_room(w))
+			return kb__err(err, KB_ENOMEM, "out of memory building workers");
 		sim->lps[i]->wpos = w->n_lps;
 		w->members[w->n_lps] = sim->lps[i];
 		w->lps[w->n_lps++] = slot_of(sim->lps[i]);
