@@ -38,6 +38,9 @@
  * KERNBENCH_MPI_TIMEOUT seconds (default 60), names it and aborts the job.
  * In every case the rows already written stay and --resume completes the
  * file.
+ *
+ * Built as the module kernbench-mpi.so (mpi_ops.h): only the table at the
+ * end is exported, and the command loads it when a launcher started it.
  */
 #include <errno.h>
 #include <limits.h>
@@ -52,7 +55,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "cli/mpi_sweep.h"
+#include "cli/mpi_ops.h"
 
 #define HEARTBEAT_S 2.0
 #define DEFAULT_TIMEOUT_S 60.0
@@ -66,32 +69,6 @@ struct cli_mpi_ctx {
 
 /* ---- start and end ----------------------------------------------------- */
 
-/* KERNBENCH_MPI: 1 starts MPI, 0 never, unset or empty: as the launcher
- * says. Anything else is refused (issue 18 §5): a typo must not silently
- * run a plain sweep on every rank. */
-static int launched_by_mpi(int *bad)
-{
-	static const char *const vars[] = {
-		"OMPI_COMM_WORLD_SIZE",   /* Open MPI's mpirun */
-		"PMIX_RANK",              /* PMIx launchers: srun --mpi=pmix, prterun */
-		"PMI_RANK", "PMI_SIZE",   /* PMI-1/2: srun --mpi=pmi2, MPICH's hydra */
-		"MPI_LOCALNRANKS",        /* MPICH's hydra */
-		NULL
-	};
-	const char *force = getenv("KERNBENCH_MPI");
-	size_t i;
-
-	*bad = 0;
-	if (force && *force) {
-		*bad = strcmp(force, "0") != 0 && strcmp(force, "1") != 0;
-		return strcmp(force, "1") == 0;
-	}
-	for (i = 0; vars[i]; i++)
-		if (getenv(vars[i]))
-			return 1;
-	return 0;
-}
-
 static int mpi_fail(int code, const char *what)
 {
 	char msg[MPI_MAX_ERROR_STRING];
@@ -102,20 +79,13 @@ static int mpi_fail(int code, const char *what)
 	return cli_error("MPI: %s: %s", what, msg);
 }
 
-int cli_mpi_sweep_start(cli_mpi_ctx **out)
+static int mpi_start(cli_mpi_ctx **out)
 {
 	cli_mpi_ctx *m;
 	MPI_Comm local;
 	int provided = 0, rc;
 
-	int bad;
-
 	*out = NULL;
-	if (!launched_by_mpi(&bad) && !bad)
-		return 0;
-	if (bad)
-		return cli_usage("sweep", "KERNBENCH_MPI='%s': expected 1 (start MPI), 0 (never) "
-				 "or nothing (as the launcher says)", getenv("KERNBENCH_MPI"));
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return cli_error("out of memory");
@@ -141,21 +111,21 @@ int cli_mpi_sweep_start(cli_mpi_ctx **out)
 	return 0;
 }
 
-int cli_mpi_sweep_rank(const cli_mpi_ctx *m)
+static int mpi_rank(const cli_mpi_ctx *m)
 {
 	return m ? m->rank : 0;
 }
 
-int cli_mpi_sweep_parallel(const cli_mpi_ctx *m)
+static int mpi_parallel(const cli_mpi_ctx *m)
 {
 	return m && m->size > 1;
 }
 
-unsigned cli_mpi_sweep_jobs(const cli_mpi_ctx *m, unsigned requested)
+static unsigned mpi_jobs(const cli_mpi_ctx *m, unsigned requested)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 
-	if (requested || !cli_mpi_sweep_parallel(m))
+	if (requested || !mpi_parallel(m))
 		return requested;
 	if (m && m->local_size > 1)
 		n /= m->local_size;
@@ -176,7 +146,7 @@ static int parent_stderr_is_tty(void)
 	return strncmp(target, "/dev/pts/", 9) == 0 || strncmp(target, "/dev/tty", 8) == 0;
 }
 
-int cli_mpi_sweep_progress_wanted(void)
+static int mpi_progress_wanted(void)
 {
 	const char *e = getenv("KERNBENCH_PROGRESS");
 
@@ -185,7 +155,7 @@ int cli_mpi_sweep_progress_wanted(void)
 	return isatty(STDERR_FILENO) || parent_stderr_is_tty();
 }
 
-int cli_mpi_sweep_end(cli_mpi_ctx *m, int status)
+static int mpi_end(cli_mpi_ctx *m, int status)
 {
 	if (!m)
 		return status;
@@ -196,18 +166,20 @@ int cli_mpi_sweep_end(cli_mpi_ctx *m, int status)
 
 /* ---- set-up ------------------------------------------------------------ */
 
-int cli_mpi_sweep_setup_root(cli_mpi_ctx *m, int stop, const kb_sweep *s, unsigned jobs)
+static int mpi_setup_done(cli_mpi_ctx *m, int status, const kb_sweep *s, unsigned jobs);
+
+static int mpi_setup_root(cli_mpi_ctx *m, int stop, const kb_sweep *s, unsigned jobs)
 {
 	int v = stop != 0, rc;
 
-	if (!cli_mpi_sweep_parallel(m))
+	if (!mpi_parallel(m))
 		return 0;
 	if ((rc = MPI_Bcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD)) != MPI_SUCCESS)
 		return mpi_fail(rc, "set-up");
-	return stop ? 0 : cli_mpi_sweep_setup_done(m, 0, s, jobs);
+	return stop ? 0 : mpi_setup_done(m, 0, s, jobs);
 }
 
-int cli_mpi_sweep_setup_wait(cli_mpi_ctx *m, int *stop)
+static int mpi_setup_wait(cli_mpi_ctx *m, int *stop)
 {
 	int v = 1, rc;
 
@@ -271,7 +243,7 @@ static int agree_on_definition(const cli_mpi_ctx *m, const kb_sweep *s)
 
 /* Every rank: agree that the set-up worked everywhere and that every rank
  * built the same sweep; rank 0 keeps the total of the ranks' jobs. */
-int cli_mpi_sweep_setup_done(cli_mpi_ctx *m, int status, const kb_sweep *s, unsigned jobs)
+static int mpi_setup_done(cli_mpi_ctx *m, int status, const kb_sweep *s, unsigned jobs)
 {
 	unsigned long j = jobs, sum = 0;
 	int failed, rc;
@@ -520,7 +492,7 @@ static void stop_all(root *R)
 	}
 }
 
-int cli_mpi_sweep_run(cli_mpi_ctx *m, kb_sweep *s, unsigned jobs, kb_sweep_cb on_row,
+static int mpi_run(cli_mpi_ctx *m, kb_sweep *s, unsigned jobs, kb_sweep_cb on_row,
 		      void *payload)
 {
 	kb_sweep_transport t = { KB_SWEEP_TRANSPORT_VERSION, t_room, t_send, t_receive, NULL, 0 };
@@ -673,7 +645,7 @@ static int w_done(void *payload, size_t index, char *json)
 	return 0;
 }
 
-int cli_mpi_sweep_work(cli_mpi_ctx *m, const kb_sweep *s, unsigned jobs)
+static int mpi_work(cli_mpi_ctx *m, const kb_sweep *s, unsigned jobs)
 {
 	worker W = { m, jobs, 0, 0, 0, 0, test_fail_after(m), 0 };
 	kb_sweep_source src = { KB_SWEEP_TRANSPORT_VERSION, w_next, w_done, &W };
@@ -690,3 +662,20 @@ int cli_mpi_sweep_work(cli_mpi_ctx *m, const kb_sweep *s, unsigned jobs)
 		send_bytes(NULL, 0, 0, TAG_BYE);
 	return W.failed ? CLI_FAIL : 0;
 }
+
+/* The one symbol the module exports (mpi_ops.h). */
+extern const cli_mpi_ops cli_mpi_module_ops;
+const cli_mpi_ops cli_mpi_module_ops = {
+	.abi = CLI_MPI_OPS_ABI,
+	.start = mpi_start,
+	.rank = mpi_rank,
+	.parallel = mpi_parallel,
+	.jobs = mpi_jobs,
+	.progress_wanted = mpi_progress_wanted,
+	.setup_root = mpi_setup_root,
+	.setup_wait = mpi_setup_wait,
+	.setup_done = mpi_setup_done,
+	.run = mpi_run,
+	.work = mpi_work,
+	.end = mpi_end,
+};

@@ -1,9 +1,11 @@
 /*
  * `kernbench sweep` over MPI ranks: MPI as a transport of the library's
- * sweep (kb_sweep_run_transport on rank 0, kb_sweep_serve on the others;
- * mpi_sweep.c, built with ./configure --with-mpi). Without MPI, mpi_none.c
- * gives the same calls for one process, so cmd_sweep.c has no #ifdef: a
- * plain sweep is a context that is not parallel.
+ * sweep (kb_sweep_run_transport on rank 0, kb_sweep_serve on the others).
+ * mpi_load.c gives these calls to cmd_sweep.c: under an MPI launcher it
+ * loads the module kernbench-mpi.so (mpi_sweep.c, mpi_ops.h, built with
+ * ./configure --with-mpi) and hands them on; otherwise, and without MPI,
+ * a plain sweep is a context that is not parallel (NULL), so cmd_sweep.c
+ * has no #ifdef.
  *
  * Every rank runs the same command line and builds the same kb_sweep (so a
  * point index means the same everywhere; the set-up checks it: the ranks'
