@@ -472,6 +472,152 @@ START_TEST(number_edges)
 }
 END_TEST
 
+/* Numbers of every length and sign against printf: the formatter writes
+ * eight digits at a time with multiplies and shifts, so a wrong digit in
+ * any position of any chunk, or a wrong leading-zero count, shows here.
+ * Signed fields at -(10^k - 1), -10^k, -(10^k + 1) and INT64_MIN/MAX,
+ * then pseudo-random values of random magnitude, as every numeric key. */
+typedef struct number_check {
+	uint64_t u[4096];
+	int64_t i[4096];
+	int n;
+} number_check;
+
+static void number_want(char *want, size_t size, const number_check *c, int k)
+{
+	if (c->i[k] >= 0)
+		snprintf(want, size,
+			 "{\"t0\":%" PRIu64 ",\"t1\":%d,\"pe\":%u,\"eng\":\"cpu\",\"op\":\"x\","
+			 "\"cmd\":%" PRIu64 ",\"bytes\":%" PRId64 ",\"u\":%" PRIu64 ",\"i\":%" PRId64 "}",
+			 c->u[k], k, (unsigned)(c->u[k] >> 40), c->u[k] / 3, c->i[k], c->u[k], c->i[k]);
+	else
+		snprintf(want, size,
+			 "{\"t0\":%" PRIu64 ",\"t1\":%d,\"pe\":%u,\"eng\":\"cpu\",\"op\":\"x\","
+			 "\"cmd\":%" PRIu64 ",\"u\":%" PRIu64 ",\"i\":%" PRId64 "}",
+			 c->u[k], k, (unsigned)(c->u[k] >> 40), c->u[k] / 3, c->u[k], c->i[k]);
+}
+
+static int check_number(const kb_oplog_record *rec, void *payload)
+{
+	number_check *c = payload;
+	char want[256];
+
+	ck_assert_int_lt(c->n, 4096);
+	number_want(want, sizeof(want), c, c->n);
+	ck_assert_uint_eq(rec->json_len, strlen(want));
+	ck_assert_int_eq(memcmp(rec->json, want, rec->json_len), 0);
+	c->n++;
+	return 0;
+}
+
+START_TEST(number_sweep)
+{
+	static number_check c;
+	kb_oplog_options oo = { 0 };
+	kb_oplog *log = NULL;
+	kb_oplog_lane *lane;
+	kb_error err;
+	char hex[65];
+	uint64_t x = UINT64_C(0x9e3779b97f4a7c15), p = 1;
+	int n = 0;
+
+	for (int k = 0; k < 19; k++, p *= 10) {
+		c.i[n] = -(int64_t)(p - 1);
+		c.i[n + 1] = -(int64_t)p;
+		c.i[n + 2] = -(int64_t)(p + 1);
+		for (int j = 0; j < 3; j++, n++)
+			c.u[n] = p - 1 + (uint64_t)j;
+	}
+	c.i[n] = INT64_MIN;
+	c.u[n++] = UINT64_MAX - 1;
+	c.i[n] = INT64_MAX;
+	c.u[n++] = 0;
+	c.i[n] = 0;
+	c.u[n++] = UINT64_C(10000000000000000000);
+	while (n < 4096) {
+		/* xorshift64, then a random shift: every magnitude */
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		c.u[n] = x >> (x % 64);
+		c.i[n] = (int64_t)(x * UINT64_C(0x2545f4914f6cdd1d)) >> ((x >> 6) % 64);
+		n++;
+	}
+	c.n = 0;
+	oo.callback = check_number;
+	oo.payload = &c;
+	ck_assert_int_eq(kb__oplog_create(&log, &oo, &err), 0);
+	lane = kb__oplog_lane(log, 0);
+	ck_assert_ptr_nonnull(lane);
+	for (int k = 0; k < n; k++) {
+		kb_oplog_record r = { c.u[k], (uint64_t)k, (uint32_t)(c.u[k] >> 40), "cpu", "x",
+				      c.u[k] / 3, NULL, -1, c.i[k], NULL, 0, sizeof(kb_oplog_record) };
+		kb_oplog_field f[2] = { KB_FIELD_U("u", c.u[k]), KB_FIELD_I("i", c.i[k]) };
+
+		ck_assert_int_eq(kb__oplog_emit(lane, &r, f, 2), 0);
+	}
+	ck_assert_int_eq(kb__oplog_finish(log, hex, NULL, &err), 0);
+	ck_assert_int_eq(c.n, n);
+	kb__oplog_destroy(log);
+}
+END_TEST
+
+/* Numbers at the end of the longest record (1024 bytes): the formatter
+ * writes eight bytes per chunk past a number's end when there is room,
+ * and must still be exact where there is not. A record one byte too long
+ * fails with KB_ENOMEM; one that fits reads back whole. */
+static int keep_long(const kb_oplog_record *rec, void *payload)
+{
+	char *out = payload;
+
+	ck_assert_uint_le(rec->json_len, 1024);
+	memcpy(out, rec->json, rec->json_len);
+	out[rec->json_len] = 0;
+	return 0;
+}
+
+START_TEST(number_at_record_end)
+{
+	static char s[1100], want[1200], got[1100];
+	static const uint64_t v[] = { 0, 7, 12345678, 123456789, UINT64_MAX };
+
+	for (size_t vi = 0; vi < sizeof(v) / sizeof(v[0]); vi++)
+		for (size_t len = 940; len < 1000; len++) {
+			kb_oplog_options oo = { 0 };
+			kb_oplog *log = NULL;
+			kb_oplog_lane *lane;
+			kb_error err;
+			char hex[65];
+			kb_oplog_record r = { 1, 2, 0, "cpu", "x", 3, NULL, -1, -1, NULL, 0,
+					      sizeof(kb_oplog_record) };
+			kb_oplog_field f[3] = { KB_FIELD_S("s", s), KB_FIELD_U("u", v[vi]),
+						KB_FIELD_I("i", -(int64_t)(v[vi] >> 1)) };
+			int rc, fits;
+
+			memset(s, 'a', len);
+			s[len] = 0;
+			snprintf(want, sizeof(want),
+				 "{\"t0\":1,\"t1\":2,\"pe\":0,\"eng\":\"cpu\",\"op\":\"x\",\"cmd\":3,"
+				 "\"s\":\"%s\",\"u\":%" PRIu64 ",\"i\":%" PRId64 "}",
+				 s, v[vi], -(int64_t)(v[vi] >> 1));
+			fits = strlen(want) <= 1024;
+			got[0] = 0;
+			oo.callback = keep_long;
+			oo.payload = got;
+			ck_assert_int_eq(kb__oplog_create(&log, &oo, &err), 0);
+			lane = kb__oplog_lane(log, 0);
+			ck_assert_ptr_nonnull(lane);
+			rc = kb__oplog_emit(lane, &r, f, 3);
+			ck_assert_int_eq(rc, fits ? KB_OK : KB_ENOMEM);
+			rc = kb__oplog_finish(log, hex, NULL, &err);
+			ck_assert_int_eq(rc, fits ? KB_OK : KB_ENOMEM);
+			if (fits)
+				ck_assert_str_eq(got, want);
+			kb__oplog_destroy(log);
+		}
+}
+END_TEST
+
 /* The lane keeps each (pe, eng, op)'s middle text by the strings'
  * addresses: 40 kinds (more than its table holds) on two PEs, each met
  * twice in a cycle, must all read back as printf writes them. */
@@ -1102,6 +1248,8 @@ Suite *oplog_suite(void)
 	tcase_add_test(format, sha256_empty);
 	tcase_add_test(format, typed_fields);
 	tcase_add_test(format, number_edges);
+	tcase_add_test(format, number_sweep);
+	tcase_add_test(format, number_at_record_end);
 	tcase_add_test(format, middle_templates);
 	suite_add_tcase(s, format);
 
