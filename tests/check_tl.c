@@ -1034,6 +1034,64 @@ START_TEST(test_err_recipe_names_real_mismatch)
 }
 END_TEST
 
+/* A recipe's step shapes are checked once per operand shapes and then
+ * trusted (issue 13): calls with the same shapes lower alike, a call with
+ * other valid shapes still lowers, and a bad shape after good ones in the
+ * same context still fails with the message a fresh context gives. */
+START_TEST(test_recipe_shape_memo)
+{
+	capture cp = { .n = 0 };
+	kb_tl_config cfg = default_cfg(&cp);
+	kb_tl *tl;
+	sm_setup s, t;
+	kb_tl_tensor *m8;
+	int64_t one[1] = { 8 };
+	kb_tl_recipe_call merge;
+	kb_tl_composite_desc d;
+	int ln;
+
+	cfg.tcm_bytes = 256 * 1024;
+	tl = kb__tl_create(&cfg);
+	sm_make(tl, &s);
+	for (int i = 0; i < 3; i++)
+		ck_assert_ptr_eq(sm_composite(tl, &s, NULL), s.O);
+	ck_assert_int_eq(cp.n, 3);
+	for (int i = 1; i < 3; i++) {
+		ck_assert_uint_eq(cp.c[i]->n_ops, cp.c[0]->n_ops);
+		for (uint32_t k = 0; k < cp.c[0]->n_ops; k++) {
+			const kb_opspec *a = &cp.c[0]->ops[k], *b = &cp.c[i]->ops[k];
+
+			ck_assert_uint_eq(a->kind, b->kind);
+			ck_assert_uint_eq(a->n_operands, b->n_operands);
+			ck_assert_uint_eq(a->n_extras, b->n_extras);
+			ck_assert_uint_eq(a->has_out, b->has_out);
+			for (int o = 0; o < a->n_operands; o++)
+				ck_assert_int_eq(kb__tview_elems(&a->operands[o].t),
+						 kb__tview_elems(&b->operands[o].t));
+			ck_assert_int_eq(kb__tview_elems(&a->out), kb__tview_elems(&b->out));
+		}
+	}
+	/* Other, consistent shapes: 16 rows of scores. */
+	t.S = tcm2(tl, KB_FP16, 16, 64);
+	t.m = tcm2(tl, KB_FP32, 16, 1);
+	t.l = tcm2(tl, KB_FP32, 16, 1);
+	t.O = tcm2(tl, KB_FP32, 16, 128);
+	t.V = s.V;
+	ck_assert_ptr_eq(sm_composite(tl, &t, NULL), t.O);
+	ck_assert_int_eq(cp.n, 4);
+	ck_assert_int_eq(cp.c[3]->ops[3].out.shape[0], 16);
+	/* Then m of (8,), as test_err_recipe_names_real_mismatch. */
+	m8 = kb_tl_alloc(tl, KB_FP32, 1, one);
+	merge = (kb_tl_recipe_call){ "softmax_merge", { { "s", s.S }, { "m", m8 }, { "l", s.l }, { "O", s.O } } };
+	d = (kb_tl_composite_desc){ .op = "gemm", .b = s.V, .out = s.O, .prologue = &merge, .n_prologue = 1 };
+	ck_assert_ptr_null(kb_tl_composite(tl, &d)); ln = __LINE__;
+	expect_failed(tl, &cp, KB_V_SHAPE,
+		      "step max_elem: 'm' (8,) and 'm_loc' (8, 1) give (8, 8), which does not fit 'm_new' (8, 1)", ln);
+	cap_clear(&cp);
+	kb__tl_destroy(tl);
+}
+END_TEST
+
 Suite *tl_suite(void)
 {
 	Suite *s = suite_create("tl");
@@ -1051,6 +1109,7 @@ Suite *tl_suite(void)
 	tcase_add_test(rec, test_opt2_qk_bytes);
 	tcase_add_test(rec, test_op_name_buffer_reused);
 	tcase_add_test(rec, test_type_of_handles);
+	tcase_add_test(rec, test_recipe_shape_memo);
 	tcase_add_test(val, test_err_autobind_conflict);
 	tcase_add_test(val, test_err_prologue_hbm);
 	tcase_add_test(val, test_err_two_gemms);

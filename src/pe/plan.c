@@ -7,11 +7,12 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/str.h"
 
 static int64_t extra_of(const kb_opspec *op, const char *name, int64_t dflt)
 {
 	for (int i = 0; i < op->n_extras; i++)
-		if (strcmp(op->extras[i].name, name) == 0)
+		if (kb__same_name(op->extras[i].name, name))
 			return (int64_t)op->extras[i].value;
 	return dflt;
 }
@@ -267,7 +268,9 @@ int kb__plan_check_ops(const kb_opspec *ops, uint32_t n_ops, int *op, uint32_t *
 	kb_plan p;
 	int g = -1, rc;
 
-	plan_zero(&p);
+	/* The stage planners read only these: the rest of a ~1.4 KB plan
+	 * need not be cleared for every composite emitted. */
+	p.n_pre = p.n_post = p.n_mid = p.n_last = p.over_max = 0;
 	p.over_op = p.last_op = -1;
 	for (uint32_t i = 0; i < n_ops; i++)
 		if (ops[i].kind == KB_OP_GEMM && g < 0)
@@ -280,6 +283,10 @@ int kb__plan_check_ops(const kb_opspec *ops, uint32_t n_ops, int *op, uint32_t *
 
 static void free_data(kb_plan *p)
 {
+	/* A timing run allocates none of these: no nine free(NULL) calls
+	 * per command then. */
+	if (!p->m->mem)
+		return;
 	free(p->stage_buf);
 	free(p->acc);
 	free(p->run);
@@ -318,29 +325,24 @@ void kb__plan_free_spare(kb_plan **spare)
 
 void kb__plan_step_tile(const kb_plan *p, uint64_t step, uint32_t *mi, uint32_t *ni, uint32_t *ki)
 {
-	uint64_t t = p->kt ? step / p->kt : 0;
+	uint64_t t;
 
-	*ki = p->kt ? (uint32_t)(step % p->kt) : 0;
-	*mi = p->nt ? (uint32_t)(t / p->nt) : 0;
-	*ni = p->nt ? (uint32_t)(t % p->nt) : 0;
-}
-
-const kb_stage_ref *kb__plan_stages(const kb_plan *p, kb_phase ph, uint64_t step, uint32_t *n)
-{
-	if (ph == KB_PH_PRE) {
-		*n = 1;
-		return &p->pre[step];
+	/* Decode's GEMMs are a tile or two: no 64-bit division for a single
+	 * k-step or output column (each stage's cost asks). */
+	if (p->kt <= 1) {
+		*ki = 0;
+		t = p->kt ? step : 0;
+	} else {
+		t = step / p->kt;
+		*ki = (uint32_t)(step % p->kt);
 	}
-	if (ph == KB_PH_POST) {
-		*n = 1;
-		return &p->post[step];
+	if (p->nt <= 1) {
+		*mi = p->nt ? (uint32_t)t : 0;
+		*ni = 0;
+	} else {
+		*mi = (uint32_t)(t / p->nt);
+		*ni = (uint32_t)(t % p->nt);
 	}
-	if (p->gemm >= 0 && p->kt && step % p->kt != p->kt - 1) {
-		*n = p->n_mid;
-		return p->mid;
-	}
-	*n = p->n_last;
-	return p->last;
 }
 
 static int64_t dim_eff(int64_t total, int64_t tile, uint32_t idx)
@@ -391,16 +393,21 @@ static void cost_loop(const kb_plan *p, uint64_t step, const kb_stage_ref *st, k
 	const kb_topo_params *tp = p->m->tp;
 	const kb_opspec *g = &p->cmd->ops[p->gemm];
 	uint32_t mi, ni, ki;
-	int64_t me, ke, ne, ab, bb, ob;
-	size_t es = kb_dtype_size((kb_dtype)g->operands[0].t.dtype);
+	int64_t me, ke, ne, ab = 0, bb = 0, ob = 0;
 
 	kb__plan_step_tile(p, step, &mi, &ni, &ki);
 	me = dim_eff(p->M, p->tm, mi);
 	ke = dim_eff(p->K, p->tk, ki);
 	ne = dim_eff(p->N, p->tn, ni);
-	ab = me * ke * (int64_t)es;
-	bb = ke * ne * (int64_t)es;
-	ob = me * ne * (int64_t)kb_dtype_size((kb_dtype)g->out.dtype);
+	/* Only the sizes the stage moves (every stage of a run is costed). */
+	if (st->kind == KB_ST_DMA_READ || st->kind == KB_ST_FETCH) {
+		int64_t es = (int64_t)kb_dtype_size((kb_dtype)g->operands[0].t.dtype);
+
+		ab = me * ke * es;
+		bb = ke * ne * es;
+	} else if (st->kind == KB_ST_STORE || st->kind == KB_ST_DMA_WRITE) {
+		ob = me * ne * (int64_t)kb_dtype_size((kb_dtype)g->out.dtype);
+	}
 	switch (st->kind) {
 	case KB_ST_DMA_READ:
 		c->bytes = st->operand == 0 ? ab : bb;

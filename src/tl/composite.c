@@ -10,16 +10,34 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/str.h"
 #include "num/kernels.h"
 #include "pe/plan.h"
 #include "tl/recipes.h"
 #include "tl/tl_int.h"
 
 #define MAX_OPS 48
+/* Handles one composite can name: every op's operands and output. */
+#define MAX_IDS (MAX_OPS * 6)
+
+/* The recipe shapes last found consistent: a recipe's step shapes follow
+ * from its operands' shapes alone (scratch takes its shape from them), so
+ * a decode loop that calls it with the same shapes every tile checks them
+ * once (issue 13), not per step per command. */
+typedef struct shape_memo {
+	const kb_recipe *r;          /* NULL: nothing checked yet */
+	uint8_t rank[KB_RECIPE_MAX_OPERANDS];
+	int64_t shape[KB_RECIPE_MAX_OPERANDS][4];
+} shape_memo;
+
 typedef struct lowering {
 	kb_tl *tl;
-	kb_opspec ops[MAX_OPS];
-	uint32_t n_ops;
+	/* The command being built: ops are lowered into it in place, so no
+	 * op is zeroed whole or copied (each ~420 bytes; together ~4% of a
+	 * decode run). */
+	kb_cmd *cmd;
+	kb_opspec *ops;
+	uint32_t n_ops, max_ops;
 	kb_hslot *reads[MAX_OPS * 4];     /* read-only uses (implicit wait) */
 	uint32_t n_reads;
 	kb_hslot *rw[MAX_OPS];            /* rw_handles, in order, unique */
@@ -34,6 +52,7 @@ typedef struct lowering {
 		const char *name;
 		int kind;                 /* kb_math_kind, or OP_GEMM */
 	} names[8];
+	shape_memo memo;
 } lowering;
 
 #define OP_GEMM (-1)
@@ -63,7 +82,7 @@ static int op_kind(lowering *lw, const char *name)
 		return OP_NONE;
 	c = &lw->names[((uintptr_t)name >> 4 ^ (uintptr_t)name >> 9) % 8];
 	if (c->name == name &&
-	    strcmp(name, c->kind == OP_GEMM ? "gemm" : kb__math_kind_name((kb_math_kind)c->kind)) == 0)
+	    kb__same_name(name, c->kind == OP_GEMM ? "gemm" : kb__math_kind_name((kb_math_kind)c->kind)))
 		return c->kind;
 	if (strcmp(name, "gemm") == 0)
 		kind = OP_GEMM;
@@ -123,7 +142,7 @@ static int check_extras(kb_tl *tl, const char *what, const char *op, kb_math_kin
 	char hint[128];
 
 	for (int i = 0; i < KB_TL_MAX_EXTRAS && extras[i].name; i++) {
-		if (n && strcmp(extras[i].name, scale_names[0]) == 0)
+		if (n && kb__same_name(extras[i].name, scale_names[0]))
 			continue;
 		return kb__tl_fail(tl, KB_V_UNKNOWN_EXTRA, "%s %s has no extra '%s'%s", what, op,
 				   extras[i].name,
@@ -133,18 +152,21 @@ static int check_extras(kb_tl *tl, const char *what, const char *op, kb_math_kin
 	return KB_OK;
 }
 
+/* The next op, its counts zero. Operands and extras past their counts
+ * are never read, so only the header and the output are cleared. */
 static kb_opspec *new_op(lowering *lw, uint16_t kind, kb_scope_kind scope)
 {
 	kb_opspec *op;
 
-	if (lw->n_ops == MAX_OPS) {
+	if (lw->n_ops == lw->max_ops) {
 		kb__tl_fail(lw->tl, KB_V_OVER_CAP, "more than %d ops in one composite", MAX_OPS);
 		return NULL;
 	}
 	op = &lw->ops[lw->n_ops++];
-	memset(op, 0, sizeof(*op));
 	op->kind = kind;
 	op->scope = (uint8_t)scope;
+	op->n_operands = op->n_extras = op->has_out = op->trans_b = 0;
+	op->out = (kb_tview){ 0 };
 	return op;
 }
 
@@ -235,9 +257,13 @@ static int bind_recipe_operands(lowering *lw, const kb_recipe *r, const kb_recip
 	for (; n_args < KB_TL_MAX_ARGS && call->args[n_args].name; n_args++) {
 		const char *name = call->args[n_args].name;
 
+		/* The table's own literal first: no strcmp against the others. */
 		of[n_args] = -1;
 		for (int k = 0; k < ids->n_operands && of[n_args] < 0; k++)
-			if (r->operands[k].name == name || strcmp(r->operands[k].name, name) == 0)
+			if (r->operands[k].name == name)
+				of[n_args] = (int8_t)k;
+		for (int k = 0; k < ids->n_operands && of[n_args] < 0; k++)
+			if (strcmp(r->operands[k].name, name) == 0)
 				of[n_args] = (int8_t)k;
 		if (of[n_args] < 0) {
 			const char *names[KB_RECIPE_MAX_OPERANDS];
@@ -310,7 +336,7 @@ static int alloc_recipe_scratch(lowering *lw, const kb_recipe *r, const kb_recip
 
 /* One recipe micro-op (step i) as a flat KERNEL-scope MATH OpSpec. */
 static int expand_step(lowering *lw, const kb_recipe *r, const kb_recipe_ids *ids, int i_step,
-		       kb_hslot *const *slot)
+		       kb_hslot *const *slot, int checked)
 {
 	const kb_recipe_step *st = &r->steps[i_step];
 	const kb_hslot *in[3];
@@ -332,7 +358,7 @@ static int expand_step(lowering *lw, const kb_recipe *r, const kb_recipe_ids *id
 		op_extra(op, "reduce_axis", st->reduce_axis);
 	if (st->bcast_axis != KB_RECIPE_NO_AXIS)
 		op_extra(op, "bcast_axis", st->bcast_axis);
-	if (math_out_shape(st->kind, in, n, &want) || !nshape_equal_2d(&want, &dst->view)) {
+	if (!checked && (math_out_shape(st->kind, in, n, &want) || !nshape_equal_2d(&want, &dst->view))) {
 		/* Name every input with its shape and what they broadcast to:
 		 * the culprit may be any of them (a user's m of (8,) against
 		 * the (8, 1) statistics it meets). */
@@ -359,11 +385,37 @@ static int expand_step(lowering *lw, const kb_recipe *r, const kb_recipe_ids *id
 	return KB_OK;
 }
 
+/* Whether r's operands in slot have the shapes last found consistent. */
+static int memo_hit(const shape_memo *mo, const kb_recipe *r, const kb_recipe_ids *ids,
+		    kb_hslot *const *slot)
+{
+	if (mo->r != r)
+		return 0;
+	for (int k = 0; k < ids->n_operands; k++) {
+		const kb_tview *v = &slot[k]->view;
+
+		if (v->rank != mo->rank[k] || memcmp(v->shape, mo->shape[k], v->rank * sizeof(v->shape[0])))
+			return 0;
+	}
+	return 1;
+}
+
+static void memo_set(shape_memo *mo, const kb_recipe *r, const kb_recipe_ids *ids,
+		     kb_hslot *const *slot)
+{
+	for (int k = 0; k < ids->n_operands; k++) {
+		mo->rank[k] = slot[k]->view.rank;
+		memcpy(mo->shape[k], slot[k]->view.shape, sizeof(mo->shape[k]));
+	}
+	mo->r = r;
+}
+
 static int lower_prologue(lowering *lw, const kb_tl_recipe_call *call, kb_hslot **primary)
 {
 	const kb_recipe *r = kb__recipe_find(call->recipe);
 	const kb_recipe_ids *ids = r ? kb__recipe_ids(r) : NULL;
 	kb_hslot *slot[KB_RECIPE_MAX_SLOTS];
+	int checked;
 
 	if (!r) {
 		char known[256] = "";
@@ -388,9 +440,12 @@ static int lower_prologue(lowering *lw, const kb_tl_recipe_call *call, kb_hslot 
 				   r->name);
 	if (bind_recipe_operands(lw, r, ids, call, slot) || alloc_recipe_scratch(lw, r, ids, slot))
 		return KB_EVALIDATE;
+	checked = memo_hit(&lw->memo, r, ids, slot);
 	for (int i = 0; i < ids->n_steps; i++)
-		if (expand_step(lw, r, ids, i, slot))
+		if (expand_step(lw, r, ids, i, slot, checked))
 			return KB_EVALIDATE;
+	if (!checked)
+		memo_set(&lw->memo, r, ids, slot);
 	if (ids->primary >= 0) {
 		if (*primary)
 			return kb__tl_fail(lw->tl, KB_V_AUTOBIND_CONFLICT,
@@ -499,7 +554,10 @@ static int lower_epilogue(lowering *lw, const kb_tl_op *e, const kb_hslot *out)
 		kb_hslot *h;
 		char what[64];
 
-		for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+		for (size_t k = 0; k < sizeof(names) / sizeof(names[0]) && !nm; k++)
+			if (names[k] == e->args[i].name)
+				nm = names[k];
+		for (size_t k = 0; k < sizeof(names) / sizeof(names[0]) && !nm; k++)
 			if (strcmp(names[k], e->args[i].name) == 0)
 				nm = names[k];
 		if (!nm || i >= need) {
@@ -592,10 +650,43 @@ static kb_hslot *resolve_out(lowering *lw, const kb_tl_composite_desc *d, const 
 	return kb__tl_new_tcm(tl, dt, shape->rank, dims, out);
 }
 
+/* The command the ops are lowered into, with room for as many ops and
+ * handle ids as d can produce (the ops capped at MAX_OPS, past which
+ * new_op fails as it always has): each recipe's steps, the head and the
+ * epilogue; each recipe's operands and scratch, a, b, the output and the
+ * epilogue's operands. */
+static int new_cmd(lowering *lw, const kb_tl_composite_desc *d)
+{
+	uint64_t n_ops = 1, n_ids = 3;
+
+	if (d->n_epilogue > MAX_OPS)
+		n_ops = n_ids = MAX_IDS;
+	else {
+		n_ops += d->n_epilogue;
+		n_ids += d->n_epilogue * KB_TL_MAX_ARGS;
+	}
+	for (size_t i = 0; d->prologue && i < d->n_prologue && n_ops < MAX_OPS; i++) {
+		const kb_recipe *r = kb__recipe_find(d->prologue[i].recipe);
+		const kb_recipe_ids *ids = r ? kb__recipe_ids(r) : NULL;
+
+		if (ids) {
+			n_ops += (uint64_t)ids->n_steps;
+			n_ids += (uint64_t)(ids->n_operands + ids->n_scratch);
+		}
+	}
+	if (d->n_prologue && n_ops >= MAX_OPS)
+		n_ids = MAX_IDS;
+	lw->max_ops = n_ops < MAX_OPS ? (uint32_t)n_ops : MAX_OPS;
+	lw->cmd = kb__tl_cmd_new_n(lw->tl, KB_CMD_COMPOSITE, lw->max_ops,
+				   n_ids < MAX_IDS ? (uint32_t)n_ids : MAX_IDS);
+	lw->ops = lw->cmd ? lw->cmd->ops : NULL;
+	return lw->cmd ? KB_OK : KB_EVALIDATE;
+}
+
 static int build_cmd(lowering *lw, kb_hslot *out)
 {
 	kb_tl *tl = lw->tl;
-	kb_cmd *c;
+	kb_cmd *c = lw->cmd;
 	uint64_t lbytes, cap = tl->cfg.cost.max_composite_logical_bytes;
 	int in_rw = 0, bad;
 	uint32_t max;
@@ -614,17 +705,10 @@ static int build_cmd(lowering *lw, kb_hslot *out)
 		in_rw |= lw->rw[i] == out;
 	if (!in_rw)
 		add_unique(lw->writes, &lw->n_writes, out);
-	/* Room for every id: reads and deps come from reads and rw, writes
-	 * from rw and writes. */
-	if (!(c = kb__tl_cmd_new_n(tl, KB_CMD_COMPOSITE, lw->n_ops,
-				   lw->n_reads + lw->n_rw + lw->n_writes)))
-		return KB_EVALIDATE;
-	memcpy(c->ops, lw->ops, lw->n_ops * sizeof(*c->ops));
 	c->n_ops = lw->n_ops;
 	c->n_rw = lw->n_rw;
 	lbytes = kb__composite_lbytes(c->ops, c->n_ops, c->n_rw);
 	if (lbytes > cap) {
-		kb__cmd_free(c);
 		return kb__tl_fail(tl, KB_V_OVER_CAP,
 				   "composite is %llu logical bytes, over pe_cost_model.max_composite_logical_bytes = %llu; split it into smaller composites",
 				   (unsigned long long)lbytes, (unsigned long long)cap);
@@ -644,9 +728,9 @@ static int build_cmd(lowering *lw, kb_hslot *out)
 		lw->rw[i]->writer = (int64_t)c->id;
 	for (uint32_t i = 0; i < lw->n_writes; i++)
 		lw->writes[i]->writer = (int64_t)c->id;
+	lw->cmd = NULL;   /* PE_CPU's now, whatever emit says */
 	return kb__tl_emit(tl, c);
 oom:
-	kb__cmd_free(c);
 	return kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory");
 }
 
@@ -667,14 +751,15 @@ KB_API kb_tl_tensor *kb_tl_composite_at(kb_tl *tl, const kb_tl_composite_desc *d
 		return NULL;
 	}
 	/* One scratch per context: a composite lowers in a few hundred bytes of
-	 * it, and zeroing ~20 KB per command showed in long decode runs (only
-	 * its name cache starts zeroed). */
+	 * it, and zeroing it per command showed in long decode runs (only its
+	 * caches start zeroed). */
 	if (!tl->lowering) {
 		if (!(tl->lowering = malloc(sizeof(*lw)))) {
 			kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory");
 			return NULL;
 		}
 		memset(((lowering *)tl->lowering)->names, 0, sizeof(lw->names));
+		((lowering *)tl->lowering)->memo.r = NULL;
 	}
 	lw = tl->lowering;
 	head = op_kind(lw, d->op);
@@ -693,6 +778,8 @@ KB_API kb_tl_tensor *kb_tl_composite_at(kb_tl *tl, const kb_tl_composite_desc *d
 	lw->tl = tl;
 	lw->n_ops = lw->n_reads = lw->n_rw = lw->n_writes = 0;
 	lw->n_gemm = 0;
+	if (new_cmd(lw, d))
+		return NULL;
 	if (d->n_prologue && !d->prologue) {
 		kb__tl_fail(tl, KB_V_MISSING_OPERAND, "n_prologue is %zu but prologue is NULL", d->n_prologue);
 		goto done;
@@ -747,6 +834,8 @@ KB_API kb_tl_tensor *kb_tl_composite_at(kb_tl *tl, const kb_tl_composite_desc *d
 	if (build_cmd(lw, out))
 		result = NULL;
 done:
+	kb__cmd_free(lw->cmd);   /* not emitted: failed */
+	lw->cmd = NULL;
 	return result;
 }
 

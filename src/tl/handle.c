@@ -125,11 +125,11 @@ static int64_t shape_elems(int rank, const int64_t *shape)
 {
 	int64_t n = 1;
 
-	for (int i = 0; i < rank; i++) {
-		if (shape[i] <= 0 || n > INT64_MAX / shape[i])
+	/* An overflow check without a 64-bit division per dimension (each
+	 * tl.ref of a decode tile comes here). */
+	for (int i = 0; i < rank; i++)
+		if (shape[i] <= 0 || __builtin_mul_overflow(n, shape[i], &n))
 			return -1;
-		n *= shape[i];
-	}
 	return n;
 }
 

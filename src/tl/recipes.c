@@ -36,6 +36,12 @@ static const kb_recipe recipes[] = {
 
 const kb_recipe *kb__recipe_find(const char *name)
 {
+	/* The table's own literal first (a kernel built with the library
+	 * passes it, the linker merging equal literals): no strcmp per
+	 * composite then. */
+	for (size_t i = 0; name && i < sizeof(recipes) / sizeof(recipes[0]); i++)
+		if (recipes[i].name == name)
+			return &recipes[i];
 	for (size_t i = 0; name && i < sizeof(recipes) / sizeof(recipes[0]); i++)
 		if (strcmp(recipes[i].name, name) == 0)
 			return &recipes[i];
