@@ -1,8 +1,9 @@
 /*
  * The TCM allocator (src/tl/tcm.c): next fit with wrap-around, fences,
- * fragmentation and exhaustion, and a long random run checked block by
+ * fragmentation and exhaustion, and long random runs checked block by
  * block against a plain sorted-array model of the same policy (the
- * allocator the treap replaced), so every address decision is the same.
+ * allocator before the treap and the leaves), so every address decision
+ * is the same.
  */
 #include <check.h>
 #include <stdlib.h>
@@ -342,6 +343,99 @@ START_TEST(test_tcm_matches_reference)
 }
 END_TEST
 
+static void same_blocks(const kb_tcm *t, const ref_tcm *r)
+{
+	for (size_t i = 0; i < r->n; i++) {
+		uint64_t off, size, f;
+
+		ck_assert_int_eq(kb__tcm_block(t, i, &off, &size, &f), 0);
+		ck_assert_uint_eq(off, r->s[i].off);
+		ck_assert_uint_eq(size, r->s[i].size);
+		ck_assert_uint_eq(f, r->s[i].fence);
+	}
+}
+
+/* Scope-shaped use, as kernels do (decode holds ~10,000 free blocks): a
+ * scope takes a few blocks and frees them top down with one fence, so
+ * nothing merges; free blocks pile up over dozens of leaves, the cursor
+ * wraps into them, some blocks outlive their scope, and now and then a
+ * large request has to search past the cursor, wrap, or merge. Every
+ * decision is compared with the reference model. */
+START_TEST(test_tcm_scopes_match_reference)
+{
+	static ref_tcm r;
+	kb_tcm t;
+	struct {
+		uint64_t off, bytes;
+	} held[64], kept[16];
+	size_t n_kept = 0, most = 0;
+	uint64_t rng = 777 + (uint64_t)_i, fence = 0, cap = 3000 * A + (uint64_t)_i * 24;
+	uint64_t last = 0;
+	int wraps = 0, big_ok = 0, fails = 0;
+
+	memset(&r, 0, sizeof(r));
+	ck_assert_int_eq(kb__tcm_init(&t, cap), 0);
+	ref_insert(&r, 0, 0, cap, 0);
+	for (int scope = 0; scope < 4000; scope++) {
+		size_t n = 0, want;
+
+		rng = rng * 6364136223846793005u + 1442695040888963407u;
+		want = 1 + (size_t)(rng >> 60) % 6;
+		fence++;
+		for (size_t j = 0; j < want; j++) {
+			uint64_t bytes, o1 = 0, f1 = 0, o2 = 0, f2 = 0;
+			int a, b, big;
+
+			rng = rng * 6364136223846793005u + 1442695040888963407u;
+			big = (rng >> 33) % 50 == 0;
+			bytes = big ? (rng >> 40) % (300 * A) : (rng >> 40) % (3 * A) + 1;
+			if ((rng >> 33) % 150 == 1)   /* huge: fits only in a quiet TCM */
+				bytes = 1000 * A + (rng >> 40) % (2000 * A);
+			a = kb__tcm_alloc(&t, bytes, &o1, &f1);
+			b = ref_alloc(&r, bytes, &o2, &f2);
+			ck_assert_int_eq(a, b);
+			if (a) {
+				fails++;
+				continue;
+			}
+			ck_assert_uint_eq(o1, o2);
+			ck_assert_uint_eq(f1, f2);
+			wraps += o1 < last;
+			big_ok += big;
+			last = o1;
+			held[n].off = o1;
+			held[n++].bytes = bytes;
+		}
+		/* one block in twenty outlives its scope, freed much later */
+		if (n && (rng >> 20) % 20 == 0 && n_kept < 16)
+			kept[n_kept++] = held[--n];
+		while (n--) {
+			kb__tcm_free(&t, held[n].off, held[n].bytes, fence);
+			ref_free(&r, held[n].off, held[n].bytes, fence);
+		}
+		if (n_kept == 16 || (n_kept && (rng >> 25) % 30 == 0)) {
+			size_t k = (size_t)(rng >> 12) % n_kept;
+
+			kb__tcm_free(&t, kept[k].off, kept[k].bytes, fence);
+			ref_free(&r, kept[k].off, kept[k].bytes, fence);
+			kept[k] = kept[--n_kept];
+		}
+		ck_assert_uint_eq(t.n, r.n);
+		ck_assert_uint_eq(t.cursor, r.cursor);
+		if (t.n > most)
+			most = t.n;
+	}
+	same_blocks(&t, &r);
+	/* the run went where it was meant to: many leaves, wraps, big
+	 * requests served and refused */
+	ck_assert_uint_gt(most, 8 * KB_TCM_LEAF);
+	ck_assert_int_gt(wraps, 3);
+	ck_assert_int_gt(big_ok, 20);
+	ck_assert_int_gt(fails, 0);
+	kb__tcm_fini(&t);
+}
+END_TEST
+
 Suite *tcm_suite(void)
 {
 	Suite *s = suite_create("tcm");
@@ -356,6 +450,7 @@ Suite *tcm_suite(void)
 	tcase_add_test(tc, test_tcm_fragmentation_exhaustion);
 	tcase_add_test(tc, test_tcm_unaligned_end);
 	tcase_add_loop_test(tc, test_tcm_matches_reference, 0, 4);
+	tcase_add_loop_test(tc, test_tcm_scopes_match_reference, 0, 3);
 	suite_add_tcase(s, tc);
 	return s;
 }
