@@ -15,23 +15,51 @@
 #define NODES_PER_SLAB 256
 #define AUTO_WORKERS_PER_CORE 4
 
-/* ---- event heap: total order (time, source LP, source sequence) ---- */
+/* ---- a worker's event heap: (time, destination LP, source LP, source
+ * sequence). Events at one LP run in the order (time, source, sequence),
+ * and LPs at one time in id order, as the contract (sim.h) says. ---- */
+
+/* dst and src as one key, dst first. */
+static inline uint64_t ev_pair(const kb_event *e)
+{
+	return (uint64_t)e->dst << 32 | e->src;
+}
 
 static inline int ev_less(const kb_event *a, const kb_event *b)
 {
 	if (a->time != b->time)
 		return a->time < b->time;
-	if (a->src != b->src)
-		return a->src < b->src;
+	if (ev_pair(a) != ev_pair(b))
+		return ev_pair(a) < ev_pair(b);
 	return a->seq < b->seq;
 }
 
-/* Pushes e; *top says whether it became the earliest event (the LP's key
- * in its worker's heap changed only then). */
-static int evheap_push(kb_evheap *h, const kb_event *e, int *top)
+/* Puts *x at i or below; x may be the slot at h->n (just left). */
+static void evheap_down(kb_evheap *h, size_t i, const kb_event *x)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, m;
+
+		if (l >= h->n)
+			break;
+		m = (l + 1 < h->n && ev_less(&h->ev[l + 1], &h->ev[l])) ? l + 1 : l;
+		if (!ev_less(&h->ev[m], x))
+			break;
+		h->ev[i] = h->ev[m];
+		i = m;
+	}
+	h->ev[i] = *x;
+}
+
+static int evheap_push(kb_evheap *h, const kb_event *e)
 {
 	size_t i;
 
+	if (h->hole) {
+		h->hole = 0;
+		evheap_down(h, 0, e);
+		return KB_OK;
+	}
 	if (h->n == h->cap) {
 		size_t cap = h->cap ? 2 * h->cap : 16;
 		kb_event *ev = realloc(h->ev, cap * sizeof(*ev));
@@ -49,30 +77,26 @@ static int evheap_push(kb_evheap *h, const kb_event *e, int *top)
 		h->ev[i] = h->ev[p];
 	}
 	h->ev[i] = *e;
-	*top = i == 0;
 	return KB_OK;
 }
 
-static void evheap_pop(kb_evheap *h, kb_event *out)
+/* Fills the hole the running event left when its handler pushed nothing. */
+static void evheap_settle(kb_evheap *h)
 {
-	kb_event last;
-	size_t i = 0;
+	if (!h->hole)
+		return;
+	h->hole = 0;
+	if (--h->n)
+		evheap_down(h, 0, &h->ev[h->n]);
+}
 
-	*out = h->ev[0];
-	last = h->ev[--h->n];
-	for (;;) {
-		size_t l = 2 * i + 1, m;
+static void evheap_heapify(kb_evheap *h)
+{
+	for (size_t i = h->n / 2; i-- > 0;) {
+		kb_event x = h->ev[i];
 
-		if (l >= h->n)
-			break;
-		m = (l + 1 < h->n && ev_less(&h->ev[l + 1], &h->ev[l])) ? l + 1 : l;
-		if (!ev_less(&h->ev[m], &last))
-			break;
-		h->ev[i] = h->ev[m];
-		i = m;
+		evheap_down(h, i, &x);
 	}
-	if (h->n)
-		h->ev[i] = last;
 }
 
 static size_t evheap_count_below(const kb_evheap *h, size_t i, kb_time bound, size_t cap)
@@ -88,85 +112,14 @@ static size_t evheap_count_below(const kb_evheap *h, size_t i, kb_time bound, si
 	return n;
 }
 
-/* ---- worker heap of LPs: (next event time, LP id) ---- */
-
-kb_time kb__lp_key(const kb_lp *lp)
-{
-	return lp->heap.n ? lp->heap.ev[0].time : KB_TIME_INF;
-}
-
-static inline int slot_less(const kb_wslot *a, const kb_wslot *b)
-{
-	return a->key < b->key || (a->key == b->key && a->id < b->id);
-}
-
-static kb_wslot slot_of(kb_lp *lp)
-{
-	return (kb_wslot){ kb__lp_key(lp), lp->id, lp };
-}
-
-static void wheap_set(kb_worker *w, size_t i, kb_wslot x)
-{
-	w->lps[i] = x;
-	x.lp->wpos = i;
-}
-
-/* Puts x at i or below. */
-static void wheap_down(kb_worker *w, size_t i, kb_wslot x)
-{
-	for (;;) {
-		size_t l = 2 * i + 1, m;
-
-		if (l >= w->n_lps)
-			break;
-		m = (l + 1 < w->n_lps && slot_less(&w->lps[l + 1], &w->lps[l])) ? l + 1 : l;
-		if (!slot_less(&w->lps[m], &x))
-			break;
-		wheap_set(w, i, w->lps[m]);
-		i = m;
-	}
-	wheap_set(w, i, x);
-}
-
-/* Re-keys lp and restores the heap after its key changed either way. */
-void kb__worker_touch(kb_worker *w, kb_lp *lp)
-{
-	size_t i = lp->wpos;
-	kb_wslot x = slot_of(lp);
-
-	while (i > 0 && slot_less(&x, &w->lps[(i - 1) / 2])) {
-		wheap_set(w, i, w->lps[(i - 1) / 2]);
-		i = (i - 1) / 2;
-	}
-	if (i != lp->wpos) {
-		wheap_set(w, i, x);
-		return;
-	}
-	wheap_down(w, i, x);
-}
-
 kb_time kb__worker_min(const kb_worker *w)
 {
-	return w->n_lps ? w->lps[0].key : KB_TIME_INF;
-}
-
-static size_t wheap_count_below(const kb_worker *w, size_t i, kb_time bound, size_t cap)
-{
-	size_t n;
-
-	if (i >= w->n_lps || cap == 0 || w->lps[i].key >= bound)
-		return 0;
-	n = evheap_count_below(&w->lps[i].lp->heap, 0, bound, cap);
-	if (n < cap)
-		n += wheap_count_below(w, 2 * i + 1, bound, cap - n);
-	if (n < cap)
-		n += wheap_count_below(w, 2 * i + 2, bound, cap - n);
-	return n;
+	return w->heap.n ? w->heap.ev[0].time : KB_TIME_INF;
 }
 
 size_t kb__worker_count_below(const kb_worker *w, kb_time bound, size_t cap)
 {
-	return wheap_count_below(w, 0, bound, cap);
+	return evheap_count_below(&w->heap, 0, bound, cap);
 }
 
 /* ---- message node pool (per worker; no allocator call per message) ---- */
@@ -322,19 +275,14 @@ kb_time kb__lp_link_latency(const kb_lp *lp, uint32_t dst)
 int kb__lp_self(kb_lp *lp, kb_time delay, const kb_event *ev)
 {
 	kb_event e = *ev;
-	int top;
 
 	e.time = lp->now;
 	if (kb__time_add(&e.time, delay))
 		return time_end(lp, delay);
 	e.src = e.dst = lp->id;
 	e.seq = lp->seq++;
-	if (evheap_push(&lp->heap, &e, &top))
+	if (evheap_push(&lp->worker->heap, &e))
 		return kb__lp_fail(lp, KB_ENOMEM, "out of memory scheduling an event");
-	/* The worker heap orders LPs by their earliest event: it moves only
-	 * when that changed (a profile showed the sift 4-5% of a run). */
-	if (top)
-		kb__worker_touch(lp->worker, lp);
 	return KB_OK;
 }
 
@@ -344,7 +292,6 @@ int kb__lp_send(kb_lp *lp, uint32_t dst, kb_time delay, const kb_event *ev)
 	kb_lp *d;
 	kb_time lat;
 	kb_event e;
-	int top;
 
 	if (dst >= sim->n_lps)
 		return kb__lp_fail(lp, KB_EINTERNAL, "message to LP %u, which does not exist", dst);
@@ -374,10 +321,8 @@ int kb__lp_send(kb_lp *lp, uint32_t dst, kb_time delay, const kb_event *ev)
 	if (d->worker == lp->worker || (sim->solo && e.time >= sim->bound)) {
 		kb_worker *dw = d->worker;
 
-		if (evheap_push(&d->heap, &e, &top))
+		if (evheap_push(&dw->heap, &e))
 			return kb__lp_fail(lp, KB_ENOMEM, "out of memory sending a message");
-		if (top)
-			kb__worker_touch(dw, d);
 		/* Solo: the coordinator notes whose minimum moved (its heap of
 		 * worker minima). */
 		if (dw != lp->worker && !dw->dirty) {
@@ -414,19 +359,24 @@ int kb__lp_send(kb_lp *lp, uint32_t dst, kb_time delay, const kb_event *ev)
 /* Processes this worker's events earlier than bound, at most budget of them. */
 void kb__worker_window(kb_worker *w, kb_time bound, uint64_t budget)
 {
-	while (budget-- > 0 && !w->err && w->n_lps) {
-		kb_lp *lp = w->lps[0].lp;
+	kb_lp *const *lps = w->sim->lps;
+	kb_evheap *h = &w->heap;
+
+	while (budget-- > 0 && !w->err && h->n) {
 		kb_event ev;
+		kb_lp *lp;
 		int rc;
 
-		if (w->lps[0].key >= bound)
+		if (h->ev[0].time >= bound)
 			break;
-		evheap_pop(&lp->heap, &ev);
-		kb__worker_touch(w, lp);
+		ev = h->ev[0];
+		h->hole = 1;
+		lp = lps[ev.dst];
 		lp->now = ev.time;
 		w->last_time = ev.time;
 		w->events++;
 		rc = lp->type->event(lp, &ev);
+		evheap_settle(h);
 		if (rc && !w->err)
 			kb__lp_fail(lp, rc, "event handler failed: %s", kb_strerror(rc));
 	}
@@ -439,12 +389,11 @@ void kb__worker_drain(kb_worker *w)
 	for (size_t i = 0; i < w->n_lps; i++) {
 		kb_lp *lp = w->members[i];
 		kb_msgnode *n;
-		int top;
 
 		if (cds_wfcq_empty(&lp->inbox_head, &lp->inbox_tail))
 			continue;
 		while ((n = pop_node(&lp->inbox_head, &lp->inbox_tail))) {
-			if (evheap_push(&lp->heap, &n->ev, &top)) {
+			if (evheap_push(&w->heap, &n->ev)) {
 				w->alloc_failed = 1;
 				atomic_store_explicit(&w->sim->failed, 1, memory_order_relaxed);
 			}
@@ -458,7 +407,6 @@ void kb__worker_drain(kb_worker *w)
 				cds_wfcq_enqueue(&n->owner->ret_head, &n->owner->ret_tail, &n->node);
 			}
 		}
-		kb__worker_touch(w, lp);
 	}
 }
 
@@ -794,24 +742,53 @@ static int place_lps(kb_sim *sim, kb_error *err)
 	return KB_OK;
 }
 
-/* Room for one more LP on a worker: its heap slots and members grow
- * together. */
+/* Room for one more LP on a worker. */
 static int worker_room(kb_worker *w)
 {
 	size_t cap;
-	kb_wslot *l;
 	kb_lp **m;
 
 	if (w->n_lps < w->cap_lps)
 		return KB_OK;
 	cap = w->cap_lps ? 2 * w->cap_lps : 8;
-	if (!(l = realloc(w->lps, cap * sizeof(*l))))
-		return KB_ENOMEM;
-	w->lps = l;
 	if (!(m = realloc(w->members, cap * sizeof(*m))))
 		return KB_ENOMEM;
 	w->members = m;
 	w->cap_lps = cap;
+	return KB_OK;
+}
+
+/* Moves each pending event to the heap of its LP's worker, after LPs
+ * changed workers. Each event stays in exactly one heap, also when
+ * memory runs out (the destroy then discards each once). */
+static int rehome_events(kb_sim *sim)
+{
+	int rc = KB_OK;
+
+	for (unsigned k = 0; k < sim->n_workers; k++) {
+		kb_worker *w = &sim->workers[k];
+		kb_evheap *h = &w->heap;
+		size_t keep = 0, i;
+
+		for (i = 0; i < h->n; i++) {
+			kb_worker *to = sim->lps[h->ev[i].dst]->worker;
+
+			if (to == w)
+				h->ev[keep++] = h->ev[i];
+			else if (evheap_push(&to->heap, &h->ev[i])) {
+				rc = KB_ENOMEM; /* it and the rest stay here */
+				break;
+			}
+		}
+		memmove(h->ev + keep, h->ev + i, (h->n - i) * sizeof(*h->ev));
+		h->n = keep + (h->n - i);
+		if (rc)
+			return rc;
+	}
+	/* The pushes above kept the heaps they went to in order; the kept
+	 * events lost theirs. */
+	for (unsigned k = 0; k < sim->n_workers; k++)
+		evheap_heapify(&sim->workers[k].heap);
 	return KB_OK;
 }
 
@@ -835,15 +812,10 @@ int kb__sim_regroup(kb_sim *sim, int per_pe)
 		if (worker_room(w))
 			return KB_ENOMEM;
 		lp->worker = w;
-		w->members[w->n_lps] = lp;
-		wheap_set(w, w->n_lps++, slot_of(lp));
+		w->members[w->n_lps++] = lp;
 	}
-	for (unsigned k = 0; k < sim->n_workers; k++) {
-		kb_worker *w = &sim->workers[k];
-
-		for (size_t i = w->n_lps / 2; i-- > 0;)
-			wheap_down(w, i, w->lps[i]);
-	}
+	if (rehome_events(sim))
+		return KB_ENOMEM;
 	sim->per_lp = 0;
 	sim->horizons = 0;
 	if (!per_pe)
@@ -864,9 +836,7 @@ static int build_workers(kb_sim *sim, kb_error *err)
 
 		if (worker_room(w))
 			return kb__err(err, KB_ENOMEM, "out of memory building workers");
-		sim->lps[i]->wpos = w->n_lps;
-		w->members[w->n_lps] = sim->lps[i];
-		w->lps[w->n_lps++] = slot_of(sim->lps[i]);
+		w->members[w->n_lps++] = sim->lps[i];
 	}
 	return KB_OK;
 }
@@ -942,7 +912,7 @@ int kb__sim_run(kb_sim *sim, kb_error *err)
 }
 
 /* Events a stopped run never delivered: let their type free what they own. */
-static void discard_undelivered(kb_lp *lp)
+static void discard_inbox(kb_lp *lp)
 {
 	kb_msgnode *n;
 
@@ -950,23 +920,33 @@ static void discard_undelivered(kb_lp *lp)
 		if (lp->type->discard)
 			lp->type->discard(&n->ev);
 	}
-	for (size_t i = 0; lp->type->discard && i < lp->heap.n; i++)
-		lp->type->discard(&lp->heap.ev[i]);
+}
+
+static void discard_heap(kb_sim *sim, const kb_evheap *h)
+{
+	for (size_t i = 0; i < h->n; i++) {
+		const kb_lp_type *type = sim->lps[h->ev[i].dst]->type;
+
+		if (type->discard)
+			type->discard(&h->ev[i]);
+	}
 }
 
 void kb__sim_destroy(kb_sim *sim)
 {
 	if (!sim)
 		return;
+	for (size_t i = 0; i < sim->n_lps; i++)
+		discard_inbox(sim->lps[i]);
+	for (unsigned i = 0; i < sim->n_workers; i++)
+		discard_heap(sim, &sim->workers[i].heap);
 	for (size_t i = 0; i < sim->n_lps; i++) {
-		discard_undelivered(sim->lps[i]);
 		free_state(sim->lps[i]->type, sim->lps[i]->state);
-		free(sim->lps[i]->heap.ev);
 		free(sim->lps[i]);
 	}
 	for (unsigned i = 0; i < sim->n_workers; i++) {
 		kb__worker_pool_free(&sim->workers[i]);
-		free(sim->workers[i].lps);
+		free(sim->workers[i].heap.ev);
 		free(sim->workers[i].members);
 		free(sim->workers[i].hlps);
 	}
