@@ -2,6 +2,7 @@
 #include "sim/core_impl.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,23 +20,74 @@
  * sequence). Events at one LP run in the order (time, source, sequence),
  * and LPs at one time in id order, as the contract (sim.h) says. ---- */
 
-/* dst and src as one key, dst first. */
-static inline uint64_t ev_pair(const kb_event *e)
+/* An event's place in the order, kept in registers while a push sifts:
+ * the event itself is written once, into its final slot (building it on
+ * the stack and copying it in stalled on store forwarding, 80 bytes
+ * loaded over the narrower stores that had just filled it). */
+typedef struct ev_key {
+	kb_time time;
+	uint64_t pair;           /* dst << 32 | src */
+	uint64_t seq;
+} ev_key;
+
+static inline ev_key key_of(const kb_event *e)
 {
-	return (uint64_t)e->dst << 32 | e->src;
+	return (ev_key){ e->time, (uint64_t)e->dst << 32 | e->src, e->seq };
+}
+
+/* e before k */
+static inline __attribute__((always_inline)) int ev_before(const kb_event *e, ev_key k)
+{
+	uint64_t pair = (uint64_t)e->dst << 32 | e->src;
+
+	if (e->time != k.time)
+		return e->time < k.time;
+	if (pair != k.pair)
+		return pair < k.pair;
+	return e->seq < k.seq;
 }
 
 static inline int ev_less(const kb_event *a, const kb_event *b)
 {
-	if (a->time != b->time)
-		return a->time < b->time;
-	if (ev_pair(a) != ev_pair(b))
-		return ev_pair(a) < ev_pair(b);
-	return a->seq < b->seq;
+	return ev_before(a, key_of(b));
 }
 
-/* Puts *x at i or below; x may be the slot at h->n (just left). */
-static void evheap_down(kb_evheap *h, size_t i, const kb_event *x)
+#if defined(__GNUC__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+typedef uint64_t ev_v2 __attribute__((vector_size(16)));
+#endif
+
+/* The header from k, the rest (type, aux, payload) from body. Written in
+ * 16-byte stores where the compiler has them: the pop copies the slot
+ * with 16-byte loads, which narrower stores could not forward. */
+static inline void ev_fill(kb_event *slot, ev_key k, const kb_event *body)
+{
+#if defined(__GNUC__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	_Static_assert(offsetof(kb_event, src) == 8 && offsetof(kb_event, dst) == 12 &&
+		       offsetof(kb_event, seq) == 16 && offsetof(kb_event, type) == 24 &&
+		       offsetof(kb_event, aux) == 28 && offsetof(kb_event, w) == 32,
+		       "kb_event layout");
+	uint64_t ta;
+	ev_v2 a = { k.time, k.pair }, b;
+
+	memcpy(&ta, &body->type, sizeof(ta));
+	b = (ev_v2){ k.seq, ta };
+	memcpy(slot, &a, sizeof(a));
+	memcpy((char *)slot + 16, &b, sizeof(b));
+#else
+	slot->time = k.time;
+	slot->src = (uint32_t)k.pair;
+	slot->dst = (uint32_t)(k.pair >> 32);
+	slot->seq = k.seq;
+	slot->type = body->type;
+	slot->aux = body->aux;
+#endif
+	memcpy(slot->w, body->w, sizeof(slot->w));
+}
+
+/* Moves up the children in the way of an event keyed k placed at i;
+ * returns the slot where it belongs. Never writes h->ev[h->n]. Inlined:
+ * a 24-byte key passed by value goes through the stack and stalls. */
+static inline __attribute__((always_inline)) size_t evheap_down(kb_evheap *h, size_t i, ev_key k)
 {
 	for (;;) {
 		size_t l = 2 * i + 1, m;
@@ -43,21 +95,23 @@ static void evheap_down(kb_evheap *h, size_t i, const kb_event *x)
 		if (l >= h->n)
 			break;
 		m = (l + 1 < h->n && ev_less(&h->ev[l + 1], &h->ev[l])) ? l + 1 : l;
-		if (!ev_less(&h->ev[m], x))
+		if (!ev_before(&h->ev[m], k))
 			break;
 		h->ev[i] = h->ev[m];
 		i = m;
 	}
-	h->ev[i] = *x;
+	return i;
 }
 
-static int evheap_push(kb_evheap *h, const kb_event *e)
+/* Pushes the event keyed k with body's type, aux and payload. */
+static inline __attribute__((always_inline)) int evheap_put(kb_evheap *h, ev_key k,
+							   const kb_event *body)
 {
 	size_t i;
 
 	if (h->hole) {
 		h->hole = 0;
-		evheap_down(h, 0, e);
+		ev_fill(&h->ev[evheap_down(h, 0, k)], k, body);
 		return KB_OK;
 	}
 	if (h->n == h->cap) {
@@ -72,22 +126,31 @@ static int evheap_push(kb_evheap *h, const kb_event *e)
 	for (i = h->n++; i > 0; i = (i - 1) / 2) {
 		size_t p = (i - 1) / 2;
 
-		if (!ev_less(e, &h->ev[p]))
+		if (ev_before(&h->ev[p], k)) /* keys are unique: (src, seq) */
 			break;
 		h->ev[i] = h->ev[p];
 	}
-	h->ev[i] = *e;
+	ev_fill(&h->ev[i], k, body);
 	return KB_OK;
+}
+
+static int evheap_push(kb_evheap *h, const kb_event *e)
+{
+	return evheap_put(h, key_of(e), e);
 }
 
 /* Fills the hole the running event left when its handler pushed nothing. */
 static void evheap_settle(kb_evheap *h)
 {
+	size_t i;
+
 	if (!h->hole)
 		return;
 	h->hole = 0;
-	if (--h->n)
-		evheap_down(h, 0, &h->ev[h->n]);
+	if (!--h->n)
+		return;
+	i = evheap_down(h, 0, key_of(&h->ev[h->n]));
+	h->ev[i] = h->ev[h->n];
 }
 
 static void evheap_heapify(kb_evheap *h)
@@ -95,7 +158,7 @@ static void evheap_heapify(kb_evheap *h)
 	for (size_t i = h->n / 2; i-- > 0;) {
 		kb_event x = h->ev[i];
 
-		evheap_down(h, i, &x);
+		h->ev[evheap_down(h, i, key_of(&x))] = x;
 	}
 }
 
@@ -274,14 +337,12 @@ kb_time kb__lp_link_latency(const kb_lp *lp, uint32_t dst)
 
 int kb__lp_self(kb_lp *lp, kb_time delay, const kb_event *ev)
 {
-	kb_event e = *ev;
+	kb_time t = lp->now;
 
-	e.time = lp->now;
-	if (kb__time_add(&e.time, delay))
+	if (kb__time_add(&t, delay))
 		return time_end(lp, delay);
-	e.src = e.dst = lp->id;
-	e.seq = lp->seq++;
-	if (evheap_push(&lp->worker->heap, &e))
+	if (evheap_put(&lp->worker->heap,
+		       (ev_key){ t, (uint64_t)lp->id << 32 | lp->id, lp->seq++ }, ev))
 		return kb__lp_fail(lp, KB_ENOMEM, "out of memory scheduling an event");
 	return KB_OK;
 }
@@ -290,8 +351,8 @@ int kb__lp_send(kb_lp *lp, uint32_t dst, kb_time delay, const kb_event *ev)
 {
 	kb_sim *sim = lp->sim;
 	kb_lp *d;
-	kb_time lat;
-	kb_event e;
+	kb_time lat, t;
+	ev_key k;
 
 	if (dst >= sim->n_lps)
 		return kb__lp_fail(lp, KB_EINTERNAL, "message to LP %u, which does not exist", dst);
@@ -307,21 +368,18 @@ int kb__lp_send(kb_lp *lp, uint32_t dst, kb_time delay, const kb_event *ev)
 				   "message to %s with delay %llu ps, below the link latency of %llu ps",
 				   name, (unsigned long long)delay, (unsigned long long)lat);
 	}
-	e = *ev;
-	e.time = lp->now;
-	if (kb__time_add(&e.time, delay))
+	t = lp->now;
+	if (kb__time_add(&t, delay))
 		return time_end(lp, delay);
-	e.src = lp->id;
-	e.dst = dst;
-	e.seq = lp->seq++;
+	k = (ev_key){ t, (uint64_t)dst << 32 | lp->id, lp->seq++ };
 	lp->worker->messages++;
 	/* One worker, or one thread running every worker this window (solo):
 	 * straight into the heap. Either way the message is due at or after
 	 * the window's bound (below), so no one runs it in this window. */
-	if (d->worker == lp->worker || (sim->solo && e.time >= sim->bound)) {
+	if (d->worker == lp->worker || (sim->solo && t >= sim->bound)) {
 		kb_worker *dw = d->worker;
 
-		if (evheap_push(&dw->heap, &e))
+		if (evheap_put(&dw->heap, k, ev))
 			return kb__lp_fail(lp, KB_ENOMEM, "out of memory sending a message");
 		/* Solo: the coordinator notes whose minimum moved (its heap of
 		 * worker minima). */
@@ -334,20 +392,20 @@ int kb__lp_send(kb_lp *lp, uint32_t dst, kb_time delay, const kb_event *ev)
 
 		/* Another worker may be running up to the window's bound: a
 		 * message due before it means a horizon hook promised too much. */
-		if (e.time < sim->bound) {
+		if (t < sim->bound) {
 			char name[64];
 
 			lp_name(d, name, sizeof(name));
 			return kb__lp_fail(lp, KB_ELOOKAHEAD,
 					   "message to %s due at t=%llu ps, inside the window that ends at %llu ps "
 					   "(a horizon promised no message before then)",
-					   name, (unsigned long long)e.time, (unsigned long long)sim->bound);
+					   name, (unsigned long long)t, (unsigned long long)sim->bound);
 		}
 		n = node_get(lp->worker);
 
 		if (!n)
 			return kb__lp_fail(lp, KB_ENOMEM, "out of memory sending a message");
-		n->ev = e;
+		ev_fill(&n->ev, k, ev);
 		KB_TSAN_RELEASE(n);
 		cds_wfcq_enqueue(&d->inbox_head, &d->inbox_tail, &n->node);
 	}
