@@ -782,6 +782,29 @@ static void share_emit(kb_oplog_lane **lane, unsigned r)
 	}
 }
 
+/* The two logs' lanes, created in reverse: the order is the lane's, not
+ * creation's. */
+static void share_lanes(kb_oplog *seq, kb_oplog *par, kb_oplog_lane **ls, kb_oplog_lane **lp)
+{
+	for (int l = SHARE_LANES - 1; l >= 0; l--) {
+		ls[l] = kb__oplog_lane(seq, (uint32_t)l);
+		lp[l] = kb__oplog_lane(par, (uint32_t)l);
+		ck_assert_ptr_nonnull(ls[l]);
+		ck_assert_ptr_nonnull(lp[l]);
+	}
+}
+
+/* Round r's records into both logs; seq flushed by time bound. */
+static void share_round(kb_oplog *seq, kb_oplog_lane **ls, kb_oplog_lane **lp, unsigned r)
+{
+	kb_time bound = 100 + ((uint64_t)(r + 1) * SHARE_PER_ROUND / 5) * 3;
+	kb_error err;
+
+	share_emit(ls, r);
+	share_emit(lp, r);
+	ck_assert_int_eq(kb__oplog_flush(seq, bound, &err), 0);
+}
+
 START_TEST(sealed_slices_shared)
 {
 	kb_oplog *seq = NULL, *par = NULL;
@@ -797,20 +820,11 @@ START_TEST(sealed_slices_shared)
 	ck_assert_int_eq(kb__oplog_create(&seq, &oo, &err), 0);
 	oo.payload = &cp;
 	ck_assert_int_eq(kb__oplog_create(&par, &oo, &err), 0);
-	/* lanes created in reverse: the order is the lane's, not creation's */
-	for (int l = SHARE_LANES - 1; l >= 0; l--) {
-		ls[l] = kb__oplog_lane(seq, (uint32_t)l);
-		lp[l] = kb__oplog_lane(par, (uint32_t)l);
-		ck_assert_ptr_nonnull(ls[l]);
-		ck_assert_ptr_nonnull(lp[l]);
-	}
+	share_lanes(seq, par, ls, lp);
 	for (unsigned r = 0; r < SHARE_ROUNDS; r++) {
 		pthread_t th[SHARE_HELPERS];
-		kb_time bound = 100 + ((uint64_t)(r + 1) * SHARE_PER_ROUND / 5) * 3;
 
-		share_emit(ls, r);
-		share_emit(lp, r);
-		ck_assert_int_eq(kb__oplog_flush(seq, bound, &err), 0);
+		share_round(seq, ls, lp, r);
 		/* every record of the round ends before bound: seal them all */
 		ck_assert_int_eq(kb__oplog_flush_sealed(par, &err), 0);
 		ck_assert_int_eq(kb__oplog_seal(par), 0);
@@ -831,6 +845,69 @@ START_TEST(sealed_slices_shared)
 	ck_assert_str_eq(hp, hs);
 	kb__oplog_destroy(seq);
 	kb__oplog_destroy(par);
+}
+END_TEST
+
+/* The in-order sink as a pipeline stage that lags: sealed slices left
+ * waiting across several seals (the window over at once, or a few kept)
+ * are sunk later, in order, ahead of the newer ones: the same file bytes
+ * and hash as one thread flushing by time bound. */
+START_TEST(sealed_slices_lag)
+{
+	kb_oplog *seq = NULL, *par = NULL;
+	kb_oplog_lane *ls[SHARE_LANES], *lp[SHARE_LANES];
+	kb_oplog_options oo = { 0 };
+	tmpfiles tf = { 0 };
+	kb_error err;
+	char hs[65], hp[65], *a, *b;
+	uint64_t rs = 0, rp = 0;
+	size_t la, lb, waited = 0;
+	atomic_uint busy;
+
+	oo.path = tmp_path(&tf, "seq.jsonl");
+	ck_assert_int_eq(kb__oplog_create(&seq, &oo, &err), 0);
+	oo.path = tmp_path(&tf, "par.jsonl");
+	ck_assert_int_eq(kb__oplog_create(&par, &oo, &err), 0);
+	share_lanes(seq, par, ls, lp);
+	for (unsigned r = 0; r < SHARE_ROUNDS; r++) {
+		pthread_t th[SHARE_HELPERS];
+
+		share_round(seq, ls, lp, r);
+		/* at most 40 wait (the pump's bound), then seal behind them */
+		ck_assert_int_eq(kb__oplog_sink(par, NULL, 40, &err), 0);
+		ck_assert_uint_le(kb__oplog_waiting(par), 40);
+		ck_assert_int_eq(kb__oplog_seal(par), 0);
+		for (int h = 0; h < SHARE_HELPERS; h++)
+			ck_assert_int_eq(pthread_create(&th[h], NULL, share_helper, par), 0);
+		/* rounds 0, 2, 4: the window is over before the sink starts;
+		 * else it sinks while the helpers merge, then stops */
+		atomic_init(&busy, r % 2);
+		ck_assert_int_eq(kb__oplog_sink(par, &busy, 0, &err), 0);
+		for (int h = 0; h < SHARE_HELPERS; h++)
+			pthread_join(th[h], NULL);
+		if (r % 2)
+			ck_assert_uint_eq(kb__oplog_waiting(par), 0);
+		else
+			ck_assert_uint_gt(kb__oplog_waiting(par), 0);
+		waited += kb__oplog_waiting(par);
+	}
+	ck_assert_uint_gt(waited, 0);
+	ck_assert_int_eq(kb__oplog_finish(seq, hs, &rs, &err), 0);
+	ck_assert_int_eq(kb__oplog_finish(par, hp, &rp, &err), 0);
+	ck_assert_uint_eq(rs, (uint64_t)SHARE_ROUNDS * SHARE_PER_ROUND);
+	ck_assert_uint_eq(rp, rs);
+	ck_assert_str_eq(hp, hs);
+	a = kbt_slurp(tf.path[0], &la);
+	b = kbt_slurp(tf.path[1], &lb);
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_uint_eq(la, lb);
+	ck_assert_int_eq(memcmp(a, b, la), 0);
+	free(a);
+	free(b);
+	kb__oplog_destroy(seq);
+	kb__oplog_destroy(par);
+	tmp_clean(&tf);
 }
 END_TEST
 
@@ -1257,6 +1334,7 @@ Suite *oplog_suite(void)
 	tcase_add_test(stream, streaming_unit);
 	tcase_add_test(stream, streaming_synthetic);
 	tcase_add_test(stream, sealed_slices_shared);
+	tcase_add_test(stream, sealed_slices_lag);
 	suite_add_tcase(s, stream);
 
 	tcase_add_test(fail, write_fail_dev_full);

@@ -242,16 +242,25 @@ static void scale(void)
  *
  * One run with a worker per PE writes the executor's per-window profile
  * (KB_EXEC_PROFILE): for every window, whether it ran in parallel, the
- * coordinator's time finding it and merging the op_log, and each PE's
- * events. The model replays the windows on N cores the way the executor
- * runs them: the coordinator first merges the op_log, then every thread
- * claims the next PE in turn (greedy list scheduling), a PE taking its
- * events times the measured cost of an event; the window ends when the
- * last thread does, plus the drains (and horizons) shared by all and two
- * barriers. Sparse windows run on the coordinator alone.
+ * coordinator's time finding it and its op_log work, the other threads'
+ * op_log merging, and each PE's events. The model replays the windows on
+ * N cores the way the executor runs them (doc/performance.md): every
+ * thread first merges its share of the op_log the window before sealed;
+ * the in-order sink (hash, file) is a pipeline stage on the coordinator,
+ * which sinks what waits while the other threads claim PEs in turn
+ * (greedy list scheduling), a PE taking its events times the measured
+ * cost of an event; the coordinator claims PEs too once nothing waits,
+ * and what it has not sunk when the others are done waits for the next
+ * window (past LAG_SLICES slices it is sunk between windows, in series);
+ * the window ends with the last PE, plus the drains (and horizons)
+ * shared by all and two barriers. Sparse windows run on the coordinator
+ * alone, after it has sunk everything. So the sink bounds the run only
+ * where it takes longer than the windows it overlaps.
  * Speed-up(N) = modelled time on 1 core / on N cores. */
 
 #define PROJ_MAX_W 512
+#define LAG_SLICES 32            /* src/runtime/oplog_pump.c */
+#define SLICE_RECORDS 1024       /* src/oplog/oplog.c */
 static const unsigned proj_cores[] = { 1, 2, 4, 8, 16, 32, 64 };
 #define PROJ_N (sizeof(proj_cores) / sizeof(proj_cores[0]))
 
@@ -265,67 +274,94 @@ static double barrier_ns(unsigned n)
 	return n < 2 ? 0 : 2 * (500.0 + 250.0 * l);
 }
 
-/* One parallel window on `cores` threads. The op_log set aside by the
- * previous window comes first: its merge (lm ns, cut into slices) is
- * shared by every thread, then the coordinator alone sinks it (ls ns:
- * hash, file) while the others go on; then every thread claims the next
- * PE as soon as it is free; the window ends with the last. */
-static double claim_ns(const unsigned long long *ev, int n, double ns_event, double lm, double ls,
-		       unsigned cores)
+/* Greedy list scheduling of the window's PEs on threads [first, cores)
+ * that are free at avail[k]; returns when the last one is done. */
+static double list_ns(const unsigned long long *ev, int n, double ns_event, double *avail,
+		      unsigned first, unsigned cores)
 {
-	double avail[64], end = 0;
+	double end = 0;
 
-	if (cores > 64)
-		cores = 64;
-	for (unsigned k = 0; k < cores; k++)
-		avail[k] = lm / cores + (k == 0 ? ls : 0);
 	for (int j = 0; j < n; j++) {
-		unsigned best = 0;
+		unsigned best = first;
 
 		if (!ev[j])
 			continue;
-		for (unsigned k = 1; k < cores; k++)
+		for (unsigned k = first + 1; k < cores; k++)
 			if (avail[k] < avail[best])
 				best = k;
 		avail[best] += (double)ev[j] * ns_event;
 	}
-	for (unsigned k = 0; k < cores; k++)
+	for (unsigned k = first; k < cores; k++)
 		if (avail[k] > end)
 			end = avail[k];
 	return end;
 }
 
+/* One parallel window on `cores` threads. Every thread first merges its
+ * share of the op_log set aside (lm ns). The coordinator then sinks what
+ * waits (*wait ns, this window's sink among it) while the others claim
+ * PEs; if it runs out before they are done it claims PEs too, else the
+ * rest waits on. serial: the sink within the window, in series before
+ * the coordinator's PEs (the executor before the pipeline). */
+static double claim_ns(const unsigned long long *ev, int n, double ns_event, double lm,
+		       double *wait, unsigned cores, int serial)
+{
+	double avail[64], t0, end;
+
+	if (cores > 64)
+		cores = 64;
+	t0 = lm / cores;
+	for (unsigned k = 0; k < cores; k++)
+		avail[k] = t0;
+	if (serial) {
+		avail[0] += *wait;
+		*wait = 0;
+		return list_ns(ev, n, ns_event, avail, 0, cores);
+	}
+	end = list_ns(ev, n, ns_event, avail, 1, cores);
+	if (t0 + *wait <= end) {
+		for (unsigned k = 0; k < cores; k++)
+			avail[k] = t0;
+		avail[0] += *wait;
+		*wait = 0;
+		return list_ns(ev, n, ns_event, avail, 0, cores);
+	}
+	*wait -= end - t0;
+	return end;
+}
+
 typedef struct proj {
 	double t[PROJ_N];        /* modelled ns on proj_cores[i] */
+	double ts[PROJ_N];       /* the same with the sink in series within each window */
 	double tn[PROJ_N];       /* the same without any op_log work (a bound) */
+	double forced[PROJ_N];   /* ns of the sink done between windows, in series */
 	double ns_event, log_share, events_per_window, log_ns;
 	double serial;           /* the in-order share of the op_log work (hash, file) */
+	double lag_ns;           /* what LAG_SLICES slices cost the sink */
 	unsigned long windows, dense, workers;
 } proj;
 
-static int project_file(const char *path, double serial, proj *pr)
+static int project_file(const char *path, proj *pr)
 {
 	FILE *f = fopen(path, "r");
 	char *line = NULL;
 	size_t cap = 0;
 	static unsigned long long ev[PROJ_MAX_W];
 	double ns_sum = 0, ev_sum = 0, next_sum = 0, log_sum = 0;
-	long start;
+	double wait[PROJ_N], wait_s[PROJ_N];
 
-	memset(pr, 0, sizeof(*pr));
-	pr->serial = serial;
 	if (!f)
 		return -1;
+	for (size_t c = 0; c < PROJ_N; c++)
+		wait[c] = wait_s[c] = 0;
 	/* pass 1: the cost of an event; pass 2: the replay */
 	for (int pass = 0; pass < 2; pass++) {
 		rewind(f);
-		start = 0;
-		(void)start;
 		while (getline(&line, &cap, f) > 0) {
 			unsigned long long w, t, b, next, lg, sh, dr, e, ns;
 			int dense, off = 0, n = 0;
 			char *p = line;
-			double lm, ls;
+			double lm, ls, all = 0;
 
 			if (line[0] == '#')
 				continue;
@@ -352,23 +388,35 @@ static int project_file(const char *path, double serial, proj *pr)
 			}
 			ls = (double)lg * pr->serial;
 			lm = (double)lg - ls;
+			for (int j = 0; j < n; j++)
+				all += (double)ev[j] * pr->ns_event;
 			for (size_t c = 0; c < PROJ_N; c++) {
 				unsigned cores = proj_cores[c];
-				double all = 0;
 
-				for (int j = 0; j < n; j++)
-					all += (double)ev[j] * pr->ns_event;
 				if (!dense || cores < 2) {
-					pr->t[c] += (double)next + (double)lg + (double)dr + all;
+					/* alone: everything waiting is sunk first */
+					pr->t[c] += (double)next + (double)lg + wait[c] + (double)dr + all;
+					pr->ts[c] += (double)next + (double)lg + wait_s[c] + (double)dr + all;
 					pr->tn[c] += (double)next + (double)dr + all;
+					wait[c] = wait_s[c] = 0;
 					continue;
 				}
 				/* The drains (and the horizons worked out with them)
 				 * split over the threads after the first barrier. */
-				pr->t[c] += (double)next + claim_ns(ev, n, pr->ns_event, lm, ls, cores) +
+				wait[c] += ls;
+				wait_s[c] += ls;
+				pr->t[c] += (double)next + claim_ns(ev, n, pr->ns_event, lm, &wait[c], cores, 0) +
 					    (double)dr / cores + barrier_ns(cores);
-				pr->tn[c] += (double)next + claim_ns(ev, n, pr->ns_event, 0, 0, cores) +
+				pr->ts[c] += (double)next + claim_ns(ev, n, pr->ns_event, lm, &wait_s[c], cores, 1) +
 					     (double)dr / cores + barrier_ns(cores);
+				pr->tn[c] += (double)next + claim_ns(ev, n, pr->ns_event, 0, &(double){ 0 }, cores, 1) +
+					     (double)dr / cores + barrier_ns(cores);
+				/* at the window's end, what waits past the lag is sunk */
+				if (wait[c] > pr->lag_ns) {
+					pr->t[c] += wait[c] - pr->lag_ns;
+					pr->forced[c] += wait[c] - pr->lag_ns;
+					wait[c] = pr->lag_ns;
+				}
 			}
 		}
 		if (pass == 0) {
@@ -378,6 +426,11 @@ static int project_file(const char *path, double serial, proj *pr)
 						? log_sum / (ns_sum + log_sum + next_sum) : 0;
 			pr->log_ns = log_sum;
 		}
+	}
+	/* the end: whatever still waits is sunk in series */
+	for (size_t c = 0; c < PROJ_N; c++) {
+		pr->t[c] += wait[c];
+		pr->ts[c] += wait_s[c];
 	}
 	free(line);
 	fclose(f);
@@ -389,7 +442,6 @@ static void project_row(const char *label, const char *bench, const char *const 
 	char path[] = "/tmp/kbproj.XXXXXX";
 	int fd = mkstemp(path);
 	kb_result r1 = KB_RESULT_INIT, rp = KB_RESULT_INIT;
-	double serial;
 	proj pr;
 
 	if (fd < 0)
@@ -404,24 +456,42 @@ static void project_row(const char *label, const char *bench, const char *const 
 		return;
 	}
 	unsetenv("KB_EXEC_PROFILE");
-	serial = rp.exec.ns_oplog ? (double)rp.exec.ns_oplog_serial / (double)rp.exec.ns_oplog : 1;
-	if (serial > 1)
-		serial = 1;
-	if (!project_file(path, serial, &pr) && pr.t[0] > 0) {
+	memset(&pr, 0, sizeof(pr));
+	pr.serial = rp.exec.ns_oplog ? (double)rp.exec.ns_oplog_serial / (double)rp.exec.ns_oplog : 1;
+	if (pr.serial > 1)
+		pr.serial = 1;
+	pr.lag_ns = rp.records ? (double)LAG_SLICES * SLICE_RECORDS * (double)rp.exec.ns_oplog_serial /
+					 (double)rp.records
+			       : 0;
+	if (!project_file(path, &pr) && pr.t[0] > 0) {
 		/* The op_log merged after the last window: serial on every N. */
 		double tail = (double)rp.exec.ns_oplog - pr.log_ns;
+		size_t here = 0;
 
-		for (size_t c = 0; tail > 0 && c < PROJ_N; c++)
+		for (size_t c = 0; tail > 0 && c < PROJ_N; c++) {
 			pr.t[c] += tail;
+			pr.ts[c] += tail;
+		}
 		pr.log_share = (pr.log_ns + (tail > 0 ? tail : 0)) / pr.t[0];
 		printf("  %-40s %5lu %6.0f %5.2f %5.0f%%", label, pr.windows, pr.events_per_window,
 		       pr.ns_event / 1000.0, 100.0 * pr.log_share);
 		for (size_t c = 1; c < PROJ_N; c++)
 			printf(" %6.2f", pr.t[0] / pr.t[c]);
-		printf("   (model 1 core %.3f s, measured sequential %.3f s)\n", pr.t[0] * 1e-9,
-		       r1.wall_s);
-		printf("  %-40s %5s %6s %5s %5.0f%%", "  events only (no op_log); in-order op_log share:",
-		       "", "", "", 100.0 * serial);
+		/* The profile run itself ran on this machine's cores: the model
+		 * for that many against its measured time. */
+		for (size_t c = 0; c < PROJ_N; c++)
+			if (proj_cores[c] == rp.exec.threads)
+				here = c;
+		printf("   (model 1 core %.3f s, measured sequential %.3f s; model %u cores %.3f s, "
+		       "measured %.3f s; sink in series at 16 cores: %.0f%% of it)\n",
+		       pr.t[0] * 1e-9, r1.wall_s, proj_cores[here], pr.t[here] * 1e-9,
+		       (double)rp.exec.ns_wall * 1e-9,
+		       100.0 * pr.forced[4] / (pr.log_ns * pr.serial > 0 ? pr.log_ns * pr.serial : 1));
+		printf("  %-40s %5s %6s %5s %5s ", "  sink in series within each window:", "", "", "", "");
+		for (size_t c = 1; c < PROJ_N; c++)
+			printf(" %6.2f", pr.ts[c] > 0 ? pr.ts[0] / pr.ts[c] : 0);
+		printf("\n  %-40s %5s %6s %5s %5.0f%%", "  events only (no op_log); in-order op_log share:",
+		       "", "", "", 100.0 * pr.serial);
 		for (size_t c = 1; c < PROJ_N; c++)
 			printf(" %6.2f", pr.tn[c] > 0 ? pr.tn[0] / pr.tn[c] : 0);
 		printf("\n");

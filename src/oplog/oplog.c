@@ -85,13 +85,17 @@ struct kb_oplog {
 	/* The lanes a planned merge reads (those with records in it). */
 	uint32_t *active;
 	size_t n_active;
-	/* The slices of the planned merge; n_slices and the slices' bounds
-	 * change only between windows, claim hands them out in a window. */
-	oplog_slice *slices;
-	size_t cap_slices;
+	/* The slices planned and not yet sunk, in order: q[q_head .. n_q).
+	 * The newest batch (the one being merged) is q[q_batch ..
+	 * q_batch + n_slices); claim hands its slices out in a window. q,
+	 * n_q, q_batch and n_slices change only between windows; q_head and
+	 * sink_off (bytes of q[q_head] already sunk) only on the thread that
+	 * sinks. Sunk slices wait in spare for reuse, the last sunk first. */
+	oplog_slice **q, **spare;
+	size_t n_q, cap_q, q_head, q_batch, sink_off, n_spare, cap_spare;
 	unsigned n_slices;
 	atomic_uint claim;
-	int sealed;              /* slices planned over the sealed buffers, not yet written */
+	int sealed;              /* a batch planned over the sealed buffers, not yet all merged */
 	int want_recs;           /* a trace or a callback takes records one by one */
 	kb_sha256 sha;
 	kb_outfile outfile;      /* the op_log file, renamed into place when whole */
@@ -738,16 +742,25 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static void slice_sink(kb_oplog *log, const oplog_slice *s)
+/* Hands bytes of merged slices to the hash and the byte sinks, in order. */
+static void sink_bytes(kb_oplog *log, const char *text, size_t n)
 {
 	uint64_t t0 = now_ns();
 
-	kb__sha256_update(&log->sha, s->text, s->text_n);
-	log->records += s->n;
-	for (int k = 0; k < log->n_sinks && !log->failed && s->text_n; k++)
-		if (log->sinks[k].bytes &&
-		    log->sinks[k].bytes(log->sinks[k].self, s->text, s->text_n))
+	kb__sha256_update(&log->sha, text, n);
+	for (int k = 0; k < log->n_sinks && !log->failed && n; k++)
+		if (log->sinks[k].bytes && log->sinks[k].bytes(log->sinks[k].self, text, n))
 			sink_failed(log, &log->sinks[k]);
+	log->sink_ns += now_ns() - t0;
+}
+
+/* After its bytes: a slice's records, one by one, to the sinks that take
+ * records (the trace, the callback). */
+static void sink_records(kb_oplog *log, const oplog_slice *s)
+{
+	uint64_t t0 = now_ns();
+
+	log->records += s->n;
 	for (size_t i = 0; log->want_recs && i < s->n && !log->failed; i++) {
 		kb_oplog_record rec = s->recs[i].e->rec;
 
@@ -760,29 +773,50 @@ static void slice_sink(kb_oplog *log, const oplog_slice *s)
 	log->sink_ns += now_ns() - t0;
 }
 
-/* Room for n slices, each with a heap as large as the lane count. */
-static int slices_reserve(kb_oplog *log, size_t n)
+/* A slice for the queue (a spare one, else a new one) with a heap as
+ * large as the lane count; NULL when out of memory. */
+static oplog_slice *slice_get(kb_oplog *log)
 {
-	if (n > log->cap_slices) {
-		oplog_slice *s = realloc(log->slices, n * sizeof(*s));
+	oplog_slice *s = log->n_spare ? log->spare[--log->n_spare] : calloc(1, sizeof(*s));
 
-		if (!s)
-			return -1;
-		memset(s + log->cap_slices, 0, (n - log->cap_slices) * sizeof(*s));
-		log->slices = s;
-		log->cap_slices = n;
-	}
-	for (size_t i = 0; i < n; i++) {
-		oplog_slice *s = &log->slices[i];
+	if (s && s->cap_heap < log->n_lanes) {
+		merge_run *h = realloc(s->heap, log->n_lanes * sizeof(*h));
 
-		if (s->cap_heap < log->n_lanes) {
-			merge_run *h = realloc(s->heap, log->n_lanes * sizeof(*h));
-
-			if (!h)
-				return -1;
-			s->heap = h;
-			s->cap_heap = log->n_lanes;
+		if (!h) {
+			log->spare[log->n_spare++] = s;   /* a spare slot is free: it came from there or was grown */
+			return NULL;
 		}
+		s->heap = h;
+		s->cap_heap = log->n_lanes;
+	}
+	return s;
+}
+
+/* Room for n more slices in the queue (and as many spares), the sunk
+ * ones dropped from its front. Between windows only. */
+static int queue_reserve(kb_oplog *log, size_t n)
+{
+	size_t live = log->n_q - log->q_head;
+
+	memmove(log->q, log->q + log->q_head, live * sizeof(*log->q));
+	log->n_q = live;
+	log->q_head = 0;
+	if (live + n > log->cap_q) {
+		size_t cap = 2 * (live + n);
+		oplog_slice **q = realloc(log->q, cap * sizeof(*q));
+
+		if (!q)
+			return -1;
+		log->q = q;
+		log->cap_q = cap;
+	}
+	if (log->cap_q > log->cap_spare) {
+		oplog_slice **sp = realloc(log->spare, log->cap_q * sizeof(*sp));
+
+		if (!sp)
+			return -1;
+		log->spare = sp;
+		log->cap_spare = log->cap_q;
 	}
 	return 0;
 }
@@ -819,15 +853,24 @@ static int plan_slices(kb_oplog *log, int ready, kb_time bound)
 		n = (size_t)(hi - lo + 1);
 	if (n < 1)
 		n = 1;
-	if (slices_reserve(log, n))
+	if (queue_reserve(log, n))
 		return -1;
 	for (size_t j = 0; j < n; j++) {
-		oplog_slice *s = &log->slices[j];
+		oplog_slice *s = slice_get(log);
 
+		if (!s) {
+			while (j-- > 0)
+				log->spare[log->n_spare++] = log->q[log->n_q + j];
+			return -1;
+		}
+		log->q[log->n_q + j] = s;
 		s->lo = j == 0 ? 0 : lo + (kb_time)((double)(hi - lo + 1) * (double)j / (double)n);
 		s->hi = j + 1 == n ? bound : lo + (kb_time)((double)(hi - lo + 1) * (double)(j + 1) / (double)n);
 		atomic_store_explicit(&s->done, 0, memory_order_relaxed);
 	}
+	log->q_batch = log->n_q;
+	log->n_slices = (unsigned)n;
+	log->n_q += n;
 	return (int)n;
 }
 
@@ -892,25 +935,119 @@ static int share_one(kb_oplog *log)
 
 	if (j >= log->n_slices)
 		return 0;
-	s = &log->slices[j];
+	s = log->q[log->q_batch + j];
 	slice_merge(log, s, 1);
 	atomic_store_explicit(&s->done, 1, memory_order_release);
 	return 1;
 }
 
-/* Writes every record of the cur buffers with t1 < bound, on this thread. */
+/* Until s is merged: merges the newest batch's slices nobody has taken
+ * (s among them, or another thread has s). */
+static void wait_merged(kb_oplog *log, oplog_slice *s)
+{
+	for (unsigned spins = 0; !atomic_load_explicit(&s->done, memory_order_acquire);) {
+		unsigned c = atomic_load_explicit(&log->claim, memory_order_relaxed);
+
+		if (c < log->n_slices)
+			share_one(log);
+		else if (++spins > 64)
+			sched_yield();
+	}
+}
+
+/* The newest batch merged whole (its slices hold their text now): the
+ * lanes' sealed buffers are free for the next seal. */
+static void batch_done(kb_oplog *log)
+{
+	if (!log->sealed)
+		return;
+	for (unsigned j = 0; j < log->n_slices; j++)
+		wait_merged(log, log->q[log->q_batch + j]);
+	for (size_t i = 0; i < log->n_lanes; i++) {
+		lane_buf *b = &log->lanes[i]->ready;
+
+		b->n = b->head = b->text_n = 0;
+	}
+	log->sealed = 0;
+}
+
+/* The slice at the queue's front is sunk: it goes back to the spares. */
+static void pop_front(kb_oplog *log)
+{
+	log->spare[log->n_spare++] = log->q[log->q_head++];
+	log->sink_off = 0;
+}
+
+/* Bytes a sink takes at once while others may be waiting for it: ~25 us
+ * of hash here, so a window waits at most that long for the sink. */
+#define SINK_PIECE 32768
+
+/* Sinks the queue in order (each slice merged here unless another thread
+ * has taken it, then waited for) until no more than keep slices wait, or,
+ * with busy, until busy reads 0 (checked between pieces). A trace or a
+ * callback takes records that point into the lanes: it never waits. */
+static int sink_queue(kb_oplog *log, const atomic_uint *busy, size_t keep, kb_error *err)
+{
+	int rc = check_oom(log, err);
+
+	if (log->want_recs)
+		busy = NULL, keep = 0;
+	while (!rc && log->n_q - log->q_head > keep) {
+		oplog_slice *s = log->q[log->q_head];
+
+		if (busy && !atomic_load_explicit(busy, memory_order_acquire))
+			break;
+		wait_merged(log, s);
+		if (s->oom) {
+			rc = kb__err(err, KB_ENOMEM, "out of memory merging op_log records");
+			break;
+		}
+		while (log->sink_off < s->text_n && !log->failed) {
+			size_t n = s->text_n - log->sink_off;
+
+			if (busy && n > SINK_PIECE)
+				n = SINK_PIECE;
+			sink_bytes(log, s->text + log->sink_off, n);
+			log->sink_off += n;
+			if (busy && log->sink_off < s->text_n &&
+			    !atomic_load_explicit(busy, memory_order_acquire))
+				break;
+		}
+		if (log->sink_off < s->text_n && !log->failed)
+			break;   /* the window is over: the rest of s waits */
+		if (!log->failed)
+			sink_records(log, s);
+		pop_front(log);
+	}
+	if (!rc && log->failed) {
+		kb__err_copy(err, &log->error);
+		rc = log->error.code;
+	}
+	return rc;
+}
+
+/* Writes every record of the cur buffers with t1 < bound, on this thread
+ * (the queue is empty). */
 static int flush_cur(kb_oplog *log, kb_time bound, kb_error *err)
 {
 	int n = plan_slices(log, 0, bound), oom = 0;
 
 	if (n < 0)
 		return kb__err(err, KB_ENOMEM, "out of memory merging op_log records");
-	for (int j = 0; j < n && !oom && !log->failed; j++) {
-		slice_merge(log, &log->slices[j], 0);
-		oom = log->slices[j].oom;
-		if (!oom)
-			slice_sink(log, &log->slices[j]);
+	for (int j = 0; j < n; j++) {
+		oplog_slice *s = log->q[log->q_head];
+
+		if (!oom && !log->failed) {
+			slice_merge(log, s, 0);
+			oom = s->oom;
+			if (!oom) {
+				sink_bytes(log, s->text, s->text_n);
+				sink_records(log, s);
+			}
+		}
+		pop_front(log);
 	}
+	log->n_slices = 0;
 	if (oom)
 		return kb__err(err, KB_ENOMEM, "out of memory merging op_log records");
 	consume(log, 0, bound);
@@ -935,6 +1072,7 @@ int kb__oplog_seal(kb_oplog *log)
 
 	if (!log)
 		return KB_OK;
+	batch_done(log);
 	for (size_t i = 0; i < log->n_lanes; i++) {
 		kb_oplog_lane *l = log->lanes[i];
 
@@ -946,7 +1084,8 @@ int kb__oplog_seal(kb_oplog *log)
 		}
 	}
 	n = plan_slices(log, 1, KB_TIME_INF);
-	log->n_slices = n > 0 ? (unsigned)n : 0;
+	if (n <= 0)
+		log->n_slices = 0;
 	log->sealed = n > 0;
 	atomic_store(&log->claim, 0);
 	return n < 0 ? KB_ENOMEM : KB_OK;
@@ -958,33 +1097,28 @@ void kb__oplog_share(kb_oplog *log)
 		;
 }
 
-/* The sealed slices in order: each merged here unless another thread
- * has taken it (then waited for), and sunk. */
+int kb__oplog_sink(kb_oplog *log, const atomic_uint *busy, size_t keep, kb_error *err)
+{
+	return log ? sink_queue(log, busy, keep, err) : KB_OK;
+}
+
+size_t kb__oplog_waiting(const kb_oplog *log)
+{
+	return log ? log->n_q - log->q_head : 0;
+}
+
+/* Every sealed slice in order, and the batch's buffers freed. */
 int kb__oplog_flush_sealed(kb_oplog *log, kb_error *err)
 {
-	int rc = KB_OK;
+	int rc;
 
-	if (!log || !log->sealed)
+	if (!log)
 		return KB_OK;
-	log->sealed = 0;
-	rc = check_oom(log, err);
-	for (unsigned j = 0; j < log->n_slices; j++) {
-		oplog_slice *s = &log->slices[j];
-
-		for (unsigned spins = 0; !atomic_load_explicit(&s->done, memory_order_acquire);) {
-			unsigned c = atomic_load_explicit(&log->claim, memory_order_relaxed);
-
-			if (c < log->n_slices)
-				share_one(log);
-			else if (++spins > 64)
-				sched_yield();
-		}
-		if (s->oom && !rc)
-			rc = kb__err(err, KB_ENOMEM, "out of memory merging op_log records");
-		if (!rc && !log->failed)
-			slice_sink(log, s);
-	}
-	consume(log, 1, KB_TIME_INF);
+	rc = sink_queue(log, NULL, 0, err);
+	batch_done(log);
+	/* on a failure the slices left are dropped: the run stops */
+	while (log->q_head < log->n_q)
+		pop_front(log);
 	if (rc)
 		return rc;
 	return finish_write(log, err);
@@ -1062,12 +1196,16 @@ void kb__oplog_destroy(kb_oplog *log)
 		free(log->lanes[i]->tpl);
 		free(log->lanes[i]);
 	}
-	for (size_t i = 0; i < log->cap_slices; i++) {
-		free(log->slices[i].text);
-		free(log->slices[i].recs);
-		free(log->slices[i].heap);
+	for (size_t i = log->q_head; i < log->n_q; i++)
+		log->spare[log->n_spare++] = log->q[i];
+	for (size_t i = 0; i < log->n_spare; i++) {
+		free(log->spare[i]->text);
+		free(log->spare[i]->recs);
+		free(log->spare[i]->heap);
+		free(log->spare[i]);
 	}
-	free(log->slices);
+	free(log->q);
+	free(log->spare);
 	free(log->lanes);
 	free(log->active);
 	free(log->path);

@@ -12,6 +12,7 @@
 #ifndef KB_OPLOG_OPLOG_H
 #define KB_OPLOG_OPLOG_H
 
+#include <stdatomic.h>
 #include <stdio.h>
 
 #include "base/time.h"
@@ -81,6 +82,19 @@ int kb__oplog_flush(kb_oplog *log, kb_time bound, kb_error *err);
  * the slices cannot be planned (nothing is lost: flush writes them). */
 int kb__oplog_seal(kb_oplog *log);
 int kb__oplog_flush_sealed(kb_oplog *log, kb_error *err);
+/* The in-order part of flush_sealed as a pipeline stage that may lag
+ * behind the windows: sinks sealed slices in order (merging those nobody
+ * has taken) until no more than keep wait, or, with busy, as soon as busy
+ * reads 0 between pieces of about 32 KB (the other threads are done with
+ * the window and wait). The rest stays queued, in order, ahead of any
+ * later seal's, and costs memory: callers bound it with keep. A seal
+ * first merges what nobody has of the batch before, so it may follow at
+ * once; a flush sinks the whole queue first. With a trace or a
+ * callback everything is sunk at once (their records point into the
+ * lanes). Same thread rules as flush_sealed. */
+int kb__oplog_sink(kb_oplog *log, const atomic_uint *busy, size_t keep, kb_error *err);
+/* Slices sealed and not yet sunk. */
+size_t kb__oplog_waiting(const kb_oplog *log);
 /* Any thread, between a seal and the end of the flush_sealed that follows
  * it: merges sealed slices that nobody has taken yet, and returns when
  * none is left. The bytes never depend on who merged what. */

@@ -8,15 +8,22 @@
  * sequential decode, issue 13). */
 #define FLUSH_RECORDS 512
 
-/* Writes what an earlier window sealed. */
-static int pump_overlap(void *ctx, kb_error *err)
+/* Slices (about 1024 records each) the in-order sink may lag behind the
+ * windows: a few windows' worth (one holds up to ~14 at the window cap),
+ * ~4 MB of merged text. Past it the coordinator sinks between windows,
+ * in series. */
+#define LAG_SLICES 32
+
+/* Sinks what earlier windows sealed: with busy, while the other threads
+ * run the window (the sink is a pipeline stage: what it has not done
+ * when they are done waits for the next window). */
+static int pump_overlap(void *ctx, const atomic_uint *busy, kb_error *err)
 {
 	kb_oplog_pump *p = ctx;
 
-	if (!p->sealed)
-		return KB_OK;
-	p->sealed = 0;
-	return kb__oplog_flush_sealed(p->log, err);
+	if (!busy)
+		return kb__oplog_flush_sealed(p->log, err);
+	return kb__oplog_sink(p->log, busy, 0, err);
 }
 
 static int pump_window(void *ctx, kb_time bound, unsigned flags, kb_error *err)
@@ -24,22 +31,19 @@ static int pump_window(void *ctx, kb_time bound, unsigned flags, kb_error *err)
 	kb_oplog_pump *p = ctx;
 	int rc;
 
-	if (flags & KB_WINDOW_LAST) {
-		p->sealed = 0; /* kb__oplog_flush writes sealed records first */
-		return kb__oplog_flush(p->log, bound, err);
-	}
+	if (flags & KB_WINDOW_LAST)
+		return kb__oplog_flush(p->log, bound, err);   /* sealed records first */
 	if (kb__oplog_buffered(p->log) <= FLUSH_RECORDS)
 		return KB_OK;
 	if (!(flags & KB_WINDOW_OVERLAP))
 		return kb__oplog_flush(p->log, bound, err);
 	/* Every buffered record ends before bound: seal them for the sink,
-	 * which writes them while the next window runs. */
-	rc = pump_overlap(p, err);
+	 * which writes them while later windows run; bound what waits. */
+	rc = kb__oplog_sink(p->log, NULL, LAG_SLICES, err);
 	if (rc)
 		return rc;
 	if (kb__oplog_seal(p->log))
 		return kb__err(err, KB_ENOMEM, "out of memory planning the op_log merge");
-	p->sealed = 1;
 	return KB_OK;
 }
 
@@ -54,7 +58,6 @@ static void pump_share(void *ctx)
 void kb__oplog_pump_attach(kb_oplog_pump *p, kb_oplog *log, kb_sim_config *cfg)
 {
 	p->log = log;
-	p->sealed = 0;
 	cfg->on_window = log ? pump_window : NULL;
 	cfg->on_overlap = log ? pump_overlap : NULL;
 	cfg->on_share = log ? pump_share : NULL;

@@ -16,7 +16,6 @@
 
 typedef struct kb_oplog_pump {
 	kb_oplog *log;
-	int sealed;      /* records sealed for on_overlap, not yet written */
 } kb_oplog_pump;
 
 /* Points cfg's window hook at a pump over log (log may be NULL: no hook). */

@@ -114,6 +114,7 @@ struct kb_sim {
 	_Atomic uint64_t job;    /* generation << 32 | tickets taken */
 	_Atomic unsigned job_gen; /* the futex word helpers sleep on */
 	_Atomic unsigned helpers; /* threads besides the coordinator in this job */
+	atomic_uint busy;        /* helpers still running the window (on_overlap's busy) */
 	_Atomic unsigned job_sleepers;
 	unsigned ncpu;
 	unsigned n_pes;

@@ -238,6 +238,8 @@ static void help(kb_sim *sim, unsigned me, unsigned gen)
 		t0 = t1;
 	}
 	claim_windows(sim, me, gen);
+	if (me)
+		atomic_fetch_sub_explicit(&sim->busy, 1, memory_order_release);
 	t1 = kb__now_ns();
 	kb__barrier_wait(&sim->barrier);
 	t2 = kb__now_ns();
@@ -316,6 +318,7 @@ static unsigned post_job(kb_sim *sim, unsigned helpers)
 		g = 1;   /* 0 is the stamp of a worker never claimed */
 
 	atomic_store(&sim->helpers, helpers);
+	atomic_store(&sim->busy, helpers);
 	atomic_store(&sim->barrier.parties, helpers + 1);
 	atomic_store(&sim->job, (uint64_t)g << 32);
 	atomic_store(&sim->job_gen, g);
@@ -500,8 +503,10 @@ static int window_is_dense(kb_sim *sim, kb_time t, kb_time bound)
 	       holds(sim, t, bound, sim->cfg.par_threshold) && ++sim->probes % PROBE_EVERY == 0;
 }
 
-/* Finishes what the window hook set aside at the end of an earlier window. */
-static int overlap_hook(kb_sim *sim, kb_error *err)
+/* Does what the window hook set aside at the end of earlier windows:
+ * with busy, while the helpers run this one (the rest may wait for a
+ * later window), else all of it. */
+static int overlap_hook(kb_sim *sim, const atomic_uint *busy, kb_error *err)
 {
 	uint64_t t0;
 	int rc;
@@ -509,7 +514,7 @@ static int overlap_hook(kb_sim *sim, kb_error *err)
 	if (!sim->cfg.on_overlap)
 		return KB_OK;
 	t0 = kb__now_ns();
-	rc = sim->cfg.on_overlap(sim->cfg.hook_ctx, err);
+	rc = sim->cfg.on_overlap(sim->cfg.hook_ctx, busy, err);
 	sim->stats.ns_oplog += kb__now_ns() - t0;
 	return rc;
 }
@@ -585,14 +590,15 @@ static int run_window(kb_sim *sim, kb_time bound, int dense, kb_error *err)
 		gen = post_job(sim, threads - 1);
 
 		/* The coordinator runs the overlap hook (the runtime writes the
-		 * op_log) while the helpers start the window; it claims workers
-		 * too once done, so nobody waits. */
-		rc = overlap_hook(sim, err);
+		 * op_log, a pipeline stage that may lag) while the helpers start
+		 * the window; it claims workers too once done, and stops as soon
+		 * as the helpers are done, so nobody waits for it. */
+		rc = overlap_hook(sim, &sim->busy, err);
 		help(sim, 0, gen);
 		sim->stats.parallel_windows++;
 		return rc;
 	}
-	rc = overlap_hook(sim, err);
+	rc = overlap_hook(sim, NULL, err);
 	if (rc)
 		return rc;
 	/* Alone, messages go straight into heaps: no inbox to drain. */
@@ -726,7 +732,7 @@ static int share_last(kb_sim *sim, kb_error *err)
 	sim->n_active = 0;
 	sim->solo = 0;
 	gen = post_job(sim, sim->ncpu - 1);
-	rc = overlap_hook(sim, err);
+	rc = overlap_hook(sim, NULL, err);
 	help(sim, 0, gen);
 	if (sim->profile)
 		profile_window(sim, KB_TIME_INF, KB_TIME_INF, 1, 0, sim->stats.ns_oplog - log0,
@@ -765,6 +771,7 @@ int kb__exec_parallel(kb_sim *sim, kb_error *err)
 	atomic_init(&sim->ns_barrier, 0);
 	atomic_init(&sim->ns_drain, 0);
 	atomic_init(&sim->ns_share, 0);
+	atomic_init(&sim->busy, 0);
 	profile_open(sim);
 	/* Tests: regroup after this many windows, whatever they cost. */
 	if (getenv("KB_EXEC_ADAPT_WINDOWS"))

@@ -16,6 +16,7 @@
 #ifndef KB_SIM_SIM_H
 #define KB_SIM_SIM_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -102,7 +103,11 @@ typedef struct kb_sim_config {
 	 * callback may be NULL; a nonzero return stops the run with that error.
 	 */
 	int (*on_window)(void *ctx, kb_time bound, unsigned flags, kb_error *err);
-	int (*on_overlap)(void *ctx, kb_error *err);
+	/* busy: while it reads nonzero, other threads still run the window
+	 * and on_overlap may go on with the work set aside; once it reads 0
+	 * they wait for on_overlap alone, which should leave what it has not
+	 * done for a later call. NULL: do all of it now. */
+	int (*on_overlap)(void *ctx, const atomic_uint *busy, kb_error *err);
 	/* Called on every other thread of a parallel window while on_overlap
 	 * runs on the coordinating one, before they run LPs: a share of the
 	 * work set aside, which on_overlap waits for. May be NULL. */
