@@ -106,6 +106,13 @@ static int plan_gemm_stages(kb_plan *p, const kb_opspec *ops, uint32_t n_ops, in
 	return rc;
 }
 
+/* Tiles of `tile` covering total; a decode GEMM is mostly one
+ * tile a dimension, known without a 64-bit division. */
+static uint32_t tiles_of(int64_t total, int64_t tile)
+{
+	return total > 0 && total <= tile ? 1 : (uint32_t)((total + tile - 1) / tile);
+}
+
 /* The tile loop of a composite whose GEMM is ops[g]. */
 static int plan_gemm(kb_plan *p, const kb_cmd *c, int g)
 {
@@ -115,9 +122,9 @@ static int plan_gemm(kb_plan *p, const kb_cmd *c, int g)
 	p->K = extra_of(gm, "k", 1);
 	p->N = extra_of(gm, "n", 1);
 	fit_tiles(p, p->m->tp, gm);
-	p->mt = (uint32_t)((p->M + p->tm - 1) / p->tm);
-	p->kt = (uint32_t)((p->K + p->tk - 1) / p->tk);
-	p->nt = (uint32_t)((p->N + p->tn - 1) / p->tn);
+	p->mt = tiles_of(p->M, p->tm);
+	p->kt = tiles_of(p->K, p->tk);
+	p->nt = tiles_of(p->N, p->tn);
 	p->n_steps = (uint64_t)p->mt * p->nt * p->kt;
 	return plan_gemm_stages(p, c->ops, c->n_ops, g);
 }
