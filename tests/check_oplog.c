@@ -390,22 +390,25 @@ START_TEST(typed_fields)
 	uint64_t records = 0;
 	kb_oplog_record r = { 7, 1234567890123456789u, 3, "dma", "dma_read", 42, NULL, -1, 4096,
 			      NULL, 0, sizeof(kb_oplog_record) };
-	kb_oplog_field f[5] = { KB_FIELD_U("step", 0), KB_FIELD_U("u", UINT64_MAX),
+	/* keys of every length the prefix copy treats apart: 5 to 17 bytes */
+	kb_oplog_field f[9] = { KB_FIELD_U("step", 0), KB_FIELD_U("u", UINT64_MAX),
 				KB_FIELD_I("n", INT64_MIN), KB_FIELD_S("operand", "q\"\\\n"),
-				KB_FIELD_I("k", 99) };
+				KB_FIELD_I("k", 99), KB_FIELD_U("ab", 1), KB_FIELD_U("abc", 2),
+				KB_FIELD_U("abcdefghijkl", 3), KB_FIELD_U("abcdefghijklm", 4) };
 
 	oo.callback = keep_json;
 	oo.payload = json;
 	ck_assert_int_eq(kb__oplog_create(&log, &oo, &err), 0);
 	lane = kb__oplog_lane(log, 0);
 	ck_assert_ptr_nonnull(lane);
-	ck_assert_int_eq(kb__oplog_emit(lane, &r, f, 5), 0);
+	ck_assert_int_eq(kb__oplog_emit(lane, &r, f, 9), 0);
 	ck_assert_int_eq(kb__oplog_finish(log, hex, &records, &err), 0);
 	ck_assert_uint_eq(records, 1);
 	ck_assert_str_eq(json, "{\"t0\":7,\"t1\":1234567890123456789,\"pe\":3,\"eng\":\"dma\","
 			       "\"op\":\"dma_read\",\"cmd\":42,\"bytes\":4096,\"step\":0,"
 			       "\"u\":18446744073709551615,\"n\":-9223372036854775808,"
-			       "\"operand\":\"q\\\"\\\\\\u000a\",\"k\":99}");
+			       "\"operand\":\"q\\\"\\\\\\u000a\",\"k\":99,\"ab\":1,\"abc\":2,"
+			       "\"abcdefghijkl\":3,\"abcdefghijklm\":4}");
 	kb__oplog_destroy(log);
 }
 END_TEST

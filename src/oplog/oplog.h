@@ -45,10 +45,12 @@ int kb__oplog_create(kb_oplog **out, const kb_oplog_options *opt, kb_error *err)
 kb_oplog_lane *kb__oplog_lane(kb_oplog *log, uint32_t order);
 /* A record's members after the fixed ones (issue 20 section 2, "record
  * fields"): typed values that the op_log formats, so that no model code
- * writes JSON. key: a static string, a plain JSON key. */
+ * writes JSON. The key is given as a plain JSON key (a string literal) and
+ * kept as the member's whole prefix, `,"key":`, so the record copies one
+ * short string of known length per member. */
 typedef enum kb_field_type { KB_FIELD_U64, KB_FIELD_I64, KB_FIELD_STR } kb_field_type;
 typedef struct kb_oplog_field {
-	const char *key;
+	const char *key;          /* ,"key": (a static string) */
 	uint32_t key_len;         /* strlen(key), known when compiling */
 	kb_field_type type;
 	union {
@@ -57,11 +59,12 @@ typedef struct kb_oplog_field {
 		const char *s;
 	} v;
 } kb_oplog_field;
-/* k must be a string literal ("" k does not compile otherwise): its length
- * is taken here, once, rather than per record. */
-#define KB_FIELD_U(k, x) ((kb_oplog_field){ (k), sizeof("" k) - 1, KB_FIELD_U64, { .u = (x) } })
-#define KB_FIELD_I(k, x) ((kb_oplog_field){ (k), sizeof("" k) - 1, KB_FIELD_I64, { .i = (x) } })
-#define KB_FIELD_S(k, x) ((kb_oplog_field){ (k), sizeof("" k) - 1, KB_FIELD_STR, { .s = (x) } })
+/* k must be a string literal (",\"" k does not compile otherwise): the
+ * prefix and its length are made here, once, rather than per record. */
+#define KB_FIELD_KEY(k) (",\"" k "\":"), sizeof(",\"" k "\":") - 1
+#define KB_FIELD_U(k, x) ((kb_oplog_field){ KB_FIELD_KEY(k), KB_FIELD_U64, { .u = (x) } })
+#define KB_FIELD_I(k, x) ((kb_oplog_field){ KB_FIELD_KEY(k), KB_FIELD_I64, { .i = (x) } })
+#define KB_FIELD_S(k, x) ((kb_oplog_field){ KB_FIELD_KEY(k), KB_FIELD_STR, { .s = (x) } })
 
 /* Appends a record to a lane, with n_fields more members after the fixed
  * keys, in that order (fields may be NULL when n_fields is 0). t1 must not
