@@ -11,6 +11,7 @@
 #include <check.h>
 #include <pthread.h>
 #include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -899,6 +900,65 @@ START_TEST(cycles_to_ps_rounding)
 }
 END_TEST
 
+/* kb__clock_ps skips the division only where that changes nothing (the
+ * proof is in time.h): every whole cycle count below 2^20, the counts
+ * around where the shortcut stops, random counts across its whole range,
+ * and random fractional and odd values, at clocks with a whole number of
+ * ps per cycle and without, all give what kb__cycles_to_ps gives. */
+START_TEST(clock_ps_matches_division)
+{
+	/* ps per cycle where 1000 / ghz is a whole number exactly; 0.8 and
+	 * 0.001 are not exact doubles, so 1000 / ghz is not whole for them */
+	static const struct {
+		double ghz;
+		uint64_t p;
+	} clk[] = { { 1.0, 1000 }, { 2.0, 500 }, { 0.5, 2000 }, { 1.25, 800 }, { 100.0, 10 },
+		    { 0.125, 8000 }, { 8.0, 125 }, { 40.0, 25 }, { 0.8, 0 }, { 0.001, 0 }, { 1.5, 0 }, { 0.7, 0 }, { 3.0, 0 },
+		    { 0.3, 0 }, { 1.1, 0 }, { 64.0, 0 } };
+	uint64_t rng = 99, bad = 0, fast = 0;
+
+	for (size_t g = 0; g < sizeof(clk) / sizeof(clk[0]); g++) {
+		kb_clock c;
+		double top;
+
+		kb__clock_init(&c, clk[g].ghz);
+		ck_assert_uint_eq(c.ps_per_cycle, clk[g].p);
+		top = c.exact_below;
+		/* plain comparisons, one assertion: ck_assert per value would
+		 * take a minute of checkpointing */
+		for (uint64_t x = 0; x < (1u << 20); x++)
+			bad += kb__clock_ps(&c, (double)x) != kb__cycles_to_ps((double)x, clk[g].ghz);
+		for (double x = top > 65536 ? top - 65536 : 0; x < top + 65536; x++)
+			bad += kb__clock_ps(&c, x) != kb__cycles_to_ps(x, clk[g].ghz);
+		for (int i = 0; i < 200000; i++) {
+			double x;
+			uint64_t bits;
+
+			rng = rng * 6364136223846793005u + 1442695040888963407u;
+			switch (i % 4) {
+			case 0:   /* a whole count in the shortcut's range */
+				x = top > 0 ? floor((double)(rng >> 11) / 9007199254740992.0 * top) : (double)(rng >> 44);
+				break;
+			case 1:   /* fractional */
+				x = (double)(rng >> 40) / 1024.0;
+				break;
+			case 2:   /* any double at all: huge, tiny, negative, NaN */
+				bits = rng;
+				memcpy(&x, &bits, sizeof(x));
+				break;
+			default:  /* whole, past the shortcut */
+				x = top + (double)(rng >> 30);
+				break;
+			}
+			bad += kb__clock_ps(&c, x) != kb__cycles_to_ps(x, clk[g].ghz);
+			fast += x >= 0.0 && x < top && x == floor(x);
+		}
+	}
+	ck_assert_uint_eq(bad, 0);
+	ck_assert_uint_gt(fast, 200000);   /* the shortcut was taken, not only the division */
+}
+END_TEST
+
 /* Rule (issue 18): a time addition that would pass 2^63 - 1 ps fails and
  * leaves the time as it was; it never wraps. */
 START_TEST(time_add_checked)
@@ -1233,6 +1293,7 @@ Suite *sim_suite(void)
 
 	tcase_set_timeout(timec, 60);
 	tcase_add_test(timec, cycles_to_ps_rounding);
+	tcase_add_test(timec, clock_ps_matches_division);
 	tcase_add_test(timec, time_add_checked);
 	tcase_add_test(timec, empty_stretches_skipped);
 	tcase_add_test(timec, one_way_traffic_memory);

@@ -14,12 +14,17 @@
 #include "pe/plan.h"
 
 typedef struct chan {
-	kb_event *q;             /* FIFO of stage messages */
+	kb_event *q;             /* FIFO ring of stage messages; cap a power of two */
 	size_t head, n, cap;
 	int busy;
 	kb_event cur;
 	kb_time t0;
-	kb_stage_cost cost;      /* of cur, computed once when it starts */
+	/* Of cur, found once when it starts: its plan, its step's stage list
+	 * (n_st stages; st is cur's) and its cost. */
+	kb_plan *p;
+	const kb_stage_ref *st;
+	uint32_t n_st;
+	kb_stage_cost cost;
 } chan;
 
 typedef struct kb_engine {
@@ -38,42 +43,44 @@ static int chan_push(chan *c, const kb_event *ev)
 		if (!q)
 			return -1;
 		for (size_t i = 0; i < c->n; i++)
-			q[i] = c->q[(c->head + i) % c->cap];
+			q[i] = c->q[(c->head + i) & (c->cap - 1)];
 		free(c->q);
 		c->q = q;
 		c->head = 0;
 		c->cap = cap;
 	}
-	c->q[(c->head + c->n++) % c->cap] = *ev;
+	c->q[(c->head + c->n++) & (c->cap - 1)] = *ev;
 	return 0;
 }
 
-static const kb_stage_ref *stage_of(const kb_event *ev, kb_plan **p)
+/* Starts the stage of ev on channel c (idle). */
+static int start(kb_lp *lp, kb_engine *e, chan *c, const kb_event *ev, int ch)
 {
-	uint32_t n;
+	kb_event done = { .type = KB_EV_ENG_DONE, .aux = (uint32_t)ch };
+	kb_phase ph = (kb_phase)ev->w[3];
 
-	*p = (kb_plan *)(uintptr_t)ev->w[0];
-	return &kb__plan_stages(*p, (kb_phase)ev->w[3], ev->w[1], &n)[ev->w[2]];
+	c->cur = *ev;
+	c->busy = 1;
+	c->t0 = kb__lp_now(lp);
+	kb__busy_start(&e->busy, c->t0);
+	c->p = (kb_plan *)(uintptr_t)ev->w[0];
+	c->st = &kb__plan_stages(c->p, ph, ev->w[1], &c->n_st)[ev->w[2]];
+	kb__plan_cost(c->p, ph, ev->w[1], c->st, &c->cost);
+	return kb__pe_after(lp, e->ps->m, c->cost.cycles, c->cost.op, kb__stage_keys(c->st->kind),
+			    &done);
 }
 
 static int start_next(kb_lp *lp, kb_engine *e, int ch)
 {
 	chan *c = &e->ch[ch];
-	const kb_stage_ref *st;
-	kb_plan *p;
-	kb_event done = { .type = KB_EV_ENG_DONE, .aux = (uint32_t)ch };
+	const kb_event *ev;
 
 	if (c->busy || c->n == 0)
 		return KB_OK;
-	c->cur = c->q[c->head];
-	c->head = (c->head + 1) % c->cap;
+	ev = &c->q[c->head];
+	c->head = (c->head + 1) & (c->cap - 1);
 	c->n--;
-	c->busy = 1;
-	c->t0 = kb__lp_now(lp);
-	kb__busy_start(&e->busy, c->t0);
-	st = stage_of(&c->cur, &p);
-	kb__plan_cost(p, (kb_phase)c->cur.w[3], c->cur.w[1], st, &c->cost);
-	return kb__pe_after(lp, e->ps->m, c->cost.cycles, c->cost.op, kb__stage_keys(st->kind), &done);
+	return start(lp, e, c, ev, ch);
 }
 
 static int log_stage(kb_lp *lp, kb_engine *e, const chan *c, kb_plan *p, const kb_stage_ref *st)
@@ -95,9 +102,8 @@ static int finish(kb_lp *lp, kb_engine *e, int ch)
 {
 	chan *c = &e->ch[ch];
 	kb_machine *m = e->ps->m;
-	kb_plan *p;
-	const kb_stage_ref *st = stage_of(&c->cur, &p);
-	uint32_t n;
+	kb_plan *p = c->p;
+	const kb_stage_ref *st = c->st;
 	kb_event next = c->cur;
 	int rc;
 
@@ -119,11 +125,11 @@ static int finish(kb_lp *lp, kb_engine *e, int ch)
 	rc = log_stage(lp, e, c, p, st);
 	if (rc)
 		return kb__lp_fail(lp, rc, "cannot buffer an op_log record");
-	kb__plan_stages(p, (kb_phase)c->cur.w[3], c->cur.w[1], &n);
-	if (c->cur.w[2] + 1 < n) {
+	if (c->cur.w[2] + 1 < c->n_st) {
 		const kb_stage_ref *nx = st + 1;
 
 		next.w[2]++;
+		next.aux = kb__stage_chan(nx);
 		rc = kb__lp_send(lp, kb__pe_lp(e->ps->pe, nx->eng), m->lat_pe, &next);
 	} else {
 		next.type = KB_EV_STEP_DONE;
@@ -139,11 +145,12 @@ static int engine_event(kb_lp *lp, const kb_event *ev)
 	kb_engine *e = kb__lp_state(lp);
 
 	if (ev->type == KB_EV_STAGE) {
-		kb_plan *p;
-		const kb_stage_ref *st = stage_of(ev, &p);
-		int ch = st->kind == KB_ST_DMA_WRITE ? 1 : 0;
+		int ch = ev->aux == 1;   /* kb__stage_chan */
+		chan *c = &e->ch[ch];
 
-		if (chan_push(&e->ch[ch], ev))
+		if (!c->busy && c->n == 0)   /* idle: no need to queue it */
+			return start(lp, e, c, ev, ch);
+		if (chan_push(c, ev))
 			return kb__lp_fail(lp, KB_ENOMEM, "out of memory queueing a stage");
 		return start_next(lp, e, ch);
 	}

@@ -26,7 +26,7 @@ const char *kb__eng_channel(int eng, const kb_oplog_record *r)
 
 kb_time kb__pe_ps(const kb_machine *m, double cycles)
 {
-	return kb__cycles_to_ps(cycles, m->cost.clock_ghz);
+	return kb__clock_ps(&m->clock, cycles);
 }
 
 int kb__pe_after(kb_lp *lp, const kb_machine *m, double cycles, const char *what,
@@ -84,6 +84,7 @@ int kb__machine_create(kb_machine **out, const kb_topo_params *tp, uint32_t n_pe
 	m->tp = tp;
 	m->cost = (kb_cost_model){ tp->cost.fixed_cycles, tp->cost.r_cycles_per_byte,
 				   tp->cost.max_composite_logical_bytes, tp->clock_freq_ghz };
+	kb__clock_init(&m->clock, tp->clock_freq_ghz);
 	m->lat_pe = kb__cycles_to_ps((double)tp->link.engine_latency_cycles, tp->clock_freq_ghz);
 	m->lat_cluster = kb__cycles_to_ps((double)tp->link.intra_cluster_latency_cycles, tp->clock_freq_ghz);
 	m->lat_global = kb__cycles_to_ps((double)tp->link.inter_cluster_latency_cycles, tp->clock_freq_ghz);

@@ -38,7 +38,8 @@ enum {
 	KB_EV_CPU_DISPATCHED,    /* self: a dispatch finished */
 	KB_EV_CMD,               /* cpu -> sched: w[0] = kb_cmd* */
 	KB_EV_CMD_DONE,          /* sched -> cpu: w[0] = command id */
-	KB_EV_STAGE,             /* -> engine: w[0] plan, w[1] step, w[2] stage, w[3] phase, w[4] slot, w[5] acc */
+	KB_EV_STAGE,             /* -> engine: w[0] plan, w[1] step, w[2] stage, w[3] phase, w[4] slot, w[5] acc;
+				  * aux: the engine's channel (kb__stage_chan) */
 	KB_EV_STEP_DONE,         /* engine -> sched: same payload */
 	KB_EV_ENG_DONE,          /* self: an engine channel finished (aux = channel) */
 	KB_EV_IPCQ_DATA,         /* ipcq -> remote ipcq: w[0] payload*, aux = tag */
@@ -65,6 +66,7 @@ typedef struct kb_pe_state kb_pe_state;
 typedef struct kb_machine {
 	const kb_topo_params *tp;
 	kb_cost_model cost;
+	kb_clock clock;          /* cost.clock_ghz, for kb__pe_ps */
 	kb_time lat_pe, lat_cluster, lat_global;
 	kb_memstore *mem;        /* NULL in timing mode */
 	uint32_t n_pes;

@@ -112,6 +112,14 @@ static inline const kb_stage_ref *kb__plan_stages(const kb_plan *p, kb_phase ph,
 	return p->last;
 }
 
+/* The channel of the engine that runs a stage: PE_DMA writes on channel
+ * 1, everything else runs on channel 0. A STAGE message carries it in aux,
+ * put there by its sender, so the engine need not look the stage up. */
+static inline uint32_t kb__stage_chan(const kb_stage_ref *st)
+{
+	return st->kind == KB_ST_DMA_WRITE;
+}
+
 /* What a stage costs and how it is logged. */
 typedef struct kb_stage_cost {
 	double cycles;
