@@ -30,6 +30,8 @@ typedef struct shape_memo {
 	int64_t shape[KB_RECIPE_MAX_OPERANDS][4];
 } shape_memo;
 
+#define N_NAMES 8
+
 typedef struct lowering {
 	kb_tl *tl;
 	/* The command being built: ops are lowered into it in place, so no
@@ -46,12 +48,12 @@ typedef struct lowering {
 	uint32_t n_writes;
 	int n_gemm;
 	/* Op names seen (head and epilogue), by address: a kernel passes the
-	 * same literal every time, so one strcmp confirms what the search
-	 * through every MATH kind's name found. */
+	 * same literal every time (see op_kind). */
 	struct op_name {
 		const char *name;
 		int kind;                 /* kb_math_kind, or OP_GEMM */
-	} names[8];
+	} names[N_NAMES];
+	uint32_t next_name;           /* entry the next new name takes */
 	shape_memo memo;
 } lowering;
 
@@ -70,19 +72,24 @@ static void add_unique(kb_hslot **v, uint32_t *n, kb_hslot *h)
 }
 
 /* The op a head or epilogue names: OP_GEMM, a kb_math_kind, or OP_NONE.
- * A name at an address seen before costs one strcmp, which also catches
- * a kernel that reuses a buffer for another name. */
+ * A name at an address seen before is checked against its kind's name
+ * (one strcmp at most, none when it is that very literal), which also
+ * catches a kernel that reuses a buffer for another name. Every entry is
+ * searched: a hashed slot let neighbouring literals ("gemm", "add") evict
+ * each other, and a miss strcmps its way through every MATH kind. */
 static int op_kind(lowering *lw, const char *name)
 {
-	struct op_name *c;
+	struct op_name *c = NULL;
 	kb_math_kind k;
 	int kind;
 
 	if (!name)
 		return OP_NONE;
-	c = &lw->names[((uintptr_t)name >> 4 ^ (uintptr_t)name >> 9) % 8];
-	if (c->name == name &&
-	    kb__same_name(name, c->kind == OP_GEMM ? "gemm" : kb__math_kind_name((kb_math_kind)c->kind)))
+	for (int i = 0; i < N_NAMES && !c; i++)
+		if (lw->names[i].name == name)
+			c = &lw->names[i];
+	if (c && kb__same_name(name, c->kind == OP_GEMM ? "gemm"
+						       : kb__math_kind_name((kb_math_kind)c->kind)))
 		return c->kind;
 	if (strcmp(name, "gemm") == 0)
 		kind = OP_GEMM;
@@ -90,6 +97,8 @@ static int op_kind(lowering *lw, const char *name)
 		kind = (int)k;
 	else
 		return OP_NONE;
+	if (!c)
+		c = &lw->names[lw->next_name++ % N_NAMES];
 	c->name = name;
 	c->kind = kind;
 	return kind;
@@ -759,6 +768,7 @@ KB_API kb_tl_tensor *kb_tl_composite_at(kb_tl *tl, const kb_tl_composite_desc *d
 			return NULL;
 		}
 		memset(((lowering *)tl->lowering)->names, 0, sizeof(lw->names));
+		((lowering *)tl->lowering)->next_name = 0;
 		((lowering *)tl->lowering)->memo.r = NULL;
 	}
 	lw = tl->lowering;
