@@ -639,7 +639,12 @@ int kb__oplog_emit(kb_oplog_lane *lane, const kb_oplog_record *rec, const kb_opl
 #define SLICE_RECORDS 1024   /* records per slice, roughly */
 #define MAX_SLICES 64
 
-/* A lane's run in a merge heap: its next record's t1 first (the key). */
+/* A lane's run in a merge: its next record's t1 first (the key). The heap
+ * orders indices into the runs, so a heap step moves 4 bytes, and the top
+ * run's key and position change in place by plain stores that the next
+ * comparisons read back as they were stored (with the runs themselves in
+ * the heap, copying the 32-byte top run whole just after those stores
+ * stalled on store forwarding: 70% of the heap's time, issue 13). */
 typedef struct merge_run {
 	kb_time t1;
 	uint32_t order;
@@ -658,7 +663,7 @@ struct oplog_slice {
 		uint32_t len;    /* without the newline */
 	} *recs;
 	size_t n, cap_recs;
-	merge_run *heap;
+	merge_run *heap;         /* cap_heap runs, then cap_heap heap indices */
 	size_t cap_heap;
 	int oom;
 	atomic_int done;
@@ -675,17 +680,17 @@ static int run_less(const merge_run *a, const merge_run *b)
 	return a->t1 < b->t1 || (a->t1 == b->t1 && a->order < b->order);
 }
 
-static void run_down(merge_run *h, size_t n, size_t i)
+static void run_down(const merge_run *runs, uint32_t *h, size_t n, size_t i)
 {
-	merge_run x = h[i];
+	uint32_t x = h[i];
 
 	for (;;) {
 		size_t l = 2 * i + 1, m;
 
 		if (l >= n)
 			break;
-		m = l + 1 < n && run_less(&h[l + 1], &h[l]) ? l + 1 : l;
-		if (!run_less(&h[m], &x))
+		m = l + 1 < n && run_less(&runs[h[l + 1]], &runs[h[l]]) ? l + 1 : l;
+		if (!run_less(&runs[h[m]], &runs[x]))
 			break;
 		h[i] = h[m];
 		i = m;
@@ -742,7 +747,8 @@ static int slice_reserve(kb_oplog *log, oplog_slice *s, size_t bytes, size_t rec
 static void slice_merge(kb_oplog *log, oplog_slice *s, int ready)
 {
 	size_t hn = 0, bytes = 0, recs = 0;
-	merge_run *h = s->heap;
+	merge_run *runs = s->heap;
+	uint32_t *h = (uint32_t *)(s->heap + s->cap_heap);
 	char *out;
 
 	s->n = s->text_n = 0;
@@ -758,7 +764,9 @@ static void slice_merge(kb_oplog *log, oplog_slice *s, int ready)
 		last = &b->ent[z - 1];
 		bytes += last->text_off + last->text_len - b->ent[a].text_off;
 		recs += z - a;
-		h[hn++] = (merge_run){ b->ent[a].t1, log->lanes[i]->order, i, a, z };
+		runs[hn] = (merge_run){ b->ent[a].t1, log->lanes[i]->order, i, a, z };
+		h[hn] = (uint32_t)hn;
+		hn++;
 	}
 	if (!hn)
 		return;
@@ -767,10 +775,10 @@ static void slice_merge(kb_oplog *log, oplog_slice *s, int ready)
 		return;
 	}
 	for (size_t i = hn / 2; i-- > 0;)
-		run_down(h, hn, i);
+		run_down(runs, h, hn, i);
 	out = s->text;
 	while (hn > 0) {
-		merge_run *r = &h[0];
+		merge_run *r = &runs[h[0]];
 		const lane_buf *b = lane_of(log, r->lane, ready);
 		size_t from = r->pos, to = r->end, off = b->ent[from].text_off, n;
 
@@ -779,7 +787,10 @@ static void slice_merge(kb_oplog *log, oplog_slice *s, int ready)
 		 * (1.7 records a stretch on decode): one copy and one heap
 		 * step for them. */
 		if (hn > 1) {
-			const merge_run *nx = hn > 2 && run_less(&h[2], &h[1]) ? &h[2] : &h[1];
+			const merge_run *nx = &runs[h[1]];
+
+			if (hn > 2 && run_less(&runs[h[2]], nx))
+				nx = &runs[h[2]];
 
 			for (to = from + 1; to < r->end; to++)
 				if (b->ent[to].t1 > nx->t1 ||
@@ -801,7 +812,7 @@ static void slice_merge(kb_oplog *log, oplog_slice *s, int ready)
 			r->pos = to;
 			r->t1 = b->ent[to].t1;
 		}
-		run_down(h, hn, 0);
+		run_down(runs, h, hn, 0);
 	}
 	s->text_n = (size_t)(out - s->text);
 }
@@ -874,7 +885,7 @@ static oplog_slice *slice_get(kb_oplog *log)
 	oplog_slice *s = log->n_spare ? log->spare[--log->n_spare] : calloc(1, sizeof(*s));
 
 	if (s && s->cap_heap < log->n_lanes) {
-		merge_run *h = realloc(s->heap, log->n_lanes * sizeof(*h));
+		merge_run *h = realloc(s->heap, log->n_lanes * (sizeof(*h) + sizeof(uint32_t)));
 
 		if (!h) {
 			log->spare[log->n_spare++] = s;   /* a spare slot is free: it came from there or was grown */
