@@ -20,153 +20,181 @@
  * sequence). Events at one LP run in the order (time, source, sequence),
  * and LPs at one time in id order, as the contract (sim.h) says. ---- */
 
-/* An event's place in the order, kept in registers while a push sifts:
- * the event itself is written once, into its final slot (building it on
- * the stack and copying it in stalled on store forwarding, 80 bytes
- * loaded over the narrower stores that had just filled it). */
-typedef struct ev_key {
-	kb_time time;
-	uint64_t pair;           /* dst << 32 | src */
-	uint64_t seq;
-} ev_key;
-
-static inline ev_key key_of(const kb_event *e)
+static inline int key_less(const kb_evkey *a, const kb_evkey *b)
 {
-	return (ev_key){ e->time, (uint64_t)e->dst << 32 | e->src, e->seq };
-}
-
-/* e before k */
-static inline __attribute__((always_inline)) int ev_before(const kb_event *e, ev_key k)
-{
-	uint64_t pair = (uint64_t)e->dst << 32 | e->src;
-
-	if (e->time != k.time)
-		return e->time < k.time;
-	if (pair != k.pair)
-		return pair < k.pair;
-	return e->seq < k.seq;
-}
-
-static inline int ev_less(const kb_event *a, const kb_event *b)
-{
-	return ev_before(a, key_of(b));
+	if (a->time != b->time)
+		return a->time < b->time;
+	if (a->pair != b->pair)
+		return a->pair < b->pair;
+	return a->seq < b->seq;
 }
 
 #if defined(__GNUC__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define EV_VECTORS 1
 typedef uint64_t ev_v2 __attribute__((vector_size(16)));
+_Static_assert(offsetof(kb_event, src) == 8 && offsetof(kb_event, dst) == 12 &&
+	       offsetof(kb_event, seq) == 16 && offsetof(kb_event, type) == 24 &&
+	       offsetof(kb_event, aux) == 28 && offsetof(kb_event, w) == 32 &&
+	       offsetof(kb_evkey, seq) == 16, "kb_event and kb_evkey layouts");
 #endif
 
-/* The header from k, the rest (type, aux, payload) from body. Written in
- * 16-byte stores where the compiler has them: the pop copies the slot
- * with 16-byte loads, which narrower stores could not forward. */
-static inline void ev_fill(kb_event *slot, ev_key k, const kb_event *body)
+/* Writes and copies go in 16-byte halves, as the struct copies that
+ * read them back load them: a 16-byte load over narrower stores just
+ * made stalls on store forwarding (perf put 40% of kb__lp_send there). */
+static inline void key_put(kb_evkey *dst, const kb_evkey *k)
 {
-#if defined(__GNUC__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	_Static_assert(offsetof(kb_event, src) == 8 && offsetof(kb_event, dst) == 12 &&
-		       offsetof(kb_event, seq) == 16 && offsetof(kb_event, type) == 24 &&
-		       offsetof(kb_event, aux) == 28 && offsetof(kb_event, w) == 32,
-		       "kb_event layout");
+#ifdef EV_VECTORS
+	ev_v2 a = { k->time, k->pair }, b = { k->seq, k->slot };
+
+	memcpy(dst, &a, sizeof(a));
+	memcpy(&dst->seq, &b, sizeof(b));
+#else
+	*dst = *k;
+#endif
+}
+
+/* The header from k, the rest (type, aux, payload) from body. */
+static inline void ev_fill(kb_event *slot, const kb_evkey *k, const kb_event *body)
+{
+#ifdef EV_VECTORS
 	uint64_t ta;
-	ev_v2 a = { k.time, k.pair }, b;
+	ev_v2 a = { k->time, k->pair }, b;
 
 	memcpy(&ta, &body->type, sizeof(ta));
-	b = (ev_v2){ k.seq, ta };
+	b = (ev_v2){ k->seq, ta };
 	memcpy(slot, &a, sizeof(a));
-	memcpy((char *)slot + 16, &b, sizeof(b));
+	memcpy(&slot->seq, &b, sizeof(b));
 #else
-	slot->time = k.time;
-	slot->src = (uint32_t)k.pair;
-	slot->dst = (uint32_t)(k.pair >> 32);
-	slot->seq = k.seq;
+	slot->time = k->time;
+	slot->src = (uint32_t)k->pair;
+	slot->dst = (uint32_t)(k->pair >> 32);
+	slot->seq = k->seq;
 	slot->type = body->type;
 	slot->aux = body->aux;
 #endif
 	memcpy(slot->w, body->w, sizeof(slot->w));
 }
 
-/* Moves up the children in the way of an event keyed k placed at i;
- * returns the slot where it belongs. Never writes h->ev[h->n]. Inlined:
- * a 24-byte key passed by value goes through the stack and stalls. */
-static inline __attribute__((always_inline)) size_t evheap_down(kb_evheap *h, size_t i, ev_key k)
+/* Moves up the children in the way of k placed at i; returns where k
+ * belongs. Never writes key[n]. */
+static inline size_t evheap_down(kb_evheap *h, size_t i, const kb_evkey *k)
 {
 	for (;;) {
 		size_t l = 2 * i + 1, m;
 
 		if (l >= h->n)
 			break;
-		m = (l + 1 < h->n && ev_less(&h->ev[l + 1], &h->ev[l])) ? l + 1 : l;
-		if (!ev_before(&h->ev[m], k))
+		m = (l + 1 < h->n && key_less(&h->key[l + 1], &h->key[l])) ? l + 1 : l;
+		if (!key_less(&h->key[m], k))
 			break;
-		h->ev[i] = h->ev[m];
+		h->key[i] = h->key[m];
 		i = m;
 	}
 	return i;
 }
 
-/* Pushes the event keyed k with body's type, aux and payload. */
-static inline __attribute__((always_inline)) int evheap_put(kb_evheap *h, ev_key k,
+/* Doubles the slots (and room for keys). The old slots are kept in
+ * retired while a handler may read its event there. */
+static int evheap_grow(kb_evheap *h)
+{
+	size_t cap = h->cap ? 2 * h->cap : 16;
+	kb_evkey *key = realloc(h->key, cap * sizeof(*key));
+	uint64_t *fr;
+	kb_event *ev;
+
+	if (!key)
+		return KB_ENOMEM;
+	h->key = key;
+	if (!(fr = realloc(h->free, cap * sizeof(*fr))))
+		return KB_ENOMEM;
+	h->free = fr;
+	if (!(ev = malloc(cap * sizeof(*ev))))
+		return KB_ENOMEM;
+	if (h->cap)
+		memcpy(ev, h->ev, h->cap * sizeof(*ev));
+	if (h->retired)
+		free(h->ev); /* not the slots of the running event: those retired first */
+	else
+		h->retired = h->ev;
+	h->ev = ev;
+	for (size_t s = cap; s-- > h->cap;)
+		h->free[h->n_free++] = s;
+	h->cap = cap;
+	return KB_OK;
+}
+
+/* Pushes the event keyed (time, pair, seq) with body's type, aux and
+ * payload. */
+static inline __attribute__((always_inline)) int evheap_put(kb_evheap *h, kb_time time,
+							   uint64_t pair, uint64_t seq,
 							   const kb_event *body)
 {
+	kb_evkey k;
 	size_t i;
 
+	if (!h->n_free && evheap_grow(h))
+		return KB_ENOMEM;
+	k = (kb_evkey){ time, pair, seq, h->free[--h->n_free] };
+	ev_fill(&h->ev[k.slot], &k, body);
 	if (h->hole) {
 		h->hole = 0;
-		ev_fill(&h->ev[evheap_down(h, 0, k)], k, body);
+		key_put(&h->key[evheap_down(h, 0, &k)], &k);
 		return KB_OK;
-	}
-	if (h->n == h->cap) {
-		size_t cap = h->cap ? 2 * h->cap : 16;
-		kb_event *ev = realloc(h->ev, cap * sizeof(*ev));
-
-		if (!ev)
-			return KB_ENOMEM;
-		h->ev = ev;
-		h->cap = cap;
 	}
 	for (i = h->n++; i > 0; i = (i - 1) / 2) {
 		size_t p = (i - 1) / 2;
 
-		if (ev_before(&h->ev[p], k)) /* keys are unique: (src, seq) */
+		if (key_less(&h->key[p], &k)) /* keys are unique: (src, seq) */
 			break;
-		h->ev[i] = h->ev[p];
+		h->key[i] = h->key[p];
 	}
-	ev_fill(&h->ev[i], k, body);
+	key_put(&h->key[i], &k);
 	return KB_OK;
 }
 
 static int evheap_push(kb_evheap *h, const kb_event *e)
 {
-	return evheap_put(h, key_of(e), e);
+	return evheap_put(h, e->time, (uint64_t)e->dst << 32 | e->src, e->seq, e);
 }
 
 /* Fills the hole the running event left when its handler pushed nothing. */
 static void evheap_settle(kb_evheap *h)
 {
-	size_t i;
-
 	if (!h->hole)
 		return;
 	h->hole = 0;
-	if (!--h->n)
-		return;
-	i = evheap_down(h, 0, key_of(&h->ev[h->n]));
-	h->ev[i] = h->ev[h->n];
+	if (--h->n)
+		h->key[evheap_down(h, 0, &h->key[h->n])] = h->key[h->n];
+}
+
+/* Gives back the slot of an event that ran (or moved away). */
+static inline void evheap_release(kb_evheap *h, uint64_t slot)
+{
+	h->free[h->n_free++] = slot;
 }
 
 static void evheap_heapify(kb_evheap *h)
 {
 	for (size_t i = h->n / 2; i-- > 0;) {
-		kb_event x = h->ev[i];
+		kb_evkey x = h->key[i];
 
-		h->ev[evheap_down(h, i, key_of(&x))] = x;
+		h->key[evheap_down(h, i, &x)] = x;
 	}
+}
+
+static void evheap_free(kb_evheap *h)
+{
+	free(h->key);
+	free(h->ev);
+	free(h->free);
+	free(h->retired);
 }
 
 static size_t evheap_count_below(const kb_evheap *h, size_t i, kb_time bound, size_t cap)
 {
 	size_t n;
 
-	if (i >= h->n || h->ev[i].time >= bound || cap == 0)
+	if (i >= h->n || h->key[i].time >= bound || cap == 0)
 		return 0;
 	n = 1;
 	n += evheap_count_below(h, 2 * i + 1, bound, cap - n);
@@ -177,7 +205,7 @@ static size_t evheap_count_below(const kb_evheap *h, size_t i, kb_time bound, si
 
 kb_time kb__worker_min(const kb_worker *w)
 {
-	return w->heap.n ? w->heap.ev[0].time : KB_TIME_INF;
+	return w->heap.n ? w->heap.key[0].time : KB_TIME_INF;
 }
 
 size_t kb__worker_count_below(const kb_worker *w, kb_time bound, size_t cap)
@@ -341,8 +369,7 @@ int kb__lp_self(kb_lp *lp, kb_time delay, const kb_event *ev)
 
 	if (kb__time_add(&t, delay))
 		return time_end(lp, delay);
-	if (evheap_put(&lp->worker->heap,
-		       (ev_key){ t, (uint64_t)lp->id << 32 | lp->id, lp->seq++ }, ev))
+	if (evheap_put(&lp->worker->heap, t, (uint64_t)lp->id << 32 | lp->id, lp->seq++, ev))
 		return kb__lp_fail(lp, KB_ENOMEM, "out of memory scheduling an event");
 	return KB_OK;
 }
@@ -352,7 +379,7 @@ int kb__lp_send(kb_lp *lp, uint32_t dst, kb_time delay, const kb_event *ev)
 	kb_sim *sim = lp->sim;
 	kb_lp *d;
 	kb_time lat, t;
-	ev_key k;
+	uint64_t pair, seq;
 
 	if (dst >= sim->n_lps)
 		return kb__lp_fail(lp, KB_EINTERNAL, "message to LP %u, which does not exist", dst);
@@ -371,7 +398,8 @@ int kb__lp_send(kb_lp *lp, uint32_t dst, kb_time delay, const kb_event *ev)
 	t = lp->now;
 	if (kb__time_add(&t, delay))
 		return time_end(lp, delay);
-	k = (ev_key){ t, (uint64_t)dst << 32 | lp->id, lp->seq++ };
+	pair = (uint64_t)dst << 32 | lp->id;
+	seq = lp->seq++;
 	lp->worker->messages++;
 	/* One worker, or one thread running every worker this window (solo):
 	 * straight into the heap. Either way the message is due at or after
@@ -379,7 +407,7 @@ int kb__lp_send(kb_lp *lp, uint32_t dst, kb_time delay, const kb_event *ev)
 	if (d->worker == lp->worker || (sim->solo && t >= sim->bound)) {
 		kb_worker *dw = d->worker;
 
-		if (evheap_put(&dw->heap, k, ev))
+		if (evheap_put(&dw->heap, t, pair, seq, ev))
 			return kb__lp_fail(lp, KB_ENOMEM, "out of memory sending a message");
 		/* Solo: the coordinator notes whose minimum moved (its heap of
 		 * worker minima). */
@@ -405,7 +433,7 @@ int kb__lp_send(kb_lp *lp, uint32_t dst, kb_time delay, const kb_event *ev)
 
 		if (!n)
 			return kb__lp_fail(lp, KB_ENOMEM, "out of memory sending a message");
-		ev_fill(&n->ev, k, ev);
+		ev_fill(&n->ev, &(kb_evkey){ t, pair, seq, 0 }, ev);
 		KB_TSAN_RELEASE(n);
 		cds_wfcq_enqueue(&d->inbox_head, &d->inbox_tail, &n->node);
 	}
@@ -420,21 +448,28 @@ void kb__worker_window(kb_worker *w, kb_time bound, uint64_t budget)
 	kb_lp *const *lps = w->sim->lps;
 	kb_evheap *h = &w->heap;
 
+	free(h->retired);
+	h->retired = NULL;
 	while (budget-- > 0 && !w->err && h->n) {
-		kb_event ev;
+		kb_time t = h->key[0].time;
+		uint64_t slot = h->key[0].slot;
 		kb_lp *lp;
 		int rc;
 
-		if (h->ev[0].time >= bound)
+		if (t >= bound)
 			break;
-		ev = h->ev[0];
 		h->hole = 1;
-		lp = lps[ev.dst];
-		lp->now = ev.time;
-		w->last_time = ev.time;
+		lp = lps[h->key[0].pair >> 32];
+		lp->now = t;
+		w->last_time = t;
 		w->events++;
-		rc = lp->type->event(lp, &ev);
+		rc = lp->type->event(lp, &h->ev[slot]);
 		evheap_settle(h);
+		evheap_release(h, slot);
+		if (h->retired) {
+			free(h->retired);
+			h->retired = NULL;
+		}
 		if (rc && !w->err)
 			kb__lp_fail(lp, rc, "event handler failed: %s", kb_strerror(rc));
 	}
@@ -829,16 +864,19 @@ static int rehome_events(kb_sim *sim)
 		size_t keep = 0, i;
 
 		for (i = 0; i < h->n; i++) {
-			kb_worker *to = sim->lps[h->ev[i].dst]->worker;
+			kb_evkey *x = &h->key[i];
+			kb_worker *to = sim->lps[x->pair >> 32]->worker;
 
 			if (to == w)
-				h->ev[keep++] = h->ev[i];
-			else if (evheap_push(&to->heap, &h->ev[i])) {
+				h->key[keep++] = *x;
+			else if (evheap_push(&to->heap, &h->ev[x->slot])) {
 				rc = KB_ENOMEM; /* it and the rest stay here */
 				break;
-			}
+			} else
+				evheap_release(h, x->slot);
 		}
-		memmove(h->ev + keep, h->ev + i, (h->n - i) * sizeof(*h->ev));
+		if (i < h->n) /* (h->key may be NULL: no event ever) */
+			memmove(h->key + keep, h->key + i, (h->n - i) * sizeof(*h->key));
 		h->n = keep + (h->n - i);
 		if (rc)
 			return rc;
@@ -983,10 +1021,10 @@ static void discard_inbox(kb_lp *lp)
 static void discard_heap(kb_sim *sim, const kb_evheap *h)
 {
 	for (size_t i = 0; i < h->n; i++) {
-		const kb_lp_type *type = sim->lps[h->ev[i].dst]->type;
+		const kb_lp_type *type = sim->lps[h->key[i].pair >> 32]->type;
 
 		if (type->discard)
-			type->discard(&h->ev[i]);
+			type->discard(&h->ev[h->key[i].slot]);
 	}
 }
 
@@ -1004,7 +1042,7 @@ void kb__sim_destroy(kb_sim *sim)
 	}
 	for (unsigned i = 0; i < sim->n_workers; i++) {
 		kb__worker_pool_free(&sim->workers[i]);
-		free(sim->workers[i].heap.ev);
+		evheap_free(&sim->workers[i].heap);
 		free(sim->workers[i].members);
 		free(sim->workers[i].hlps);
 	}

@@ -9,15 +9,30 @@
 #include "sim/barrier.h"
 #include "sim/sim.h"
 
-/* A worker's events, a binary min-heap on (time, destination LP, source
- * LP, source sequence). hole: ev[0] was taken by the event running now
- * and is still counted in n; the handler's first push fills it with one
- * sift down (a pop and a push cost one sift, not two), or the worker
- * refills it from the last slot after the handler. */
+/* A pending event's place in its worker's order, and the slot that holds
+ * it: a sift moves these 32 bytes, never the 80-byte event. */
+typedef struct kb_evkey {
+	kb_time time;
+	uint64_t pair;           /* dst << 32 | src */
+	uint64_t seq;
+	uint64_t slot;
+} kb_evkey;
+
+/* A worker's events: a binary min-heap of n keys on (time, destination
+ * LP, source LP, source sequence) over cap slots, the unused ones in the
+ * stack free. A handler reads its event in its slot (no copy); a grow
+ * while it runs keeps the old slots in retired until it returns. hole:
+ * key[0] belongs to the event running now and is still counted in n; the
+ * handler's first push fills it with one sift down (a pop and a push
+ * cost one sift, not two), or the worker refills it from the last key
+ * after the handler. */
 typedef struct kb_evheap {
+	kb_evkey *key;
 	kb_event *ev;
-	size_t n, cap;
+	uint64_t *free;
+	size_t n, cap, n_free;
 	int hole;
+	kb_event *retired;
 } kb_evheap;
 
 /* A message in flight between workers; nodes are recycled per worker. */
