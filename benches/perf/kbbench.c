@@ -246,7 +246,8 @@ static void scale(void)
  * op_log merging, and each PE's events. The model replays the windows on
  * N cores the way the executor runs them (doc/performance.md): every
  * thread first merges its share of the op_log the window before sealed;
- * the in-order sink (hash, file) is a pipeline stage on the coordinator,
+ * (in slices of about SLICE_RECORDS records, each merged whole by one
+ * thread); the in-order sink (hash, file) is a pipeline stage on the coordinator,
  * which sinks what waits while the other threads claim PEs in turn
  * (greedy list scheduling), a PE taking its events times the measured
  * cost of an event; the coordinator claims PEs too once nothing waits,
@@ -261,6 +262,12 @@ static void scale(void)
 #define PROJ_MAX_W 512
 #define LAG_SLICES 32            /* src/runtime/oplog_pump.c */
 #define SLICE_RECORDS 1024       /* src/oplog/oplog.c */
+#define MIN_SLICE_RECORDS 128    /* src/oplog/oplog.c: with many threads */
+/* What a slice costs beyond its records: it looks up its range in every
+ * lane (7 per PE). Measured: opt2 H_kv=64, 64 workers on 2 threads, 16
+ * and 32 slices a window instead of 2: merge ns +30% (~12 us per extra
+ * slice at 448 lanes, loaded machine). */
+#define SLICE_LANE_NS 27.0
 static const unsigned proj_cores[] = { 1, 2, 4, 8, 16, 32, 64 };
 #define PROJ_N (sizeof(proj_cores) / sizeof(proj_cores[0]))
 
@@ -304,30 +311,49 @@ static double list_ns(const unsigned long long *ev, int n, double ns_event, doub
  * rest waits on. serial: the sink within the window, in series before
  * the coordinator's PEs (the executor before the pipeline). */
 static double claim_ns(const unsigned long long *ev, int n, double ns_event, double lm,
-		       double *wait, unsigned cores, int serial)
+		       unsigned slices, double *wait, unsigned cores, int serial)
 {
-	double avail[64], t0, end;
+	double avail[64], merged[64], end;
 
 	if (cores > 64)
 		cores = 64;
-	t0 = lm / cores;
+	/* The merge comes in slices, each merged whole by one thread: with
+	 * fewer slices than threads it does not split evenly. */
 	for (unsigned k = 0; k < cores; k++)
-		avail[k] = t0;
+		merged[k] = 0;
+	for (unsigned j = 0; j < slices; j++) {
+		unsigned best = 0;
+
+		for (unsigned k = 1; k < cores; k++)
+			if (merged[k] < merged[best])
+				best = k;
+		merged[best] += lm / slices;
+	}
+	memcpy(avail, merged, sizeof(avail));
 	if (serial) {
 		avail[0] += *wait;
 		*wait = 0;
 		return list_ns(ev, n, ns_event, avail, 0, cores);
 	}
 	end = list_ns(ev, n, ns_event, avail, 1, cores);
-	if (t0 + *wait <= end) {
-		for (unsigned k = 0; k < cores; k++)
-			avail[k] = t0;
+	if (merged[0] + *wait <= end) {
+		memcpy(avail, merged, sizeof(avail));
 		avail[0] += *wait;
 		*wait = 0;
 		return list_ns(ev, n, ns_event, avail, 0, cores);
 	}
-	*wait -= end - t0;
+	*wait -= end - merged[0];
 	return end;
+}
+
+/* Slices of a sealed batch of `records` for `threads` (src/oplog/oplog.c). */
+static unsigned slice_count(double records, unsigned threads)
+{
+	double n = records / SLICE_RECORDS;
+
+	if (n < threads)
+		n = records / MIN_SLICE_RECORDS < threads ? records / MIN_SLICE_RECORDS : threads;
+	return n < 1 ? 1 : n > 64 ? 64 : (unsigned)n;
 }
 
 typedef struct proj {
@@ -336,6 +362,9 @@ typedef struct proj {
 	double tn[PROJ_N];       /* the same without any op_log work (a bound) */
 	double forced[PROJ_N];   /* ns of the sink done between windows, in series */
 	double ns_event, log_share, events_per_window, log_ns;
+	double records_per_event;
+	double lanes;            /* op_log lanes: 7 per PE */
+	unsigned threads;        /* of the profile run */
 	double serial;           /* the in-order share of the op_log work (hash, file) */
 	double lag_ns;           /* what LAG_SLICES slices cost the sink */
 	unsigned long windows, dense, workers;
@@ -348,7 +377,7 @@ static int project_file(const char *path, proj *pr)
 	size_t cap = 0;
 	static unsigned long long ev[PROJ_MAX_W];
 	double ns_sum = 0, ev_sum = 0, next_sum = 0, log_sum = 0;
-	double wait[PROJ_N], wait_s[PROJ_N];
+	double wait[PROJ_N], wait_s[PROJ_N], prev_events = 0;
 
 	if (!f)
 		return -1;
@@ -361,7 +390,7 @@ static int project_file(const char *path, proj *pr)
 			unsigned long long w, t, b, next, lg, sh, dr, e, ns;
 			int dense, off = 0, n = 0;
 			char *p = line;
-			double lm, ls, all = 0;
+			double lm, ls, all = 0, records;
 
 			if (line[0] == '#')
 				continue;
@@ -390,8 +419,23 @@ static int project_file(const char *path, proj *pr)
 			lm = (double)lg - ls;
 			for (int j = 0; j < n; j++)
 				all += (double)ev[j] * pr->ns_event;
+			records = prev_events * pr->records_per_event;
+			prev_events = all / (pr->ns_event > 0 ? pr->ns_event : 1);
 			for (size_t c = 0; c < PROJ_N; c++) {
 				unsigned cores = proj_cores[c];
+				/* this window merges what the one before sealed, cut
+				 * as src/oplog/oplog.c cuts it: a slice per 1024
+				 * records, at least one per thread where there are 128
+				 * records for each, 1 to 64; every slice beyond those
+				 * of the profile run visits every lane once more */
+				unsigned slices = 1, base = slice_count(records, pr->threads);
+				double lmc;
+
+				if (cores > 1)
+					slices = slice_count(records, cores);
+				lmc = lm + ((double)slices - (double)base) * pr->lanes * SLICE_LANE_NS;
+				if (lmc < 0)
+					lmc = 0;
 
 				if (!dense || cores < 2) {
 					/* alone: everything waiting is sunk first */
@@ -405,11 +449,11 @@ static int project_file(const char *path, proj *pr)
 				 * split over the threads after the first barrier. */
 				wait[c] += ls;
 				wait_s[c] += ls;
-				pr->t[c] += (double)next + claim_ns(ev, n, pr->ns_event, lm, &wait[c], cores, 0) +
+				pr->t[c] += (double)next + claim_ns(ev, n, pr->ns_event, lmc, slices, &wait[c], cores, 0) +
 					    (double)dr / cores + barrier_ns(cores);
-				pr->ts[c] += (double)next + claim_ns(ev, n, pr->ns_event, lm, &wait_s[c], cores, 1) +
+				pr->ts[c] += (double)next + claim_ns(ev, n, pr->ns_event, lmc, slices, &wait_s[c], cores, 1) +
 					     (double)dr / cores + barrier_ns(cores);
-				pr->tn[c] += (double)next + claim_ns(ev, n, pr->ns_event, 0, &(double){ 0 }, cores, 1) +
+				pr->tn[c] += (double)next + claim_ns(ev, n, pr->ns_event, 0, 1, &(double){ 0 }, cores, 1) +
 					     (double)dr / cores + barrier_ns(cores);
 				/* at the window's end, what waits past the lag is sunk */
 				if (wait[c] > pr->lag_ns) {
@@ -463,6 +507,9 @@ static void project_row(const char *label, const char *bench, const char *const 
 	pr.lag_ns = rp.records ? (double)LAG_SLICES * SLICE_RECORDS * (double)rp.exec.ns_oplog_serial /
 					 (double)rp.records
 			       : 0;
+	pr.records_per_event = rp.events ? (double)rp.records / (double)rp.events : 0;
+	pr.lanes = 7.0 * rp.pes;
+	pr.threads = rp.exec.threads;
 	if (!project_file(path, &pr) && pr.t[0] > 0) {
 		/* The op_log merged after the last window: serial on every N. */
 		double tail = (double)rp.exec.ns_oplog - pr.log_ns;

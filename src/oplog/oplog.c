@@ -101,6 +101,7 @@ struct kb_oplog {
 	oplog_slice **q, **spare;
 	size_t n_q, cap_q, q_head, q_batch, sink_off, n_spare, cap_spare;
 	unsigned n_slices;
+	unsigned min_slices;     /* of a sealed batch, where records allow: the threads merging */
 	atomic_uint claim;
 	int sealed;              /* a batch planned over the sealed buffers, not yet all merged */
 	int want_recs;           /* a trace or a callback takes records one by one */
@@ -637,6 +638,7 @@ int kb__oplog_emit(kb_oplog_lane *lane, const kb_oplog_record *rec, const kb_opl
  * the records are cut never changes the bytes. */
 
 #define SLICE_RECORDS 1024   /* records per slice, roughly */
+#define MIN_SLICE_RECORDS 128 /* with many threads: no smaller (each slice visits every lane) */
 #define MAX_SLICES 64
 
 /* A lane's run in a merge: its next record's t1 first (the key). The heap
@@ -952,6 +954,9 @@ static int plan_slices(kb_oplog *log, int ready, kb_time bound)
 	if (!records)
 		return 0;
 	n = records / SLICE_RECORDS;
+	if (ready && n < log->min_slices)
+		n = records / MIN_SLICE_RECORDS < log->min_slices ? records / MIN_SLICE_RECORDS
+								   : log->min_slices;
 	if (n > MAX_SLICES)
 		n = MAX_SLICES;
 	if (n > hi - lo + 1)
@@ -1207,6 +1212,12 @@ void kb__oplog_share(kb_oplog *log)
 int kb__oplog_sink(kb_oplog *log, const atomic_uint *busy, size_t keep, kb_error *err)
 {
 	return log ? sink_queue(log, busy, keep, err) : KB_OK;
+}
+
+void kb__oplog_threads(kb_oplog *log, unsigned threads)
+{
+	if (log)
+		log->min_slices = threads;
 }
 
 size_t kb__oplog_waiting(const kb_oplog *log)

@@ -96,6 +96,10 @@ int kb__oplog_flush_sealed(kb_oplog *log, kb_error *err);
  * callback everything is sunk at once (their records point into the
  * lanes). Same thread rules as flush_sealed. */
 int kb__oplog_sink(kb_oplog *log, const atomic_uint *busy, size_t keep, kb_error *err);
+/* threads merge sealed slices: a seal cuts at least that many slices
+ * (of at least 128 records each) where records allow, not only one per
+ * ~1024 records, so that a window's merge splits over every thread. */
+void kb__oplog_threads(kb_oplog *log, unsigned threads);
 /* Slices sealed and not yet sunk. */
 size_t kb__oplog_waiting(const kb_oplog *log);
 /* Any thread, between a seal and the end of the flush_sealed that follows

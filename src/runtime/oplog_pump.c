@@ -55,11 +55,20 @@ static void pump_share(void *ctx)
 	kb__oplog_share(p->log);
 }
 
+/* More threads merge a window's records: cut them finer. */
+static void pump_threads(void *ctx, unsigned threads)
+{
+	kb_oplog_pump *p = ctx;
+
+	kb__oplog_threads(p->log, threads);
+}
+
 void kb__oplog_pump_attach(kb_oplog_pump *p, kb_oplog *log, kb_sim_config *cfg)
 {
 	p->log = log;
 	cfg->on_window = log ? pump_window : NULL;
 	cfg->on_overlap = log ? pump_overlap : NULL;
 	cfg->on_share = log ? pump_share : NULL;
+	cfg->on_threads = log ? pump_threads : NULL;
 	cfg->hook_ctx = log ? p : NULL;
 }

@@ -777,6 +777,8 @@ int kb__exec_parallel(kb_sim *sim, kb_error *err)
 	if (getenv("KB_EXEC_ADAPT_WINDOWS"))
 		sim->adapt_every = strtoull(getenv("KB_EXEC_ADAPT_WINDOWS"), NULL, 10);
 	sim->threshold = sim->cfg.par_threshold;
+	if (sim->cfg.on_threads)
+		sim->cfg.on_threads(sim->cfg.hook_ctx, threads);
 	for (; started < threads; started++)
 		if (pthread_create(&sim->workers[started].thread, NULL, worker_main,
 				   &sim->workers[started]))
