@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "base/time.h"
+#include "base/zero.h"
 #include "pe/cmd.h"
 
 const char *kb__cmd_kind_name(int kind)
@@ -146,7 +147,7 @@ kb_cmd *kb__cmd_alloc(uint32_t n_ops, uint32_t cap_ids)
 	}
 	if (!c)
 		return NULL;
-	memset(c, 0, sizeof(*c));
+	kb__zero(c, sizeof(*c));
 	c->block = (uint32_t)(k + 1);
 	c->ops = n_ops ? (kb_opspec *)(c + 1) : NULL;
 	ids = (uint64_t *)((kb_opspec *)(c + 1) + n_ops);

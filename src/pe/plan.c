@@ -8,6 +8,7 @@
 
 #include "base/err.h"
 #include "base/str.h"
+#include "base/zero.h"
 
 static int64_t extra_of(const kb_opspec *op, const char *name, int64_t dflt)
 {
@@ -209,9 +210,9 @@ _Static_assert(offsetof(kb_plan, pre) < offsetof(kb_plan, post) &&
  * many and small). */
 static void plan_zero(kb_plan *p)
 {
-	memset(p, 0, offsetof(kb_plan, pre));
-	memset(&p->n_pre, 0, offsetof(kb_plan, mid) - offsetof(kb_plan, n_pre));
-	memset(&p->n_mid, 0, sizeof(*p) - offsetof(kb_plan, n_mid));
+	kb__zero(p, offsetof(kb_plan, pre));
+	kb__zero(&p->n_pre, offsetof(kb_plan, mid) - offsetof(kb_plan, n_pre));
+	kb__zero(&p->n_mid, sizeof(*p) - offsetof(kb_plan, n_mid));
 }
 
 int kb__plan_create(kb_plan **out, kb_cmd *cmd, const kb_machine *m, kb_error *err)

@@ -30,7 +30,10 @@ typedef struct shape_memo {
 	int64_t shape[KB_RECIPE_MAX_OPERANDS][4];
 } shape_memo;
 
-#define N_NAMES 8
+/* Op names remembered: a kernel's distinct names, all of them, since a
+ * loop over more names than entries misses every time round-robin (opt3
+ * uses nine per KV tile). */
+#define N_NAMES 32
 
 typedef struct lowering {
 	kb_tl *tl;
