@@ -7,11 +7,16 @@
 
 typedef struct kb_sha256 {
 	struct sha256_ctx ctx;
+	int ni;                  /* whole blocks by the SHA-NI loop (sha256.c) */
 } kb_sha256;
 
 void kb__sha256_init(kb_sha256 *s);
 void kb__sha256_update(kb_sha256 *s, const void *data, size_t len);
 /* Writes 64 hex digits and a NUL into hex[65]. */
 void kb__sha256_hex(kb_sha256 *s, char hex[65]);
+/* Tests: whether this machine has the SHA-NI path, and turning it off
+ * for one hash (after init, before any update), so both paths run. */
+int kb__sha256_ni_available(void);
+void kb__sha256_set_ni(kb_sha256 *s, int on);
 
 #endif
