@@ -24,22 +24,13 @@ const char *kb__eng_channel(int eng, const kb_oplog_record *r)
 	return kb__eng_name(eng);
 }
 
-kb_time kb__pe_ps(const kb_machine *m, double cycles)
+int kb__pe_after_fail(kb_lp *lp, const kb_machine *m, double cycles, const char *what,
+		      const char *keys)
 {
-	return kb__clock_ps(&m->clock, cycles);
-}
-
-int kb__pe_after(kb_lp *lp, const kb_machine *m, double cycles, const char *what,
-		 const char *keys, const kb_event *ev)
-{
-	kb_time d = kb__pe_ps(m, cycles), t = kb__lp_now(lp);
-
-	if (kb__time_add(&t, d))
-		return kb__lp_fail(lp, KB_ERANGE,
-				   "simulated time would pass 2^63 ps: %s takes %.6g cycles at "
-				   "clock_freq_ghz = %g (set by %s and clock_freq_ghz)",
-				   what, cycles, m->cost.clock_ghz, keys);
-	return kb__lp_self(lp, d, ev);
+	return kb__lp_fail(lp, KB_ERANGE,
+			   "simulated time would pass 2^63 ps: %s takes %.6g cycles at "
+			   "clock_freq_ghz = %g (set by %s and clock_freq_ghz)",
+			   what, cycles, m->cost.clock_ghz, keys);
 }
 
 int kb__pe_log(const kb_pe_state *ps, int eng, const char *op, uint64_t cmd, kb_time t0,

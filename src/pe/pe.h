@@ -76,6 +76,28 @@ typedef struct kb_machine {
 	kb_pe_state **pes;
 } kb_machine;
 
+static inline kb_time kb__pe_ps(const kb_machine *m, double cycles)
+{
+	return kb__clock_ps(&m->clock, cycles);
+}
+
+/* kb__pe_after's failure: the message. */
+int kb__pe_after_fail(kb_lp *lp, const kb_machine *m, double cycles, const char *what,
+		      const char *keys);
+/* Schedules ev on lp itself after cycles; when that passes the end of
+ * simulated time (KB_TIME_MAX) the LP fails with KB_ERANGE naming what
+ * took so long (what) and the topology keys its cycles come from (keys).
+ * Inline: every stage and dispatch comes through here. */
+static inline int kb__pe_after(kb_lp *lp, const kb_machine *m, double cycles, const char *what,
+			       const char *keys, const kb_event *ev)
+{
+	kb_time d = kb__pe_ps(m, cycles), t = kb__lp_now(lp);
+
+	if (kb__time_add(&t, d))
+		return kb__pe_after_fail(lp, m, cycles, what, keys);
+	return kb__lp_self(lp, d, ev);
+}
+
 /* Busy time of an engine with several channels (PE_DMA's read and write,
  * PE_IPCQ's send and receive): the engine is busy while any channel is,
  * and time two channels share counts once, so busy / sim_time is a
@@ -118,12 +140,7 @@ static inline uint32_t kb__pe_lp(uint32_t pe, int eng)
 	return pe * KB_PE_LPS + (uint32_t)eng;
 }
 
-kb_time kb__pe_ps(const kb_machine *m, double cycles);
-/* Schedules ev on lp itself after cycles; when that passes the end of
- * simulated time (KB_TIME_MAX) the LP fails with KB_ERANGE naming what
- * took so long (what) and the topology keys its cycles come from (keys). */
-int kb__pe_after(kb_lp *lp, const kb_machine *m, double cycles, const char *what,
-		 const char *keys, const kb_event *ev);
+
 
 /* The LP types of a PE (state_size/init/final, ROSS's tw_lptype); the
  * machine builds each PE from its table of them. init gets a kb_pe_lp_arg. */
