@@ -905,7 +905,8 @@ static int queue_reserve(kb_oplog *log, size_t n)
 {
 	size_t live = log->n_q - log->q_head;
 
-	memmove(log->q, log->q + log->q_head, live * sizeof(*log->q));
+	if (log->q_head)   /* never with a NULL queue: memmove(NULL, ...) is undefined even for 0 */
+		memmove(log->q, log->q + log->q_head, live * sizeof(*log->q));
 	log->n_q = live;
 	log->q_head = 0;
 	if (live + n > log->cap_q) {
