@@ -3,6 +3,7 @@
  * FIFO hazards (DDD §8), K-before-V DMA order in decode opt2 (ADR-0065
  * D6.2), dispatch records (ADR-0064 Rev2) and the deadlock report.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -835,6 +836,44 @@ START_TEST(test_deadlock_message)
 }
 END_TEST
 
+/* kb__cycles_ceil gives ceil((double)a / b) bit for bit: its shift for a
+ * power-of-two rate, and the division for every other rate and count. */
+START_TEST(test_ceil_div_exact)
+{
+	static const double rates[] = {
+		1.0, 2.0, 4.0, 16.0, 64.0, 256.0, 1024.0, 1048576.0, 4294967296.0,
+		9223372036854775808.0, 0.5, 0.25, 0.001, 3.0, 48.0, 100.0, 64.5, 1e-300,
+		-64.0, 0.0,
+	};
+	const int64_t big = INT64_C(1) << 53;
+	int64_t counts[64];
+	int n = 0;
+	uint64_t x = 0x9e3779b97f4a7c15u;
+
+	for (int64_t a = 0; a < 20; a++)
+		counts[n++] = a;
+	counts[n++] = 63;
+	counts[n++] = 65;
+	counts[n++] = 4095;
+	counts[n++] = big - 1;
+	counts[n++] = big;
+	counts[n++] = big + 1;
+	counts[n++] = INT64_MAX;
+	counts[n++] = -1;
+	for (; n < 64; n++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		counts[n] = (int64_t)(x >> (11 + n % 40));
+	}
+	for (size_t r = 0; r < sizeof(rates) / sizeof(rates[0]); r++)
+		for (int i = 0; i < n; i++) {
+			double want = ceil((double)counts[i] / rates[r]), got = kb__cycles_ceil(counts[i], rates[r]);
+
+			ck_assert_msg(memcmp(&want, &got, sizeof(got)) == 0 || (want != want && got != got),
+				      "ceil(%lld / %g): %.17g, want %.17g", (long long)counts[i], rates[r], got, want);
+		}
+}
+END_TEST
+
 Suite *pe_suite(void)
 {
 	Suite *s = suite_create("pe");
@@ -848,6 +887,7 @@ Suite *pe_suite(void)
 	tcase_add_test(plan, test_plan_prologue_math_head);
 	tcase_add_test(plan, test_math_cost_every_scope);
 	tcase_add_test(plan, test_plan_limit_matches_emit);
+	tcase_add_test(plan, test_ceil_div_exact);
 	tcase_add_test(run, test_fifo_shared_rw);
 	tcase_add_test(run, test_disjoint_overlap);
 	tcase_add_test(run, test_k_before_v);

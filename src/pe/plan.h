@@ -134,6 +134,10 @@ const char *kb__stage_keys(int kind);
 void kb__plan_cost(const kb_plan *p, kb_phase ph, uint64_t step, const kb_stage_ref *st,
 		   kb_stage_cost *c);
 
+/* ceil((double)a / b), bit for bit, without a division when b is a power
+ * of two and 0 <= a < 2^53 (a stage's cycles from a count and a rate). */
+double kb__cycles_ceil(int64_t a, double b);
+
 /* Data mode: performs the stage on the memory store. */
 int kb__plan_exec(kb_plan *p, kb_phase ph, uint64_t step, const kb_stage_ref *st,
 		  uint32_t slot, uint32_t acc, kb_error *err);
