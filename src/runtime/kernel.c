@@ -91,6 +91,7 @@ struct kb_kernel_run {
 	kb_cmd *ring[STREAM_CAP];
 	size_t head, count;
 	size_t cap;              /* the kernel yields at cap queued commands (<= STREAM_CAP) */
+	size_t low;              /* PE_CPU resumes the kernel at low queued commands (< cap) */
 	int stopped;             /* consumer gone: pushes fail */
 	int entered, finished;
 	size_t stack_bytes;
@@ -222,7 +223,7 @@ kb_cmd *kb__kernel_next(void *run)
 	kb_kernel_run *k = run;
 	kb_cmd *c;
 
-	if (k->count == 0 && !k->finished)
+	if (k->count <= k->low && !k->finished)
 		resume(k);
 	if (k->count == 0)
 		return NULL;   /* cannot happen: the kernel's last push is END */
@@ -277,6 +278,13 @@ int kb__kernel_create(kb_kernel_run **out, kb_kernel_fn fn, void *args, const kb
 void kb__kernel_lookahead(kb_kernel_run *k, size_t n)
 {
 	k->cap = n < 1 ? 1 : n > STREAM_CAP ? STREAM_CAP : n;
+	if (k->low >= k->cap)
+		k->low = k->cap - 1;
+}
+
+void kb__kernel_low_water(kb_kernel_run *k, size_t n)
+{
+	k->low = n < k->cap ? n : k->cap - 1;
 }
 
 int kb__kernel_start(kb_kernel_run *k, kb_error *err)

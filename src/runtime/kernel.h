@@ -28,6 +28,10 @@ int kb__kernel_create(kb_kernel_run **out, kb_kernel_fn fn, void *args, const kb
  * has no use for a long stream, and a short one keeps the commands the
  * kernel wrote in cache until PE_CPU and PE_SCHEDULER read them. */
 void kb__kernel_lookahead(kb_kernel_run *k, size_t n);
+/* PE_CPU's reads resume the kernel once no more than n commands are
+ * queued (default 0: when none is), so the stream holds between n and
+ * the lookahead: the PE's horizon always sees at least n commands. */
+void kb__kernel_low_water(kb_kernel_run *k, size_t n);
 /* Maps the kernel's stack (with its guard) and prepares the coroutine; it
  * first runs when PE_CPU asks for a command. */
 int kb__kernel_start(kb_kernel_run *k, kb_error *err);
