@@ -901,10 +901,11 @@ START_TEST(cycles_to_ps_rounding)
 END_TEST
 
 /* kb__clock_ps skips the division only where that changes nothing (the
- * proof is in time.h): every whole cycle count below 2^20, the counts
- * around where the shortcut stops, random counts across its whole range,
- * and random fractional and odd values, at clocks with a whole number of
- * ps per cycle and without, all give what kb__cycles_to_ps gives. */
+ * proof is in time.h): every whole cycle count below 2^20 and every
+ * multiple of 2^-16 below 16, the values around where each shortcut
+ * stops, random values across their whole ranges, and random fractional
+ * and odd values, at clocks with a whole number of ps per cycle and
+ * without, all give what kb__cycles_to_ps gives. */
 START_TEST(clock_ps_matches_division)
 {
 	/* ps per cycle where 1000 / ghz is a whole number exactly; 0.8 and
@@ -915,27 +916,38 @@ START_TEST(clock_ps_matches_division)
 	} clk[] = { { 1.0, 1000 }, { 2.0, 500 }, { 0.5, 2000 }, { 1.25, 800 }, { 100.0, 10 },
 		    { 0.125, 8000 }, { 8.0, 125 }, { 40.0, 25 }, { 0.8, 0 }, { 0.001, 0 }, { 1.5, 0 }, { 0.7, 0 }, { 3.0, 0 },
 		    { 0.3, 0 }, { 1.1, 0 }, { 64.0, 0 } };
-	uint64_t rng = 99, bad = 0, fast = 0;
+	uint64_t rng = 99, bad = 0, fast = 0, frac = 0;
 
 	for (size_t g = 0; g < sizeof(clk) / sizeof(clk[0]); g++) {
 		kb_clock c;
-		double top;
+		double top, ftop;
 
 		kb__clock_init(&c, clk[g].ghz);
 		ck_assert_uint_eq(c.ps_per_cycle, clk[g].p);
-		top = c.exact_below;
+		top = c.whole_below;
+		ftop = c.frac_below;
 		/* plain comparisons, one assertion: ck_assert per value would
 		 * take a minute of checkpointing */
 		for (uint64_t x = 0; x < (1u << 20); x++)
 			bad += kb__clock_ps(&c, (double)x) != kb__cycles_to_ps((double)x, clk[g].ghz);
-		for (double x = top > 65536 ? top - 65536 : 0; x < top + 65536; x++)
-			bad += kb__clock_ps(&c, x) != kb__cycles_to_ps(x, clk[g].ghz);
+		for (int i = -65536; i < 65536; i++) {   /* around the cutoffs */
+			double x = top + i, y = ftop * 65536.0 + i;
+
+			if (x >= 0)
+				bad += kb__clock_ps(&c, x) != kb__cycles_to_ps(x, clk[g].ghz);
+			if (y >= 0)
+				bad += kb__clock_ps(&c, y / 65536.0) !=
+				       kb__cycles_to_ps(y / 65536.0, clk[g].ghz);
+		}
+		for (uint64_t y = 0; y < (1u << 20); y++)
+			bad += kb__clock_ps(&c, (double)y / 65536.0) !=
+			       kb__cycles_to_ps((double)y / 65536.0, clk[g].ghz);
 		for (int i = 0; i < 200000; i++) {
 			double x;
 			uint64_t bits;
 
 			rng = rng * 6364136223846793005u + 1442695040888963407u;
-			switch (i % 4) {
+			switch (i % 5) {
 			case 0:   /* a whole count in the shortcut's range */
 				x = top > 0 ? floor((double)(rng >> 11) / 9007199254740992.0 * top) : (double)(rng >> 44);
 				break;
@@ -946,16 +958,22 @@ START_TEST(clock_ps_matches_division)
 				bits = rng;
 				memcpy(&x, &bits, sizeof(x));
 				break;
+			case 3:   /* a multiple of 2^-16 in the fractional shortcut's range */
+				x = floor((double)(rng >> 11) / 9007199254740992.0 * ftop * 65536.0) / 65536.0;
+				break;
 			default:  /* whole, past the shortcut */
 				x = top + (double)(rng >> 30);
 				break;
 			}
 			bad += kb__clock_ps(&c, x) != kb__cycles_to_ps(x, clk[g].ghz);
 			fast += x >= 0.0 && x < top && x == floor(x);
+			frac += x >= 0.0 && x < ftop && x != floor(x) && x * 65536.0 == floor(x * 65536.0);
 		}
 	}
 	ck_assert_uint_eq(bad, 0);
-	ck_assert_uint_gt(fast, 200000);   /* the shortcut was taken, not only the division */
+	/* the shortcuts were taken, not only the division */
+	ck_assert_uint_gt(fast, 200000);
+	ck_assert_uint_gt(frac, 200000);
 }
 END_TEST
 

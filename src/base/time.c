@@ -24,7 +24,9 @@ void kb__clock_init(kb_clock *c, double ghz)
 	if (!(p >= 1.0 && p < 4503599627370496.0) || p != floor(p) || fma(p, ghz, -1000.0) != 0.0)
 		return;
 	c->ps_per_cycle = (uint64_t)p;
-	/* x * P and x * 1000 both under 2^52 */
 	top = p > 1000.0 ? p : 1000.0;
-	c->exact_below = floor(4503599627370496.0 / top);
+	/* x * P and x * 1000 under 2^52 */
+	c->whole_below = floor(4503599627370496.0 / top);
+	/* y = cycles * 2^16: y * P + 2^15 and y * 1000 under 2^52 */
+	c->frac_below = floor(4503599627370496.0 / top / 65536.0 - 1.0);
 }

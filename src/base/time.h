@@ -25,31 +25,45 @@ typedef uint64_t kb_time;
 kb_time kb__cycles_to_ps(double cycles, double clock_ghz);
 
 /* kb__cycles_to_ps at one clock, without its division where that is sure
- * to change nothing: when 1000 / ghz is a whole number P exactly (1 GHz:
- * 1000), a whole number of cycles x below exact_below converts to x * P.
- * Why that is the same integer: x * 1000.0 is exact (under 2^52), the
- * exact quotient x * 1000 / ghz is x * P, a whole number under 2^52, so
- * the division returns it exactly, and x * P + 0.5 is exact there too, so
- * the rounding keeps x * P. Everything else (fractional cycles, other
- * clocks, huge counts, negatives, NaN) takes kb__cycles_to_ps. */
+ * to change nothing. When 1000 / ghz is a whole number P exactly (1 GHz:
+ * 1000; checked with fma, so ghz is 1000 / P exactly):
+ * - a whole number of cycles x below whole_below converts to x * P. Why
+ *   that is the same integer: x * 1000.0 is exact (under 2^52), the exact
+ *   quotient x * 1000 / ghz is x * P, a whole number under 2^52, so the
+ *   division returns it exactly, and x * P + 0.5 is exact there too, so
+ *   the rounding keeps x * P.
+ * - cycles = y / 2^16 with y whole (dispatch costs such as 40 + 0.0625 *
+ *   bytes) below frac_below convert to (y * P + 2^15) >> 16: the same
+ *   argument with 16 bits of fraction, all of it under 2^53, and floor
+ *   of the exact (y * P + 2^15) / 2^16 is that shift.
+ * Everything else (other fractions, other clocks, huge counts, negatives,
+ * NaN) takes kb__cycles_to_ps. */
 typedef struct kb_clock {
 	double ghz;
 	uint64_t ps_per_cycle;   /* P; 0 when 1000 / ghz is not a whole number */
-	double exact_below;      /* 0 when P is 0 */
+	double whole_below;      /* 0 when P is 0 */
+	double frac_below;       /* 0 when P is 0 */
 } kb_clock;
 
 void kb__clock_init(kb_clock *c, double ghz);
 static inline kb_time kb__clock_ps(const kb_clock *c, double cycles)
 {
-	if (cycles >= 0.0 && cycles < c->exact_below) {
+	if (cycles >= 0.0 && cycles < c->whole_below) {
 		uint64_t x = (uint64_t)cycles;
+		double y;
 
 		if ((double)x == cycles)
 			return x * c->ps_per_cycle;
+		if (cycles < c->frac_below) {
+			y = cycles * 65536.0;   /* exact: a power of two */
+			x = (uint64_t)y;
+			if ((double)x == y)
+				return (x * c->ps_per_cycle + 32768) >> 16;
+		}
 	}
 	return kb__cycles_to_ps(cycles, c->ghz);
 }
-/* ceil(a / b) for b > 0. */
+
 /* *t += d unless the sum passes KB_TIME_MAX: then -1 and *t unchanged. */
 static inline int kb__time_add(kb_time *t, kb_time d)
 {
@@ -58,6 +72,7 @@ static inline int kb__time_add(kb_time *t, kb_time d)
 	*t += d;
 	return 0;
 }
+/* ceil(a / b) for b > 0. */
 static inline uint64_t kb__ceil_div(uint64_t a, uint64_t b)
 {
 	return (a + b - 1) / b;

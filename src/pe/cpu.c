@@ -92,7 +92,7 @@ static int deps_ready(const kb_cpu *c, const kb_cmd *cmd)
 /* The dispatch time of a queued command, as the horizon counts it. */
 static kb_time ahead_cost(const kb_cpu *c, const kb_cmd *cmd)
 {
-	return cmd->kind == KB_CMD_WAIT ? 0 : kb__dispatch_ps(&c->ps->m->cost, cmd);
+	return cmd->kind == KB_CMD_WAIT ? 0 : kb__pe_ps(c->ps->m, kb__dispatch_cycles(&c->ps->m->cost, cmd));
 }
 
 /* PE_CPU took cmd from the head of the queue the horizon has read. */
