@@ -67,7 +67,9 @@ int kb__cmd_write(kb_cmd *c, const kb_hslot *h)
 /* Hands the command to PE_CPU; it now belongs to the consumer. */
 int kb__tl_emit(kb_tl *tl, kb_cmd *c)
 {
-	c->lbytes = kb__cmd_lbytes(c);
+	/* A composite's were worked out against the cap already (never 0). */
+	if (!c->lbytes)
+		c->lbytes = kb__cmd_lbytes(c);
 	if (c->kind < KB_CMD_WAIT)
 		tl->dispatch_ps += kb__dispatch_ps(&tl->cfg.cost, c);
 	tl->next_cmd++;

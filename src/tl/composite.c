@@ -720,6 +720,7 @@ static int build_cmd(lowering *lw, kb_hslot *out)
 	c->n_ops = lw->n_ops;
 	c->n_rw = lw->n_rw;
 	lbytes = kb__composite_lbytes(c->ops, c->n_ops, c->n_rw);
+	c->lbytes = lbytes;   /* emit keeps it */
 	if (lbytes > cap) {
 		return kb__tl_fail(tl, KB_V_OVER_CAP,
 				   "composite is %llu logical bytes, over pe_cost_model.max_composite_logical_bytes = %llu; split it into smaller composites",
