@@ -83,7 +83,7 @@ static int start_next(kb_lp *lp, kb_engine *e, int ch)
 	return start(lp, e, c, ev, ch);
 }
 
-static int log_stage(kb_lp *lp, kb_engine *e, const chan *c, kb_plan *p, const kb_stage_ref *st)
+static int log_stage(kb_time now, kb_engine *e, const chan *c, kb_plan *p, const kb_stage_ref *st)
 {
 	const kb_stage_cost *cost = &c->cost;
 	kb_oplog_field f[3];
@@ -94,8 +94,7 @@ static int log_stage(kb_lp *lp, kb_engine *e, const chan *c, kb_plan *p, const k
 		f[n++] = KB_FIELD_I("n", cost->n);
 	if (st->kind == KB_ST_DMA_READ && st->op >= 0)
 		f[n++] = KB_FIELD_S("operand", p->cmd->ops[st->op].operands[st->operand].name);
-	return kb__pe_log(e->ps, e->eng, cost->op, p->cmd->id, c->t0, kb__lp_now(lp),
-			  cost->bytes, f, n);
+	return kb__pe_log(e->ps, e->eng, cost->op, p->cmd->id, c->t0, now, cost->bytes, f, n);
 }
 
 static int finish(kb_lp *lp, kb_engine *e, int ch)
@@ -105,10 +104,11 @@ static int finish(kb_lp *lp, kb_engine *e, int ch)
 	kb_plan *p = c->p;
 	const kb_stage_ref *st = c->st;
 	kb_event next = c->cur;
+	kb_time now = kb__lp_now(lp);  /* a call into the event loop: once */
 	int rc;
 
 	c->busy = 0;
-	kb__busy_stop(&e->busy, kb__lp_now(lp), &e->ps->fig.busy_ps[e->eng]);
+	kb__busy_stop(&e->busy, now, &e->ps->fig.busy_ps[e->eng]);
 	if (m->mem) {
 		kb_error err;
 
@@ -122,7 +122,7 @@ static int finish(kb_lp *lp, kb_engine *e, int ch)
 			return kb__lp_fail(lp, rc, "command %" PRIu64 " (%s:%d): %s", p->cmd->id,
 					   p->cmd->file, p->cmd->line, err.message);
 	}
-	rc = log_stage(lp, e, c, p, st);
+	rc = log_stage(now, e, c, p, st);
 	if (rc)
 		return kb__lp_fail(lp, rc, "cannot buffer an op_log record");
 	if (c->cur.w[2] + 1 < c->n_st) {

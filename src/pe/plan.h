@@ -128,8 +128,9 @@ typedef struct kb_stage_cost {
 	int64_t n;               /* MATH elements / GEMM MACs, for the log */
 } kb_stage_cost;
 
-/* The topology keys a stage kind's cycles come from (error messages). */
-const char *kb__stage_keys(int kind);
+/* The topology keys a stage kind's cycles come from (error messages).
+ * const: a call the engines make only on failure can sink into that path. */
+const char *kb__stage_keys(int kind) __attribute__((const));
 
 void kb__plan_cost(const kb_plan *p, kb_phase ph, uint64_t step, const kb_stage_ref *st,
 		   kb_stage_cost *c);

@@ -25,7 +25,7 @@ typedef struct queued {
 typedef struct kb_sched {
 	kb_pe_state *ps;
 	queued *q;
-	size_t q_head, q_n, q_cap;
+	size_t q_head, q_n, q_cap; /* q_cap: 0 or a power of two */
 	kb_plan *inflight;       /* admitted, not finished, in admission order */
 	kb_plan *spare;          /* finished plans, for the next ones */
 } kb_sched;
@@ -158,14 +158,14 @@ static int start_plan(kb_lp *lp, kb_sched *s, kb_plan *p)
 
 static queued *q_at(kb_sched *s, size_t i)
 {
-	return &s->q[(s->q_head + i) % s->q_cap];
+	return &s->q[(s->q_head + i) & (s->q_cap - 1)];
 }
 
 /* Takes queue entry i out, keeping the order of the others. */
 static void q_remove(kb_sched *s, size_t i)
 {
 	if (i == 0) {
-		s->q_head = (s->q_head + 1) % s->q_cap;
+		s->q_head = (s->q_head + 1) & (s->q_cap - 1);
 	} else {
 		for (size_t k = i; k + 1 < s->q_n; k++)
 			*q_at(s, k) = *q_at(s, k + 1);
@@ -237,13 +237,14 @@ static int enqueue(kb_lp *lp, kb_sched *s, kb_cmd *cmd)
 			return kb__lp_fail(lp, KB_ENOMEM, "out of memory queueing a command");
 		}
 		for (size_t i = 0; i < s->q_n; i++)
-			q[i] = s->q[(s->q_head + i) % s->q_cap];
+			q[i] = *q_at(s, i);
 		free(s->q);
 		s->q = q;
 		s->q_head = 0;
 		s->q_cap = cap;
 	}
-	s->q[(s->q_head + s->q_n++) % s->q_cap] = (queued){ cmd, kb__lp_now(lp) };
+	*q_at(s, s->q_n) = (queued){ cmd, kb__lp_now(lp) };
+	s->q_n++;
 	return try_admit(lp, s);
 }
 
@@ -329,7 +330,7 @@ static void sched_final(void *st)
 		kb__plan_free(p);
 	}
 	for (size_t i = 0; i < s->q_n; i++)
-		kb__cmd_free(s->q[(s->q_head + i) % s->q_cap].cmd);
+		kb__cmd_free(q_at(s, i)->cmd);
 	free(s->q);
 	kb__plan_free_spare(&s->spare);
 }
