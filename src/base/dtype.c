@@ -1,15 +1,11 @@
 /* The element types the library knows (kb_dtype, kernbench/common.h). */
 #include <string.h>
 
-#include "kernbench/common.h"
+#include "base/dtype.h"
 
 KB_API size_t kb_dtype_size(kb_dtype dt)
 {
-	switch (dt) {
-	case KB_FP32: return 4;
-	case KB_FP16: case KB_BF16: return 2;
-	default: return 0;
-	}
+	return kb__dtype_size(dt);
 }
 
 KB_API const char *kb_dtype_name(kb_dtype dt)

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/dtype.h"
 #include "kernbench/common.h"
 #include "num/math_op.h"
 
@@ -50,7 +51,7 @@ static inline int64_t kb__tview_elems(const kb_tview *t)
 
 static inline uint64_t kb__tview_bytes(const kb_tview *t)
 {
-	return (uint64_t)kb__tview_elems(t) * kb_dtype_size((kb_dtype)t->dtype);
+	return (uint64_t)kb__tview_elems(t) * kb__dtype_size((kb_dtype)t->dtype);
 }
 
 typedef enum kb_scope_kind { KB_SCOPE_KERNEL = 0, KB_SCOPE_K_TILE, KB_SCOPE_OUTPUT_TILE } kb_scope_kind;

@@ -24,7 +24,7 @@
 static kb_region region(const kb_tview *t, uint32_t pe, int64_t row0, int64_t col0, int64_t rows,
 			int64_t cols)
 {
-	size_t es = kb_dtype_size((kb_dtype)t->dtype);
+	size_t es = kb__dtype_size((kb_dtype)t->dtype);
 	kb_region r = {
 		t->space == KB_SPACE_HBM ? KB_MEM_HBM : KB_MEM_TCM, pe,
 		t->addr + (uint64_t)(row0 * t->ld + col0) * es,
@@ -43,7 +43,7 @@ static int read_f32(kb_memstore *m, const kb_region *r, kb_dtype dt, float *dst,
 		    kb_error *err)
 {
 	const void *base;
-	size_t es = kb_dtype_size(dt), cols = r->row_bytes / es;
+	size_t es = kb__dtype_size(dt), cols = r->row_bytes / es;
 	int rc = kb__mem_read(m, r, &base, what, err);
 
 	for (uint64_t i = 0; !rc && i < r->rows; i++)
@@ -55,7 +55,7 @@ static int write_f32(kb_memstore *m, const kb_region *r, kb_dtype dt, const floa
 		     const char *what, kb_error *err)
 {
 	void *base;
-	size_t es = kb_dtype_size(dt), cols = r->row_bytes / es;
+	size_t es = kb__dtype_size(dt), cols = r->row_bytes / es;
 	int rc = kb__mem_write(m, r, &base, what, err);
 
 	for (uint64_t i = 0; !rc && i < r->rows; i++)

@@ -139,12 +139,12 @@ int kb__tl_check_shape(kb_tl *tl, int rank, const int64_t *shape, kb_dtype dt, u
 
 	if (rank < 1 || rank > KB_TL_MAX_RANK || !shape)
 		return kb__tl_fail(tl, KB_V_SHAPE, "rank %d is not in 1..%d", rank, KB_TL_MAX_RANK);
-	if (!kb_dtype_size(dt))
+	if (!kb__dtype_size(dt))
 		return kb__tl_fail(tl, KB_V_DTYPE, "unknown dtype %d", (int)dt);
 	n = shape_elems(rank, shape);
 	if (n < 0 || (uint64_t)n > (UINT64_C(1) << 50))
 		return kb__tl_fail(tl, KB_V_SHAPE, "shape has a non-positive or enormous dimension");
-	*bytes = (uint64_t)n * kb_dtype_size(dt);
+	*bytes = (uint64_t)n * kb__dtype_size(dt);
 	return KB_OK;
 }
 
