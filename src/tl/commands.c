@@ -71,7 +71,7 @@ int kb__tl_emit(kb_tl *tl, kb_cmd *c)
 	if (!c->lbytes)
 		c->lbytes = kb__cmd_lbytes(c);
 	if (c->kind < KB_CMD_WAIT)
-		tl->dispatch_ps += kb__dispatch_ps(&tl->cfg.cost, c);
+		tl->dispatch_ps += kb__clock_ps(&tl->clock, kb__dispatch_cycles(&tl->cfg.cost, c));
 	tl->next_cmd++;
 	if (tl->cfg.emit(tl->cfg.emit_ctx, c)) {
 		tl->cancelled = 1;

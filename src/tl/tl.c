@@ -18,6 +18,7 @@ kb_tl *kb__tl_create(const kb_tl_config *cfg)
 	if (!tl)
 		return NULL;
 	tl->cfg = *cfg;
+	kb__clock_init(&tl->clock, cfg->cost.clock_ghz);
 	tl->free_slot = UINT32_MAX;
 	if (kb__tcm_init(&tl->tcm, cfg->tcm_bytes)) {
 		free(tl);

@@ -2,6 +2,7 @@
 #ifndef KB_TL_TL_INT_H
 #define KB_TL_TL_INT_H
 
+#include "base/time.h"
 #include "tl/tcm.h"
 #include "tl/tl_impl.h"
 
@@ -26,6 +27,7 @@ typedef struct kb_scope {
 
 struct kb_tl {
 	kb_tl_config cfg;
+	kb_clock clock;          /* cfg.cost.clock_ghz: dispatch_ps without a division */
 	int failed, cancelled;
 	kb_error error;
 	/* the operation in progress, for error messages */
