@@ -376,11 +376,23 @@ int kb__lp_self(kb_lp *lp, kb_time delay, const kb_event *ev)
 
 int kb__lp_send(kb_lp *lp, uint32_t dst, kb_time delay, const kb_event *ev)
 {
-	kb_sim *sim = lp->sim;
+	kb_sim *sim;
 	kb_lp *d;
 	kb_time lat, t;
 	uint64_t pair, seq;
 
+	/* Every LP on this worker and the delay past any link from here: no
+	 * look at the destination LP (its worker, PE, cluster). */
+	if (dst < lp->local_n && delay >= lp->local_lat && dst != lp->id) {
+		t = lp->now;
+		if (kb__time_add(&t, delay))
+			return time_end(lp, delay);
+		lp->worker->messages++;
+		if (evheap_put(&lp->worker->heap, t, (uint64_t)dst << 32 | lp->id, lp->seq++, ev))
+			return kb__lp_fail(lp, KB_ENOMEM, "out of memory sending a message");
+		return KB_OK;
+	}
+	sim = lp->sim;
 	if (dst >= sim->n_lps)
 		return kb__lp_fail(lp, KB_EINTERNAL, "message to LP %u, which does not exist", dst);
 	d = sim->lps[dst];
@@ -447,9 +459,13 @@ void kb__worker_window(kb_worker *w, kb_time bound, uint64_t budget)
 {
 	kb_lp *const *lps = w->sim->lps;
 	kb_evheap *h = &w->heap;
+	uint64_t ran = 0;
+	kb_time last = w->last_time;
 
 	free(h->retired);
 	h->retired = NULL;
+	/* ran and last reach the worker after the loop: nothing a handler
+	 * calls reads them. */
 	while (budget-- > 0 && !w->err && h->n) {
 		kb_time t = h->key[0].time;
 		uint64_t slot = h->key[0].slot;
@@ -461,9 +477,9 @@ void kb__worker_window(kb_worker *w, kb_time bound, uint64_t budget)
 		h->hole = 1;
 		lp = lps[h->key[0].pair >> 32];
 		lp->now = t;
-		w->last_time = t;
-		w->events++;
-		rc = lp->type->event(lp, &h->ev[slot]);
+		last = t;
+		ran++;
+		rc = lp->event(lp, &h->ev[slot]);
 		evheap_settle(h);
 		evheap_release(h, slot);
 		if (h->retired) {
@@ -473,6 +489,8 @@ void kb__worker_window(kb_worker *w, kb_time bound, uint64_t budget)
 		if (rc && !w->err)
 			kb__lp_fail(lp, rc, "event handler failed: %s", kb_strerror(rc));
 	}
+	w->events += ran;
+	w->last_time = last;
 }
 
 /* Moves delivered messages into heaps. Called after a barrier, when every
@@ -567,6 +585,7 @@ uint32_t kb__sim_add_lp(kb_sim *sim, const kb_lp_type *type, void *arg, uint32_t
 	lp->pe = pe;
 	lp->cluster = cluster;
 	lp->type = type;
+	lp->event = type->event;
 	lp->state = state;
 	lp->sim = sim;
 	sim->lps[sim->n_lps++] = lp;
@@ -835,6 +854,34 @@ static int place_lps(kb_sim *sim, kb_error *err)
 	return KB_OK;
 }
 
+/* The send shortcut (kb_lp local_n): where every LP is on one worker,
+ * each LP may skip the destination's worker and link for a delay of at
+ * least the longest link there is: between clusters, PEs or LPs of one
+ * PE, as the LPs spread. */
+static void set_shortcuts(kb_sim *sim)
+{
+	size_t n = sim->n_lps;
+	int one_pe = 1, one_cluster = 1, one_worker = 1;
+	kb_time lat;
+
+	for (size_t i = 1; i < n; i++) {
+		const kb_lp *a = sim->lps[0], *b = sim->lps[i];
+
+		one_worker &= b->worker == a->worker;
+		one_cluster &= b->cluster == a->cluster;
+		one_pe &= b->cluster == a->cluster && b->pe == a->pe;
+	}
+	lat = sim->cfg.lat_pe;
+	if (!one_pe && sim->cfg.lat_cluster > lat)
+		lat = sim->cfg.lat_cluster;
+	if (!one_cluster && sim->cfg.lat_global > lat)
+		lat = sim->cfg.lat_global;
+	for (size_t i = 0; i < n; i++) {
+		sim->lps[i]->local_n = one_worker ? (uint32_t)n : 0;
+		sim->lps[i]->local_lat = lat;
+	}
+}
+
 /* Room for one more LP on a worker. */
 static int worker_room(kb_worker *w)
 {
@@ -912,6 +959,7 @@ int kb__sim_regroup(kb_sim *sim, int per_pe)
 	}
 	if (rehome_events(sim))
 		return KB_ENOMEM;
+	set_shortcuts(sim);
 	sim->per_lp = 0;
 	sim->horizons = 0;
 	if (!per_pe)
@@ -988,6 +1036,8 @@ int kb__sim_run(kb_sim *sim, kb_error *err)
 	rc = place_lps(sim, err);
 	if (!rc)
 		rc = build_workers(sim, err);
+	if (!rc)
+		set_shortcuts(sim);
 	for (unsigned i = 0; !rc && i < sim->n_workers; i++)
 		if (kb__worker_pool_init(&sim->workers[i]))
 			rc = kb__err(err, KB_ENOMEM, "out of memory for message nodes");

@@ -49,14 +49,22 @@ struct kb_lp {
 	/* Inbox first, on its own cache line: other threads write here. */
 	struct __cds_wfcq_head inbox_head __attribute__((aligned(64)));
 	struct cds_wfcq_tail inbox_tail __attribute__((aligned(64)));
+	/* What an event and a send read, on one line. */
 	uint32_t id __attribute__((aligned(64)));
-	uint32_t pe, cluster;
-	const kb_lp_type *type;
-	void *state;
-	kb_sim *sim;
+	/* All LPs share this LP's worker (a sequential run, or the rest of
+	 * a regrouped one): LPs below local_n take a send straight into the
+	 * heap, with no look at the destination, when the delay is at least
+	 * local_lat (the longest link from here). 0: no such shortcut. */
+	uint32_t local_n;
+	kb_time local_lat;
+	int (*event)(kb_lp *lp, const kb_event *ev); /* type->event */
 	kb_worker *worker;
 	kb_time now;
 	uint64_t seq;
+	void *state;
+	kb_sim *sim;
+	const kb_lp_type *type __attribute__((aligned(64)));
+	uint32_t pe, cluster;
 };
 
 struct __attribute__((aligned(64))) kb_worker {
