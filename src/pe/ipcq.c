@@ -23,7 +23,7 @@ typedef struct arrival {
 typedef struct kb_ipcq {
 	kb_pe_state *ps;
 	kb_event *tx;            /* sends waiting for the queue */
-	size_t tx_head, tx_n, tx_cap;
+	size_t tx_head, tx_n, tx_cap; /* rings: caps 0 or powers of two */
 	int tx_busy;
 	kb_event tx_cur;
 	kb_time tx_t0;
@@ -96,7 +96,7 @@ static int tx_start(kb_lp *lp, kb_ipcq *q)
 	if (q->tx_busy || !q->tx_n)
 		return KB_OK;
 	q->tx_cur = q->tx[q->tx_head];
-	q->tx_head = (q->tx_head + 1) % q->tx_cap;
+	q->tx_head = (q->tx_head + 1) & (q->tx_cap - 1);
 	q->tx_n--;
 	q->tx_busy = 1;
 	q->tx_t0 = kb__lp_now(lp);
@@ -144,7 +144,7 @@ static int rx_start(kb_lp *lp, kb_ipcq *q)
 		return KB_OK;
 	q->rx_cur = q->rx_ready[q->rx_head];
 	q->rx_data = q->rx_ready_data[q->rx_head];
-	q->rx_head = (q->rx_head + 1) % q->rx_cap;
+	q->rx_head = (q->rx_head + 1) & (q->rx_cap - 1);
 	q->rx_n--;
 	q->rx_busy = 1;
 	q->rx_t0 = kb__lp_now(lp);
@@ -198,8 +198,8 @@ static int match(kb_lp *lp, kb_ipcq *q)
 					return kb__lp_fail(lp, KB_ENOMEM, "out of memory");
 				}
 				for (size_t j = 0; j < q->rx_n; j++) {
-					r[j] = q->rx_ready[(q->rx_head + j) % q->rx_cap];
-					d[j] = q->rx_ready_data[(q->rx_head + j) % q->rx_cap];
+					r[j] = q->rx_ready[(q->rx_head + j) & (q->rx_cap - 1)];
+					d[j] = q->rx_ready_data[(q->rx_head + j) & (q->rx_cap - 1)];
 				}
 				free(q->rx_ready);
 				free(q->rx_ready_data);
@@ -208,8 +208,8 @@ static int match(kb_lp *lp, kb_ipcq *q)
 				q->rx_head = 0;
 				q->rx_cap = cap;
 			}
-			q->rx_ready[(q->rx_head + q->rx_n) % q->rx_cap] = q->posted[i];
-			q->rx_ready_data[(q->rx_head + q->rx_n) % q->rx_cap] = *a;
+			q->rx_ready[(q->rx_head + q->rx_n) & (q->rx_cap - 1)] = q->posted[i];
+			q->rx_ready_data[(q->rx_head + q->rx_n) & (q->rx_cap - 1)] = *a;
 			q->rx_n++;
 			memmove(a, a + 1, (q->n_arrived - k - 1) * sizeof(*a));
 			q->n_arrived--;
@@ -235,13 +235,13 @@ static int ipcq_event(kb_lp *lp, const kb_event *ev)
 				if (!t)
 					return kb__lp_fail(lp, KB_ENOMEM, "out of memory");
 				for (size_t i = 0; i < q->tx_n; i++)
-					t[i] = q->tx[(q->tx_head + i) % q->tx_cap];
+					t[i] = q->tx[(q->tx_head + i) & (q->tx_cap - 1)];
 				free(q->tx);
 				q->tx = t;
 				q->tx_head = 0;
 				q->tx_cap = q->tx_cap ? 2 * q->tx_cap : 8;
 			}
-			q->tx[(q->tx_head + q->tx_n++) % q->tx_cap] = *ev;
+			q->tx[(q->tx_head + q->tx_n++) & (q->tx_cap - 1)] = *ev;
 			return tx_start(lp, q);
 		}
 		if (q->n_posted == q->cap_posted &&
@@ -305,7 +305,7 @@ static void ipcq_final(void *st)
 	for (size_t i = 0; i < q->n_arrived; i++)
 		free(q->arrived[i].data);
 	for (size_t i = 0; i < q->rx_n; i++)
-		free(q->rx_ready_data[(q->rx_head + i) % q->rx_cap].data);
+		free(q->rx_ready_data[(q->rx_head + i) & (q->rx_cap - 1)].data);
 	free(q->rx_data.data);
 	free(q->tx);
 	free(q->posted);
