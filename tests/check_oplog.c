@@ -995,6 +995,139 @@ START_TEST(sealed_slices_lag)
 }
 END_TEST
 
+/* kb__oplog_serial (a sequential executor): records that come in their
+ * final order go to one shared buffer, hashed as it is; the others to
+ * their lanes, merged with it. The same file bytes and hash as a plain
+ * log, with a record callback too (which merges), when records come out
+ * of order across lanes, tie on t1 across lanes and within one, and a
+ * lane's records lie in both buffers at once. */
+#define SERIAL_LANES 5
+#define SERIAL_RECORDS 20000u
+
+typedef struct serial_cb {
+	uint64_t n;
+	char *text;
+	size_t len, cap;
+} serial_cb;
+
+/* Keeps each record's JSON as a line: what the callback saw, in order. */
+static int serial_keep(const kb_oplog_record *rec, void *payload)
+{
+	serial_cb *c = payload;
+
+	if (c->len + rec->json_len + 1 > c->cap) {
+		c->cap = 2 * (c->len + rec->json_len + 1);
+		c->text = realloc(c->text, c->cap);
+		if (!c->text)
+			return 1;
+	}
+	memcpy(c->text + c->len, rec->json, rec->json_len);
+	c->len += rec->json_len;
+	c->text[c->len++] = '\n';
+	c->n++;
+	return 0;
+}
+
+START_TEST(serial_shared_lane)
+{
+	for (int with_cb = 0; with_cb < 2; with_cb++) {
+		kb_oplog *log[2];
+		kb_oplog_lane *lane[2][SERIAL_LANES];
+		kb_oplog_options oo = { 0 };
+		serial_cb cb[2] = { { 0 }, { 0 } };
+		tmpfiles tf = { 0 };
+		kb_error err;
+		char hex[2][65], *text[2];
+		uint64_t records[2], lane_t1[SERIAL_LANES] = { 0 }, now = 1000, prev_t1 = 0;
+		size_t len[2], in_order = 0, late = 0, ties = 0;
+		unsigned prev_lane = 0;
+
+		for (int k = 0; k < 2; k++) {
+			oo.path = tmp_path(&tf, k ? "serial.jsonl" : "plain.jsonl");
+			oo.callback = with_cb ? serial_keep : NULL;
+			oo.payload = &cb[k];
+			ck_assert_int_eq(kb__oplog_create(&log[k], &oo, &err), 0);
+			/* serial before some lanes exist, after others */
+			for (int l = SERIAL_LANES - 1; l >= 0; l--) {
+				if (k && l == 2)
+					ck_assert_int_eq(kb__oplog_serial(log[k]), 0);
+				lane[k][l] = kb__oplog_lane(log[k], (uint32_t)l * 3);
+				ck_assert_ptr_nonnull(lane[k][l]);
+			}
+			if (k)
+				ck_assert_int_eq(kb__oplog_serial(log[k]), 0);   /* twice: no change */
+		}
+		for (uint64_t i = 0; i < SERIAL_RECORDS; i++) {
+			uint64_t h = (i + 1) * UINT64_C(0x9e3779b97f4a7c15);
+			unsigned l = (unsigned)((h >> 50) % SERIAL_LANES);
+			/* mostly at now; some up to 3 earlier (late), never
+			 * before the lane's last record */
+			uint64_t t1 = now - ((h >> 40) % 16 < 4 ? (h >> 20) % 4 : 0);
+
+			if (t1 < lane_t1[l])
+				t1 = lane_t1[l];
+			lane_t1[l] = t1;
+			if (i && (t1 < prev_t1 || (t1 == prev_t1 && l < prev_lane)))
+				late++;
+			else
+				in_order++;
+			ties += i && t1 == prev_t1;
+			prev_t1 = t1;
+			prev_lane = l;
+			for (int k = 0; k < 2; k++) {
+				kb_oplog_record r = { t1 - (h % 7), t1, l, "lp", i % 3 ? "ev" : "other",
+						      i, NULL, -1, (int64_t)(h % 5) - 1, NULL, 0,
+						      sizeof(kb_oplog_record) };
+				kb_oplog_field f = KB_FIELD_U("x", h % 1000);
+
+				if (kb__oplog_emit(lane[k][l], &r, &f, i % 2 ? 1 : 0))
+					ck_abort_msg("kb__oplog_emit failed at record %" PRIu64, i);
+				/* every record before now - 3 is final */
+				if (i % 97 == 96 && kb__oplog_flush(log[k], now - 3, &err))
+					ck_abort_msg("kb__oplog_flush: %s", err.message);
+			}
+			now += (h >> 30) % 3 == 0;
+		}
+		ck_assert_uint_gt(late, SERIAL_RECORDS / 50);
+		ck_assert_uint_gt(in_order, SERIAL_RECORDS / 2);
+		ck_assert_uint_gt(ties, SERIAL_RECORDS / 4);
+		for (int k = 0; k < 2; k++) {
+			ck_assert_int_eq(kb__oplog_finish(log[k], hex[k], &records[k], &err), 0);
+			kb__oplog_destroy(log[k]);
+			ck_assert_uint_eq(records[k], SERIAL_RECORDS);
+			text[k] = kbt_slurp(tf.path[k], &len[k]);
+			ck_assert_ptr_nonnull(text[k]);
+		}
+		ck_assert_str_eq(hex[1], hex[0]);
+		ck_assert_uint_eq(len[1], len[0]);
+		ck_assert_int_eq(memcmp(text[0], text[1], len[0]), 0);
+		if (with_cb) {
+			ck_assert_uint_eq(cb[1].n, SERIAL_RECORDS);
+			ck_assert_uint_eq(cb[1].len, len[0]);
+			ck_assert_int_eq(memcmp(cb[1].text, text[0], len[0]), 0);
+		}
+		for (int k = 0; k < 2; k++) {
+			free(text[k]);
+			free(cb[k].text);
+		}
+		tmp_clean(&tf);
+	}
+}
+END_TEST
+
+/* A lane's order is at most KB_OPLOG_MAX_ORDER (the merge key's room). */
+START_TEST(lane_order_limit)
+{
+	kb_oplog *log = NULL;
+	kb_error err;
+
+	ck_assert_int_eq(kb__oplog_create(&log, NULL, &err), 0);
+	ck_assert_ptr_nonnull(kb__oplog_lane(log, KB_OPLOG_MAX_ORDER));
+	ck_assert_ptr_null(kb__oplog_lane(log, KB_OPLOG_MAX_ORDER + 1u));
+	kb__oplog_destroy(log);
+}
+END_TEST
+
 /* A long synthetic run streams its op_log: peak memory does not follow it. */
 START_TEST(streaming_synthetic)
 {
@@ -1420,6 +1553,8 @@ Suite *oplog_suite(void)
 	tcase_add_test(stream, streaming_synthetic);
 	tcase_add_test(stream, sealed_slices_shared);
 	tcase_add_test(stream, sealed_slices_lag);
+	tcase_add_test(stream, serial_shared_lane);
+	tcase_add_test(stream, lane_order_limit);
 	suite_add_tcase(s, stream);
 
 	tcase_add_test(fail, write_fail_dev_full);

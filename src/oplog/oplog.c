@@ -22,6 +22,10 @@ typedef struct lane_entry {
 	kb_time t1;
 	size_t text_off;
 	uint32_t text_len;       /* with the newline */
+	/* The merge's second key after t1: the record's lane order, times
+	 * two, plus one in its own lane's buffer (0 in the shared one: of one
+	 * lane's records, those in the shared buffer were written first). */
+	uint32_t key;
 } lane_entry;
 
 /* Records and their text, appended at the end, consumed from head; rec
@@ -53,6 +57,9 @@ typedef struct rec_tpl {
  * (ready) that the sink merges while the LP goes on writing cur. */
 struct kb_oplog_lane {
 	uint32_t order;
+	/* The log's shared lane once every record comes from one thread in
+	 * order (kb__oplog_serial), else NULL. */
+	kb_oplog_lane *shared;
 	rec_tpl *tpl;            /* TPL_SLOTS, allocated at the first record */
 	/* The trace or the callback reads each record's fields; else only
 	 * t1 (the merge order) is kept beside the text. */
@@ -89,6 +96,12 @@ typedef struct oplog_sink {
 struct kb_oplog {
 	kb_oplog_lane **lanes;
 	size_t n_lanes, cap_lanes;
+	/* kb__oplog_serial: one more lane (in lanes too) that takes each
+	 * record that sorts after every record already in it and whose own
+	 * lane holds none, so that a sequential run's records, which come in
+	 * their final order, lie there as the op_log's bytes with nothing to
+	 * merge (issue 13). */
+	kb_oplog_lane *shared;
 	/* The lanes a planned merge reads (those with records in it). */
 	uint32_t *active;
 	size_t n_active;
@@ -246,6 +259,8 @@ kb_oplog_lane *kb__oplog_lane(kb_oplog *log, uint32_t order)
 {
 	kb_oplog_lane *lane;
 
+	if (order > KB_OPLOG_MAX_ORDER)
+		return NULL;   /* the merge key holds order * 2 + 1 in 32 bits */
 	if (log->n_lanes == log->cap_lanes) {
 		size_t cap = log->cap_lanes ? 2 * log->cap_lanes : 16;
 		kb_oplog_lane **l = realloc(log->lanes, cap * sizeof(*l));
@@ -264,8 +279,23 @@ kb_oplog_lane *kb__oplog_lane(kb_oplog *log, uint32_t order)
 		return NULL;
 	lane->order = order;
 	lane->keep_fields = log->want_recs;
+	lane->shared = log->shared;
 	log->lanes[log->n_lanes++] = lane;
 	return lane;
+}
+
+int kb__oplog_serial(kb_oplog *log)
+{
+	kb_oplog_lane *sh;
+
+	if (!log || log->shared)
+		return KB_OK;
+	if (!(sh = kb__oplog_lane(log, KB_OPLOG_MAX_ORDER)))   /* its order is never read */
+		return KB_ENOMEM;
+	for (size_t i = 0; i < log->n_lanes; i++)
+		log->lanes[i]->shared = log->lanes[i] == sh ? NULL : sh;
+	log->shared = sh;
+	return KB_OK;
 }
 
 static int lane_reserve(lane_buf *lane, size_t text_len, int keep_fields)
@@ -602,8 +632,22 @@ int kb__oplog_emit(kb_oplog_lane *lane, const kb_oplog_record *rec, const kb_opl
 		   int n_fields)
 {
 	lane_buf *b = &lane->cur;
+	uint32_t key = lane->order << 1 | 1;
 	lane_entry *e;
 	int n;
+
+	/* In order after the shared lane's last record, and none of this
+	 * lane's own waiting (so of one lane's records, those in the shared
+	 * lane come first, as their key says): into the shared lane. */
+	if (lane->shared && b->n == b->head) {
+		lane_buf *s = &lane->shared->cur;
+		const lane_entry *last = s->n > s->head ? &s->ent[s->n - 1] : NULL;
+
+		if (!last || last->t1 < rec->t1_ps || (last->t1 == rec->t1_ps && last->key <= key - 1)) {
+			b = s;
+			key--;
+		}
+	}
 
 	/* The template cache is an optimisation: without memory, none. */
 	if (!lane->tpl)
@@ -622,6 +666,7 @@ int kb__oplog_emit(kb_oplog_lane *lane, const kb_oplog_record *rec, const kb_opl
 	e->t1 = rec->t1_ps;
 	e->text_off = b->text_n;
 	e->text_len = (uint32_t)n;
+	e->key = key;
 	b->text_n += (size_t)n;
 	return KB_OK;
 }
@@ -649,7 +694,7 @@ int kb__oplog_emit(kb_oplog_lane *lane, const kb_oplog_record *rec, const kb_opl
  * stalled on store forwarding: 70% of the heap's time, issue 13). */
 typedef struct merge_run {
 	kb_time t1;
-	uint32_t order;
+	uint32_t order;          /* the next record's key (lane_entry) */
 	uint32_t lane;
 	size_t pos, end;
 } merge_run;
@@ -766,7 +811,7 @@ static void slice_merge(kb_oplog *log, oplog_slice *s, int ready)
 		last = &b->ent[z - 1];
 		bytes += last->text_off + last->text_len - b->ent[a].text_off;
 		recs += z - a;
-		runs[hn] = (merge_run){ b->ent[a].t1, log->lanes[i]->order, i, a, z };
+		runs[hn] = (merge_run){ b->ent[a].t1, b->ent[a].key, i, a, z };
 		h[hn] = (uint32_t)hn;
 		hn++;
 	}
@@ -796,7 +841,7 @@ static void slice_merge(kb_oplog *log, oplog_slice *s, int ready)
 
 			for (to = from + 1; to < r->end; to++)
 				if (b->ent[to].t1 > nx->t1 ||
-				    (b->ent[to].t1 == nx->t1 && r->order > nx->order))
+				    (b->ent[to].t1 == nx->t1 && b->ent[to].key > nx->order))
 					break;
 		}
 		for (size_t k = from; log->want_recs && k < to; k++)
@@ -813,6 +858,7 @@ static void slice_merge(kb_oplog *log, oplog_slice *s, int ready)
 		} else {
 			r->pos = to;
 			r->t1 = b->ent[to].t1;
+			r->order = b->ent[to].key;
 		}
 		run_down(runs, h, hn, 0);
 	}
@@ -1147,6 +1193,23 @@ static int flush_cur(kb_oplog *log, kb_time bound, kb_error *err)
 
 	if (n < 0)
 		return kb__err(err, KB_ENOMEM, "out of memory merging op_log records");
+	if (n > 0 && log->n_active == 1 && !log->want_recs) {
+		/* One buffer holds them all (a sequential run's shared lane):
+		 * its text is the op_log's bytes as they are, hashed and
+		 * written from where they were formatted, in one piece. */
+		const lane_buf *b = lane_of(log, log->active[0], 0);
+		size_t z = bound == KB_TIME_INF ? b->n : lower_bound(b, b->head, bound);
+		size_t from = b->ent[b->head].text_off;
+
+		if (!log->failed) {
+			sink_bytes(log, b->text + from,
+				   b->ent[z - 1].text_off + b->ent[z - 1].text_len - from);
+			log->records += z - b->head;
+		}
+		n = 0;
+		while (log->q_head < log->n_q)
+			pop_front(log);
+	}
 	for (int j = 0; j < n; j++) {
 		oplog_slice *s = log->q[log->q_head];
 

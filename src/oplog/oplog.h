@@ -41,8 +41,16 @@ typedef struct kb_oplog_options {
 } kb_oplog_options;
 
 int kb__oplog_create(kb_oplog **out, const kb_oplog_options *opt, kb_error *err);
-/* Lane for one LP; lanes are merged in the order of `order` (the LP id). */
+/* Lane for one LP; lanes are merged in the order of `order` (the LP id,
+ * at most KB_OPLOG_MAX_ORDER; NULL past it or out of memory). */
+#define KB_OPLOG_MAX_ORDER (UINT32_MAX >> 1)
 kb_oplog_lane *kb__oplog_lane(kb_oplog *log, uint32_t order);
+/* From now on every record is written by one thread at a time, each
+ * before the next is begun (a sequential executor): records that come in
+ * their final order (t1, lane order) go to one buffer shared by the
+ * lanes, whose text a flush hashes and writes as it is, with no merge.
+ * Bytes as without it. KB_ENOMEM (nothing changes) when out of memory. */
+int kb__oplog_serial(kb_oplog *log);
 /* A record's members after the fixed ones (issue 20 section 2, "record
  * fields"): typed values that the op_log formats, so that no model code
  * writes JSON. The key is given as a plain JSON key (a string literal) and
