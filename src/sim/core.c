@@ -345,10 +345,6 @@ static int time_end(kb_lp *lp, kb_time delay)
 
 /* ---- what handlers call ---- */
 
-kb_time kb__lp_now(const kb_lp *lp) { return lp->now; }
-uint32_t kb__lp_id(const kb_lp *lp) { return lp->id; }
-void *kb__lp_state(kb_lp *lp) { return lp->state; }
-
 kb_time kb__lp_link_latency(const kb_lp *lp, uint32_t dst)
 {
 	const kb_sim *sim = lp->sim;

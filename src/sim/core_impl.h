@@ -3,6 +3,7 @@
 #define KB_SIM_CORE_IMPL_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <urcu/wfcqueue.h>
 
@@ -45,27 +46,39 @@ typedef struct kb_msgnode {
 	kb_event ev;
 } kb_msgnode;
 
-struct kb_lp {
-	/* Inbox first, on its own cache line: other threads write here. */
-	struct __cds_wfcq_head inbox_head __attribute__((aligned(64)));
-	struct cds_wfcq_tail inbox_tail __attribute__((aligned(64)));
-	/* What an event and a send read, on one line. */
-	uint32_t id __attribute__((aligned(64)));
-	/* All LPs share this LP's worker (a sequential run, or the rest of
-	 * a regrouped one): LPs below local_n take a send straight into the
-	 * heap, with no look at the destination, when the delay is at least
-	 * local_lat (the longest link from here). 0: no such shortcut. */
-	uint32_t local_n;
+struct __attribute__((aligned(64))) kb_lp {
+	/* What an event and a send read, on one line, from the head that
+	 * sim.h's accessors read inline (kb_lp_head: now, state, id). */
+	union {
+		kb_lp_head head;
+		struct {
+			kb_time now;
+			void *state;
+			uint32_t id;
+			/* All LPs share this LP's worker (a sequential run, or
+			 * the rest of a regrouped one): LPs below local_n take a
+			 * send straight into the heap, with no look at the
+			 * destination, when the delay is at least local_lat (the
+			 * longest link from here). 0: no such shortcut. */
+			uint32_t local_n;
+		};
+	};
 	kb_time local_lat;
 	int (*event)(kb_lp *lp, const kb_event *ev); /* type->event */
 	kb_worker *worker;
-	kb_time now;
 	uint64_t seq;
-	void *state;
 	kb_sim *sim;
+	/* The inbox on lines of its own: other threads write here. */
+	struct __cds_wfcq_head inbox_head __attribute__((aligned(64)));
+	struct cds_wfcq_tail inbox_tail __attribute__((aligned(64)));
 	const kb_lp_type *type __attribute__((aligned(64)));
 	uint32_t pe, cluster;
 };
+
+_Static_assert(offsetof(struct kb_lp, now) == offsetof(kb_lp_head, now) &&
+	       offsetof(struct kb_lp, state) == offsetof(kb_lp_head, state) &&
+	       offsetof(struct kb_lp, id) == offsetof(kb_lp_head, id) &&
+	       offsetof(struct kb_lp, sim) < 64, "kb_lp starts with kb_lp_head, its hot fields on one line");
 
 struct __attribute__((aligned(64))) kb_worker {
 	unsigned index;

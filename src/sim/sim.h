@@ -159,9 +159,31 @@ const kb_sim_stats *kb__sim_stats(const kb_sim *sim);
 void kb__sim_request_stop(kb_sim *sim);
 
 /* ---- called from inside handlers, on the LP's own thread ---- */
-kb_time kb__lp_now(const kb_lp *lp);
-uint32_t kb__lp_id(const kb_lp *lp);
-void *kb__lp_state(kb_lp *lp);
+
+/* What every LP starts with (core_impl.h lays kb_lp out so), for the
+ * accessors below to read inline: handlers ask for their time and state
+ * on every event, and a call into the core for each cost more than the
+ * load. */
+typedef struct kb_lp_head {
+	kb_time now;
+	void *state;
+	uint32_t id;
+} kb_lp_head;
+
+static inline kb_time kb__lp_now(const kb_lp *lp)
+{
+	return ((const kb_lp_head *)(const void *)lp)->now;
+}
+
+static inline uint32_t kb__lp_id(const kb_lp *lp)
+{
+	return ((const kb_lp_head *)(const void *)lp)->id;
+}
+
+static inline void *kb__lp_state(kb_lp *lp)
+{
+	return ((const kb_lp_head *)(const void *)lp)->state;
+}
 /* Sends ev (type, aux, w) to dst after delay; ev->time etc. are filled in.
  * A delay below the link latency is KB_ELOOKAHEAD. */
 int kb__lp_send(kb_lp *lp, uint32_t dst, kb_time delay, const kb_event *ev);
