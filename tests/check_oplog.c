@@ -644,6 +644,91 @@ START_TEST(number_sweep)
 }
 END_TEST
 
+/* A record's two times: where t0 shares t1's multiple of 10^8 (9 and 10
+ * digit times), the prefix is written once and both low chunks beside
+ * each other; at every edge of that (t0 a multiple below, t0 past t1, t1
+ * of 9, 10 and 11 digits, lows of 0 and 10^8 - 1) against printf. */
+typedef struct time_check {
+	uint64_t t0[8192], t1[8192];
+	int n, bad;
+} time_check;
+
+static int check_times(const kb_oplog_record *rec, void *payload)
+{
+	time_check *c = payload;
+	char want[160];
+
+	if (c->n >= 8192)
+		return 1;
+	snprintf(want, sizeof(want),
+		 "{\"t0\":%" PRIu64 ",\"t1\":%" PRIu64 ",\"pe\":0,\"eng\":\"cpu\",\"op\":\"x\",\"cmd\":7}",
+		 c->t0[c->n], c->t1[c->n]);
+	if (rec->json_len != strlen(want) || memcmp(rec->json, want, rec->json_len)) {
+		if (!c->bad)
+			fprintf(stderr, "time_pairs: got %.*s\n want %s\n", (int)rec->json_len,
+				rec->json, want);
+		c->bad++;
+	}
+	c->n++;
+	return 0;
+}
+
+START_TEST(time_pairs)
+{
+	static time_check c;
+	const uint64_t e8 = UINT64_C(100000000);
+	/* t1 values, increasing (a lane's t1 never decreases) */
+	const uint64_t t1s[] = { e8 - 1, e8, e8 + 1, 2 * e8 - 1, 2 * e8, 2 * e8 + 12345678,
+				 9 * e8 + 99999999, 10 * e8, 10 * e8 + 1, 37 * e8 + 4200000,
+				 99 * e8, 100 * e8 - 1, 100 * e8, 100 * e8 + 1, 1000 * e8 + 5 };
+	uint64_t x = UINT64_C(0x2545f4914f6cdd1d), last = 0;
+	kb_oplog_options oo = { 0 };
+	kb_oplog *log = NULL;
+	kb_oplog_lane *lane;
+	kb_error err;
+	char hex[65];
+	int n = 0;
+
+	for (size_t k = 0; k < sizeof(t1s) / sizeof(t1s[0]); k++) {
+		uint64_t t1 = t1s[k], lo = t1 % e8;
+		const uint64_t t0s[] = { t1, t1 - 1, t1 - lo, t1 - lo - 1, t1 - lo + 1, 0, 1, 99, e8,
+					 t1 + 1, t1 + e8, t1 - lo / 2, t1 / 2 };
+
+		for (size_t j = 0; j < sizeof(t0s) / sizeof(t0s[0]); j++, n++) {
+			c.t1[n] = t1;
+			c.t0[n] = t0s[j];
+		}
+	}
+	while (n < 8192) {
+		/* random times of 9 and 10 digits, increasing; t0 mostly close */
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		if (last < 50 * e8)
+			last += x % (e8 / 64);
+		c.t1[n] = last + e8;
+		c.t0[n] = c.t1[n] - (x >> 8) % (x & 1 ? 1000 : 3 * e8);
+		n++;
+	}
+	c.n = c.bad = 0;
+	oo.callback = check_times;
+	oo.payload = &c;
+	ck_assert_int_eq(kb__oplog_create(&log, &oo, &err), 0);
+	lane = kb__oplog_lane(log, 0);
+	ck_assert_ptr_nonnull(lane);
+	for (int k = 0; k < n; k++) {
+		kb_oplog_record r = { c.t0[k], c.t1[k], 0, "cpu", "x", 7, NULL, -1, -1, NULL, 0,
+				      sizeof(kb_oplog_record) };
+
+		ck_assert_int_eq(kb__oplog_emit(lane, &r, NULL, 0), 0);
+	}
+	ck_assert_int_eq(kb__oplog_finish(log, hex, NULL, &err), 0);
+	ck_assert_int_eq(c.n, n);
+	ck_assert_int_eq(c.bad, 0);
+	kb__oplog_destroy(log);
+}
+END_TEST
+
 /* Numbers at the end of the longest record (1024 bytes): the formatter
  * writes eight bytes per chunk past a number's end when there is room,
  * and must still be exact where there is not. A record one byte too long
@@ -1544,6 +1629,7 @@ Suite *oplog_suite(void)
 	tcase_add_test(format, typed_fields);
 	tcase_add_test(format, number_edges);
 	tcase_add_test(format, number_sweep);
+	tcase_add_test(format, time_pairs);
 	tcase_add_test(format, number_at_record_end);
 	tcase_add_test(format, middle_templates);
 	suite_add_tcase(s, format);

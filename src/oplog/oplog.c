@@ -548,6 +548,34 @@ static inline char *put_fields(char *p, const char *end, const kb_oplog_field *f
 	return p;
 }
 
+/* `T0,"t1":T1`. Most records' times have 9 or 10 digits, and t0 the same
+ * first one or two as t1 (the same multiple of 10^8): then both are that
+ * prefix, once divided out, and eight digits each, the two chunks
+ * independent of each other (issue 13). Else each number by itself. */
+static inline char *put_times(char *p, const char *end, uint64_t t0, uint64_t t1)
+{
+	if (p && (size_t)(end - p) >= 2 * FMT_U64_ROOM + 6 && t1 >= E8 && t1 < 100 * E8 &&
+	    t0 <= t1) {
+		uint64_t hi = t1 / E8, lo1 = t1 - hi * E8;
+
+		if (t1 - t0 <= lo1) {   /* then t0 >= hi * 10^8 too */
+			uint64_t d1 = digits8((uint32_t)lo1) + ASCII_ZEROS;
+			uint64_t d0 = digits8((uint32_t)(lo1 - (t1 - t0))) + ASCII_ZEROS;
+			char *q = put_small(p, (uint32_t)hi);
+			size_t h = (size_t)(q - p);
+
+			store8(q, d0);
+			memcpy(q + 8, ",\"t1\":", 6);
+			memcpy(q + 14, p, 2);      /* the prefix again (its second byte scratch when h is 1) */
+			store8(q + 14 + h, d1);
+			return q + 22 + h;
+		}
+	}
+	p = put_u64(p, end, t0);
+	p = PUT_LIT(p, end, ",\"t1\":");
+	return put_u64(p, end, t1);
+}
+
 /* `,"pe":P,"eng":"E","op":"O","cmd":` of r: from the lane's cache, or
  * formatted (and kept when it fits a slot). */
 static inline char *put_middle(char *p, const char *end, kb_oplog_lane *lane,
@@ -604,9 +632,7 @@ static int format_record(kb_oplog_lane *lane, char *buf, size_t len, const kb_op
 	const char *end = buf + len;
 	char *p = PUT_LIT(buf, end, "{\"t0\":");
 
-	p = put_u64(p, end, r->t0_ps);
-	p = PUT_LIT(p, end, ",\"t1\":");
-	p = put_u64(p, end, r->t1_ps);
+	p = put_times(p, end, r->t0_ps, r->t1_ps);
 	p = put_middle(p, end, lane, r);
 	p = put_u64(p, end, r->cmd);
 	if (r->kind) {
