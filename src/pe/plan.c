@@ -271,18 +271,42 @@ int kb__plan_create_from(kb_plan **out, kb_plan **spare, kb_cmd *cmd, const kb_m
 	return KB_OK;
 }
 
+/* Whether ops cannot need more stages than a plan holds, whatever their
+ * spaces and scopes. With a GEMM at g: at most g steps before it and
+ * n_ops - g - 1 after, and a last k-step of at most two DMA_READs, FETCH,
+ * GEMM, an op per op after it, STORE and a DMA_WRITE. Without: a step of
+ * at most a DMA_READ per operand, the MATH and a DMA_WRITE per op. */
+static int within_limits(const kb_opspec *ops, uint32_t n_ops, int g)
+{
+	uint32_t n = 0;
+
+	if (g >= 0)
+		return n_ops + 5 <= KB_PLAN_MAX_STAGES && n_ops <= KB_PLAN_MAX_STEPS;
+	for (uint32_t i = 0; i < n_ops && n <= KB_PLAN_MAX_STAGES; i++)
+		n += ops[i].n_operands + 2u;
+	return n <= KB_PLAN_MAX_STAGES;
+}
+
 int kb__plan_check_ops(const kb_opspec *ops, uint32_t n_ops, int *op, uint32_t *max)
 {
 	kb_plan p;
 	int g = -1, rc;
 
+	for (uint32_t i = 0; i < n_ops; i++)
+		if (ops[i].kind == KB_OP_GEMM && g < 0)
+			g = (int)i;
+	/* Every composite emitted is checked: one this small passes without
+	 * laying its stages out (plan_gemm_stages at emit was ~1% of decode
+	 * opt2's instructions, issue 13); admission lays them out anyway. */
+	if (within_limits(ops, n_ops, g)) {
+		*op = -1;
+		*max = 0;
+		return 0;
+	}
 	/* The stage planners read only these: the rest of a ~1.4 KB plan
 	 * need not be cleared for every composite emitted. */
 	p.n_pre = p.n_post = p.n_mid = p.n_last = p.over_max = 0;
 	p.over_op = p.last_op = -1;
-	for (uint32_t i = 0; i < n_ops; i++)
-		if (ops[i].kind == KB_OP_GEMM && g < 0)
-			g = (int)i;
 	rc = g >= 0 ? plan_gemm_stages(&p, ops, n_ops, g) : plan_math(&p, ops, n_ops);
 	*op = p.over_op;
 	*max = p.over_max;
