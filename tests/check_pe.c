@@ -10,6 +10,7 @@
 
 #include "suites.h"
 #include "testutil.h"
+#include "pe/hazard.h"
 #include "pe/plan.h"
 #include "tl/tl_int.h"
 
@@ -874,6 +875,97 @@ START_TEST(test_ceil_div_exact)
 }
 END_TEST
 
+/* The scheduler's hazard test with signatures (pe/hazard.h) agrees with a
+ * plain pairwise one on random command mixes: ids from a small pool (many
+ * true conflicts, read-write ones alone included) and from all 64 bits
+ * (signature bits shared without a conflict), one by one and against a
+ * group whose members come and go at random, as PE_SCHEDULER asks it of
+ * the in-flight commands. */
+typedef struct hz_cmd {
+	kb_cmd c;
+	uint64_t ids[8];
+} hz_cmd;
+
+static uint64_t hz_rand(uint64_t *x)
+{
+	*x ^= *x << 13, *x ^= *x >> 7, *x ^= *x << 17;
+	return *x;
+}
+
+static void hz_make(hz_cmd *h, uint64_t *x)
+{
+	int wide = hz_rand(x) % 4 == 0;
+
+	memset(h, 0, sizeof(*h));
+	h->c.reads = h->ids;
+	h->c.n_reads = (uint32_t)(hz_rand(x) % 5);
+	h->c.writes = h->ids + 4;
+	h->c.n_writes = (uint32_t)(hz_rand(x) % 3);
+	for (int i = 0; i < 8; i++)
+		h->ids[i] = wide ? hz_rand(x) : 1 + hz_rand(x) % 24;
+}
+
+/* c conflicts with f: some id c writes that f reads or writes, or c reads that f writes. */
+static int hz_plain(const kb_cmd *c, const kb_cmd *f)
+{
+	for (uint32_t i = 0; i < c->n_reads + c->n_writes; i++) {
+		int cw = i >= c->n_reads;
+		uint64_t id = cw ? c->writes[i - c->n_reads] : c->reads[i];
+
+		for (uint32_t j = 0; j < f->n_reads + f->n_writes; j++) {
+			int fw = j >= f->n_reads;
+
+			if ((cw || fw) && id == (fw ? f->writes[j - f->n_reads] : f->reads[j]))
+				return 1;
+		}
+	}
+	return 0;
+}
+
+START_TEST(test_hazard_signatures)
+{
+	enum { GROUP = 12 };
+	static hz_cmd grp[GROUP], cand;
+	int in[GROUP] = { 0 };
+	uint64_t x = 0x2545f4914f6cdd1du;
+	long conflicts = 0, sig_only = 0, blocked = 0;
+
+	for (int i = 0; i < GROUP; i++)
+		hz_make(&grp[i], &x);
+	for (int round = 0; round < 20000; round++) {
+		int k = (int)(hz_rand(&x) % GROUP), any = 0, fast_any = 0;
+		kb_hazard_sig sc;
+
+		/* The group (in flight) changes by one member a round. */
+		if (in[k])
+			hz_make(&grp[k], &x);
+		in[k] = !in[k];
+		hz_make(&cand, &x);
+		sc = kb__hazard_sign(&cand.c);
+		for (int i = 0; i < GROUP; i++) {
+			kb_hazard_sig si = kb__hazard_sign(&grp[i].c);
+			int plain = hz_plain(&cand.c, &grp[i].c);
+			int fast = kb__hazard_may_conflict(sc, si) && kb__hazard_conflicts(&cand.c, &grp[i].c);
+
+			ck_assert_int_eq(kb__hazard_conflicts(&cand.c, &grp[i].c), plain);
+			ck_assert_msg(fast == plain, "round %d, member %d: signature test %d, plain %d", round, i,
+				      fast, plain);
+			conflicts += plain;
+			sig_only += !plain && kb__hazard_may_conflict(sc, si);
+			any |= in[i] && plain;
+			fast_any |= in[i] && fast;
+		}
+		ck_assert_int_eq(fast_any, any);
+		blocked += any;
+	}
+	/* The mix exercised both outcomes and the signature's false alarms. */
+	ck_assert_int_gt(conflicts, 1000);
+	ck_assert_int_gt(sig_only, 100);
+	ck_assert_int_gt(blocked, 1000);
+	ck_assert_int_gt(20000 - blocked, 1000);
+}
+END_TEST
+
 Suite *pe_suite(void)
 {
 	Suite *s = suite_create("pe");
@@ -888,6 +980,7 @@ Suite *pe_suite(void)
 	tcase_add_test(plan, test_math_cost_every_scope);
 	tcase_add_test(plan, test_plan_limit_matches_emit);
 	tcase_add_test(plan, test_ceil_div_exact);
+	tcase_add_test(plan, test_hazard_signatures);
 	tcase_add_test(run, test_fifo_shared_rw);
 	tcase_add_test(run, test_disjoint_overlap);
 	tcase_add_test(run, test_k_before_v);

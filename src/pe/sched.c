@@ -13,51 +13,39 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/err.h"
+#include "pe/hazard.h"
 #include "pe/plan.h"
 
 typedef struct queued {
 	kb_cmd *cmd;
 	kb_time arrived;
+	kb_hazard_sig sig;       /* of cmd, signed once when it arrives */
 } queued;
+
+typedef struct flight {
+	kb_plan *p;
+	kb_hazard_sig sig;
+} flight;
 
 typedef struct kb_sched {
 	kb_pe_state *ps;
 	queued *q;
 	size_t q_head, q_n, q_cap; /* q_cap: 0 or a power of two */
-	kb_plan *inflight;       /* admitted, not finished, in admission order */
+	/* admitted, not finished, in admission order: the hazard test reads
+	 * their signatures here and their commands only when those meet */
+	flight *fl;
+	size_t n_fl, cap_fl;
 	kb_plan *spare;          /* finished plans, for the next ones */
 } kb_sched;
 
-static int has(const uint64_t *v, uint32_t n, uint64_t x)
+static const kb_plan *blocker(const kb_sched *s, const kb_cmd *c, kb_hazard_sig sig)
 {
-	for (uint32_t i = 0; i < n; i++)
-		if (v[i] == x)
-			return 1;
-	return 0;
-}
-
-static int overlaps(const uint64_t *a, uint32_t na, const uint64_t *b, uint32_t nb)
-{
-	for (uint32_t i = 0; i < na; i++)
-		if (has(b, nb, a[i]))
-			return 1;
-	return 0;
-}
-
-static int conflicts(const kb_cmd *c, const kb_cmd *f)
-{
-	return overlaps(c->writes, c->n_writes, f->writes, f->n_writes) ||
-	       overlaps(c->writes, c->n_writes, f->reads, f->n_reads) ||
-	       overlaps(c->reads, c->n_reads, f->writes, f->n_writes);
-}
-
-static const kb_plan *blocker(const kb_sched *s, const kb_cmd *c)
-{
-	for (const kb_plan *p = s->inflight; p; p = p->next)
-		if (conflicts(c, p->cmd))
-			return p;
+	for (size_t i = 0; i < s->n_fl; i++)
+		if (kb__hazard_may_conflict(sig, s->fl[i].sig) && kb__hazard_conflicts(c, s->fl[i].p->cmd))
+			return s->fl[i].p;
 	return NULL;
 }
 
@@ -113,12 +101,13 @@ static int feed(kb_lp *lp, kb_plan *p)
 static int finish_cmd(kb_lp *lp, kb_sched *s, kb_plan *p)
 {
 	kb_event ev = { .type = KB_EV_CMD_DONE, .w = { p->cmd->id } };
-	kb_plan **pp = &s->inflight;
+	size_t i = 0;
 	int rc;
 
-	while (*pp != p)
-		pp = &(*pp)->next;
-	*pp = p->next;
+	while (s->fl[i].p != p)
+		i++;
+	memmove(&s->fl[i], &s->fl[i + 1], (s->n_fl - i - 1) * sizeof(*s->fl));
+	s->n_fl--;
 	rc = kb__lp_send(lp, kb__pe_lp(s->ps->pe, KB_ENG_CPU), s->ps->m->lat_pe, &ev);
 	kb__cmd_free(p->cmd);
 	kb__plan_recycle(p, &s->spare);
@@ -141,14 +130,28 @@ static int next_phase(kb_lp *lp, kb_sched *s, kb_plan *p)
 	}
 }
 
-static int start_plan(kb_lp *lp, kb_sched *s, kb_plan *p)
+/* Room in s->fl for n_fl + 1 (made before a command is taken, so that
+ * running out of memory leaves it queued). */
+static int fl_room(kb_sched *s)
 {
-	kb_plan **tail = &s->inflight;
+	if (s->n_fl == s->cap_fl) {
+		size_t cap = s->cap_fl ? 2 * s->cap_fl : 16;
+		flight *f = realloc(s->fl, cap * sizeof(*f));
+
+		if (!f)
+			return -1;
+		s->fl = f;
+		s->cap_fl = cap;
+	}
+	return 0;
+}
+
+/* s->fl has room (fl_room). */
+static int start_plan(kb_lp *lp, kb_sched *s, kb_plan *p, kb_hazard_sig sig)
+{
 	uint64_t n = p->phase == KB_PH_PRE ? p->n_pre : p->n_steps;
 
-	while (*tail)
-		tail = &(*tail)->next;
-	*tail = p;
+	s->fl[s->n_fl++] = (flight){ p, sig };
 	if (n == 0) {
 		p->phase = KB_PH_PRE;
 		return next_phase(lp, s, p);
@@ -177,9 +180,14 @@ static void q_remove(kb_sched *s, size_t i)
  * conflicts with none of them (they keep their order among themselves). */
 static int conflicts_queued(kb_sched *s, size_t i)
 {
-	for (size_t j = 0; j < i; j++)
-		if (conflicts(q_at(s, i)->cmd, q_at(s, j)->cmd))
+	const queued *qi = q_at(s, i);
+
+	for (size_t j = 0; j < i; j++) {
+		const queued *qj = q_at(s, j);
+
+		if (kb__hazard_may_conflict(qi->sig, qj->sig) && kb__hazard_conflicts(qi->cmd, qj->cmd))
 			return 1;
+	}
 	return 0;
 }
 
@@ -203,7 +211,7 @@ static int try_admit(kb_lp *lp, kb_sched *s)
 		kb_error err;
 		int rc;
 
-		if (blocker(s, q.cmd) || (i && conflicts_queued(s, i))) {
+		if (blocker(s, q.cmd, q.sig) || (i && conflicts_queued(s, i))) {
 			if (!rw_aware)
 				return KB_OK;
 			i++;
@@ -215,11 +223,13 @@ static int try_admit(kb_lp *lp, kb_sched *s)
 			if (rc)
 				return kb__lp_fail(lp, rc, "cannot buffer an op_log record");
 		}
+		if (fl_room(s))
+			return kb__lp_fail(lp, KB_ENOMEM, "out of memory admitting a command");
 		rc = kb__plan_create_from(&p, &s->spare, q.cmd, m, &err);
 		if (rc)
 			return kb__lp_fail(lp, rc, "%s", err.message);
 		q_remove(s, i);
-		rc = start_plan(lp, s, p);
+		rc = start_plan(lp, s, p, q.sig);
 		if (rc)
 			return rc;
 	}
@@ -243,7 +253,7 @@ static int enqueue(kb_lp *lp, kb_sched *s, kb_cmd *cmd)
 		s->q_head = 0;
 		s->q_cap = cap;
 	}
-	*q_at(s, s->q_n) = (queued){ cmd, kb__lp_now(lp) };
+	*q_at(s, s->q_n) = (queued){ cmd, kb__lp_now(lp), kb__hazard_sign(cmd) };
 	s->q_n++;
 	return try_admit(lp, s);
 }
@@ -290,15 +300,16 @@ static int sched_pending(kb_lp *lp, char *buf, size_t len)
 	kb_sched *s = kb__lp_state(lp);
 
 	if (s->q_n) {
-		const kb_plan *b = blocker(s, s->q[s->q_head].cmd);
+		const queued *h = &s->q[s->q_head];
+		const kb_plan *b = blocker(s, h->cmd, h->sig);
 
 		snprintf(buf, len, "holds command %" PRIu64 " behind in-flight command %" PRIu64,
 			 s->q[s->q_head].cmd->id, b ? b->cmd->id : UINT64_MAX);
 		return 1;
 	}
-	if (s->inflight) {
-		snprintf(buf, len, "has command %" PRIu64 " (%s) in flight", s->inflight->cmd->id,
-			 kb__cmd_kind_name((int)s->inflight->cmd->kind));
+	if (s->n_fl) {
+		snprintf(buf, len, "has command %" PRIu64 " (%s) in flight", s->fl[0].p->cmd->id,
+			 kb__cmd_kind_name((int)s->fl[0].p->cmd->kind));
 		return 1;
 	}
 	return 0;
@@ -322,13 +333,11 @@ static void sched_final(void *st)
 {
 	kb_sched *s = st;
 
-	while (s->inflight) {
-		kb_plan *p = s->inflight;
-
-		s->inflight = p->next;
-		kb__cmd_free(p->cmd);
-		kb__plan_free(p);
+	for (size_t i = 0; i < s->n_fl; i++) {
+		kb__cmd_free(s->fl[i].p->cmd);
+		kb__plan_free(s->fl[i].p);
 	}
+	free(s->fl);
 	for (size_t i = 0; i < s->q_n; i++)
 		kb__cmd_free(q_at(s, i)->cmd);
 	free(s->q);

@@ -1,0 +1,75 @@
+/*
+ * PE_SCHEDULER's hazard test (DDD §8, ADR-0065 A4): command c conflicts
+ * with f when c writes a handle f reads or writes, or reads one f writes.
+ *
+ * The exact test compares handle ids pairwise. A signature (one bit per
+ * handle id, from a multiplicative hash of it, for the reads and for the
+ * writes) answers most questions without that: ids that meet set the same
+ * bit, so signatures that do not meet prove no conflict; signatures that
+ * meet say nothing (two ids may share a bit) and the exact test decides.
+ */
+#ifndef KB_PE_HAZARD_H
+#define KB_PE_HAZARD_H
+
+#include <stdint.h>
+
+#include "pe/cmd.h"
+
+static inline int kb__hazard_has(const uint64_t *v, uint32_t n, uint64_t x)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (v[i] == x)
+			return 1;
+	return 0;
+}
+
+static inline int kb__hazard_overlaps(const uint64_t *a, uint32_t na, const uint64_t *b,
+				      uint32_t nb)
+{
+	for (uint32_t i = 0; i < na; i++)
+		if (kb__hazard_has(b, nb, a[i]))
+			return 1;
+	return 0;
+}
+
+/* The exact test: does c conflict with f? */
+static inline int kb__hazard_conflicts(const kb_cmd *c, const kb_cmd *f)
+{
+	return kb__hazard_overlaps(c->writes, c->n_writes, f->writes, f->n_writes) ||
+	       kb__hazard_overlaps(c->writes, c->n_writes, f->reads, f->n_reads) ||
+	       kb__hazard_overlaps(c->reads, c->n_reads, f->writes, f->n_writes);
+}
+
+typedef struct kb_hazard_sig {
+	uint64_t r, w;           /* one bit per handle read / written */
+} kb_hazard_sig;
+
+/* Fibonacci hashing: the top 6 bits of id * 2^64 / phi, so that ids
+ * handed out one after another spread over the 64 bits. */
+static inline uint64_t kb__hazard_bit(uint64_t id)
+{
+	return UINT64_C(1) << ((id * UINT64_C(0x9e3779b97f4a7c15)) >> 58);
+}
+
+static inline uint64_t kb__hazard_bits(const uint64_t *ids, uint32_t n)
+{
+	uint64_t b = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		b |= kb__hazard_bit(ids[i]);
+	return b;
+}
+
+static inline kb_hazard_sig kb__hazard_sign(const kb_cmd *c)
+{
+	return (kb_hazard_sig){ kb__hazard_bits(c->reads, c->n_reads),
+				kb__hazard_bits(c->writes, c->n_writes) };
+}
+
+/* 0: a command signed c conflicts with no command signed f. 1: it may. */
+static inline int kb__hazard_may_conflict(kb_hazard_sig c, kb_hazard_sig f)
+{
+	return ((c.w & (f.w | f.r)) | (c.r & f.w)) != 0;
+}
+
+#endif
