@@ -55,22 +55,22 @@ static void pump_share(void *ctx)
 	kb__oplog_share(p->log);
 }
 
-/* More threads merge a window's records: cut them finer. */
+/* More threads merge a window's records: cut them finer. One thread runs
+ * every LP (--threads 1, or auto on one PE or one core): the records come
+ * in their final order, into one buffer that is hashed as it is. Without
+ * memory for it, the lanes are merged as in any run. */
 static void pump_threads(void *ctx, unsigned threads)
 {
 	kb_oplog_pump *p = ctx;
 
 	kb__oplog_threads(p->log, threads);
+	if (threads == 1)
+		(void)kb__oplog_serial(p->log);
 }
 
 void kb__oplog_pump_attach(kb_oplog_pump *p, kb_oplog *log, kb_sim_config *cfg)
 {
 	p->log = log;
-	/* One thread runs every LP: the records come in their final order,
-	 * into one buffer that is hashed as it is. Without memory for it, the
-	 * lanes are merged as in any run. */
-	if (log && cfg->threads == 1)
-		(void)kb__oplog_serial(log);
 	cfg->on_window = log ? pump_window : NULL;
 	cfg->on_overlap = log ? pump_overlap : NULL;
 	cfg->on_share = log ? pump_share : NULL;

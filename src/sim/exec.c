@@ -112,6 +112,8 @@ int kb__exec_sequential(kb_sim *sim, kb_error *err)
 {
 	int rc;
 
+	if (sim->cfg.on_threads)
+		sim->cfg.on_threads(sim->cfg.hook_ctx, 1);
 	kb__worker_drain(&sim->workers[0]);
 	rc = run_alone(sim, &sim->workers[0], err);
 	return rc ? rc : finish(sim, err);

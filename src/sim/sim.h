@@ -112,9 +112,10 @@ typedef struct kb_sim_config {
 	 * runs on the coordinating one, before they run LPs: a share of the
 	 * work set aside, which on_overlap waits for. May be NULL. */
 	void (*on_share)(void *ctx);
-	/* Told once, before the first window of a parallel run, how many
-	 * threads run windows (the hook may cut shared work finer for more).
-	 * May be NULL. */
+	/* Told once, before the first window of a parallel run or the first
+	 * event of a sequential one (1), how many threads run windows (the
+	 * hook may cut shared work finer for more, or take the records of one
+	 * thread in order). May be NULL. */
 	void (*on_threads)(void *ctx, unsigned threads);
 	void *hook_ctx;
 } kb_sim_config;
