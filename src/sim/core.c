@@ -370,25 +370,17 @@ int kb__lp_self(kb_lp *lp, kb_time delay, const kb_event *ev)
 	return KB_OK;
 }
 
-int kb__lp_send(kb_lp *lp, uint32_t dst, kb_time delay, const kb_event *ev)
+/* A send that kb__lp_send's shortcut does not take: it looks at the
+ * destination LP (out of line: its error buffers would give every send
+ * a stack frame). */
+static __attribute__((noinline)) int send_far(kb_lp *lp, uint32_t dst, kb_time delay,
+					      const kb_event *ev)
 {
-	kb_sim *sim;
+	kb_sim *sim = lp->sim;
 	kb_lp *d;
 	kb_time lat, t;
 	uint64_t pair, seq;
 
-	/* Every LP on this worker and the delay past any link from here: no
-	 * look at the destination LP (its worker, PE, cluster). */
-	if (dst < lp->local_n && delay >= lp->local_lat && dst != lp->id) {
-		t = lp->now;
-		if (kb__time_add(&t, delay))
-			return time_end(lp, delay);
-		lp->worker->messages++;
-		if (evheap_put(&lp->worker->heap, t, (uint64_t)dst << 32 | lp->id, lp->seq++, ev))
-			return kb__lp_fail(lp, KB_ENOMEM, "out of memory sending a message");
-		return KB_OK;
-	}
-	sim = lp->sim;
 	if (dst >= sim->n_lps)
 		return kb__lp_fail(lp, KB_EINTERNAL, "message to LP %u, which does not exist", dst);
 	d = sim->lps[dst];
@@ -445,6 +437,22 @@ int kb__lp_send(kb_lp *lp, uint32_t dst, kb_time delay, const kb_event *ev)
 		KB_TSAN_RELEASE(n);
 		cds_wfcq_enqueue(&d->inbox_head, &d->inbox_tail, &n->node);
 	}
+	return KB_OK;
+}
+
+int kb__lp_send(kb_lp *lp, uint32_t dst, kb_time delay, const kb_event *ev)
+{
+	kb_time t = lp->now;
+
+	/* Every LP on this worker and the delay past any link from here: no
+	 * look at the destination LP (its worker, PE, cluster). */
+	if (dst >= lp->local_n || delay < lp->local_lat || dst == lp->id)
+		return send_far(lp, dst, delay, ev);
+	if (kb__time_add(&t, delay))
+		return time_end(lp, delay);
+	lp->worker->messages++;
+	if (evheap_put(&lp->worker->heap, t, (uint64_t)dst << 32 | lp->id, lp->seq++, ev))
+		return kb__lp_fail(lp, KB_ENOMEM, "out of memory sending a message");
 	return KB_OK;
 }
 
