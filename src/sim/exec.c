@@ -846,8 +846,13 @@ int kb__exec_parallel(kb_sim *sim, kb_error *err)
 			}
 			if (!alone)
 				continue;
-			/* The sequential executor's loop, for the rest of the run. */
+			/* The sequential executor's loop, for the rest of the run.
+			 * From here one thread emits every record and the others
+			 * wait for a window that never comes, so the hook may take
+			 * them in order as a sequential run's (no merge). */
 			sim->solo = 1;
+			if (sim->cfg.on_threads)
+				sim->cfg.on_threads(sim->cfg.hook_ctx, 1);
 			sim->bound = KB_TIME_INF;
 			t0 = kb__now_ns();
 			log0 = sim->stats.ns_oplog;
