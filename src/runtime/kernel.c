@@ -1,5 +1,5 @@
 /*
- * A kernel instance as a coroutine (ucontext) on the thread that runs its
+ * A kernel instance as a coroutine on the thread that runs its
  * PE_CPU. PE_CPU resumes it when it has no command left; the kernel runs
  * until it has queued a full ring of commands (or ends) and switches back.
  * One switch pair per STREAM_CAP commands, no lock, no second thread: a
