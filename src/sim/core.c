@@ -444,9 +444,11 @@ int kb__lp_send(kb_lp *lp, uint32_t dst, kb_time delay, const kb_event *ev)
 {
 	kb_time t = lp->now;
 
-	/* Every LP on this worker and the delay past any link from here: no
-	 * look at the destination LP (its worker, PE, cluster). */
-	if (dst >= lp->local_n || delay < lp->local_lat || dst == lp->id)
+	/* The destination on this worker and the delay past any link to it
+	 * (kb_lp local_lo, local_n): no look at the destination LP (its
+	 * worker, PE, cluster). Unsigned: a dst below local_lo wraps past
+	 * local_n. */
+	if (dst - lp->local_lo >= lp->local_n || delay < lp->local_lat || dst == lp->id)
 		return send_far(lp, dst, delay, ev);
 	if (kb__time_add(&t, delay))
 		return time_end(lp, delay);
@@ -858,10 +860,13 @@ static int place_lps(kb_sim *sim, kb_error *err)
 	return KB_OK;
 }
 
-/* The send shortcut (kb_lp local_n): where every LP is on one worker,
- * each LP may skip the destination's worker and link for a delay of at
- * least the longest link there is: between clusters, PEs or LPs of one
- * PE, as the LPs spread. */
+/* The send shortcut (kb_lp local_lo, local_n): where every LP is on one
+ * worker, each LP may skip the destination's worker and link for a delay
+ * of at least the longest link there is (between clusters, PEs or LPs of
+ * one PE, as the LPs spread); else, where a worker holds a PE whole (its
+ * LPs are consecutive: place_lps counts PEs that way), a send within the
+ * PE with at least the engine-to-engine latency may, which is what a
+ * parallel decode run's sends almost all are. */
 static void set_shortcuts(kb_sim *sim)
 {
 	size_t n = sim->n_lps;
@@ -880,9 +885,23 @@ static void set_shortcuts(kb_sim *sim)
 		lat = sim->cfg.lat_cluster;
 	if (!one_cluster && sim->cfg.lat_global > lat)
 		lat = sim->cfg.lat_global;
-	for (size_t i = 0; i < n; i++) {
-		sim->lps[i]->local_n = one_worker ? (uint32_t)n : 0;
-		sim->lps[i]->local_lat = lat;
+	for (size_t i = 0, j; i < n; i = j) {
+		const kb_lp *first = sim->lps[i];
+		int whole = 1;
+
+		for (j = i + 1; j < n && sim->lps[j]->pe == first->pe &&
+				sim->lps[j]->cluster == first->cluster; j++)
+			whole &= sim->lps[j]->worker == first->worker;
+		kb_time l = one_worker ? lat : sim->cfg.lat_pe;
+
+		for (size_t k = i; k < j; k++) {
+			kb_lp *lp = sim->lps[k];
+
+			lp->local_lo = one_worker ? 0 : (uint32_t)i;
+			lp->local_n = l > UINT32_MAX ? 0 : one_worker ? (uint32_t)n :
+				      whole ? (uint32_t)(j - i) : 0;
+			lp->local_lat = l > UINT32_MAX ? 0 : (uint32_t)l;
+		}
 	}
 }
 

@@ -55,15 +55,21 @@ struct __attribute__((aligned(64))) kb_lp {
 			kb_time now;
 			void *state;
 			uint32_t id;
-			/* All LPs share this LP's worker (a sequential run, or
-			 * the rest of a regrouped one): LPs below local_n take a
-			 * send straight into the heap, with no look at the
-			 * destination, when the delay is at least local_lat (the
-			 * longest link from here). 0: no such shortcut. */
+			/* LPs local_lo .. local_lo + local_n - 1 share this LP's
+			 * worker and lie within local_lat of it: a send to one
+			 * of them with at least that delay goes straight into
+			 * the heap, with no look at the destination. Every LP
+			 * when all share one worker (a sequential run, or the
+			 * rest of a gathered one; local_lat the longest link),
+			 * else this LP's PE when its worker holds the PE whole
+			 * (local_lat the engine-to-engine link). local_n 0: no
+			 * such shortcut; nor where local_lat would not fit its 32
+			 * bits (4.29 ms: the hot fields keep to one line). */
 			uint32_t local_n;
+			uint32_t local_lo;
+			uint32_t local_lat;
 		};
 	};
-	kb_time local_lat;
 	int (*event)(kb_lp *lp, const kb_event *ev); /* type->event */
 	kb_worker *worker;
 	uint64_t seq;
