@@ -447,17 +447,22 @@ START_TEST(sha256_paths)
 END_TEST
 
 
-/* Typed record fields: the op_log formats them after the fixed keys, in
- * order, numbers in full range and strings escaped. */
-static int keep_json(const kb_oplog_record *rec, void *payload)
+/* The callback's copy of the one record a test emits, NUL-terminated: room
+ * for the longest record the op_log formats (1024 bytes) and the NUL. */
+#define ONE_RECORD 1025
+
+static int keep_one(const kb_oplog_record *rec, void *payload)
 {
 	char *out = payload;
 
-	ck_assert_uint_lt(rec->json_len, 512);
+	ck_assert_uint_lt(rec->json_len, ONE_RECORD);
 	memcpy(out, rec->json, rec->json_len);
 	out[rec->json_len] = 0;
 	return 0;
 }
+
+/* Typed record fields: the op_log formats them after the fixed keys, in
+ * order, numbers in full range and strings escaped. */
 
 START_TEST(typed_fields)
 {
@@ -465,7 +470,7 @@ START_TEST(typed_fields)
 	kb_oplog *log = NULL;
 	kb_oplog_lane *lane;
 	kb_error err;
-	char hex[65], json[512] = "";
+	char hex[65], json[ONE_RECORD] = "";
 	uint64_t records = 0;
 	kb_oplog_record r = { 7, 1234567890123456789u, 3, "dma", "dma_read", 42, NULL, -1, 4096,
 			      NULL, 0, sizeof(kb_oplog_record) };
@@ -475,7 +480,7 @@ START_TEST(typed_fields)
 				KB_FIELD_I("k", 99), KB_FIELD_U("ab", 1), KB_FIELD_U("abc", 2),
 				KB_FIELD_U("abcdefghijkl", 3), KB_FIELD_U("abcdefghijklm", 4) };
 
-	oo.callback = keep_json;
+	oo.callback = keep_one;
 	oo.payload = json;
 	ck_assert_int_eq(kb__oplog_create(&log, &oo, &err), 0);
 	lane = kb__oplog_lane(log, 0);
@@ -733,19 +738,10 @@ END_TEST
  * writes eight bytes per chunk past a number's end when there is room,
  * and must still be exact where there is not. A record one byte too long
  * fails with KB_ENOMEM; one that fits reads back whole. */
-static int keep_long(const kb_oplog_record *rec, void *payload)
-{
-	char *out = payload;
-
-	ck_assert_uint_le(rec->json_len, 1024);
-	memcpy(out, rec->json, rec->json_len);
-	out[rec->json_len] = 0;
-	return 0;
-}
 
 START_TEST(number_at_record_end)
 {
-	static char s[1100], want[1200], got[1100];
+	static char s[1100], want[1200], got[ONE_RECORD];
 	static const uint64_t v[] = { 0, 7, 12345678, 123456789, UINT64_MAX };
 
 	for (size_t vi = 0; vi < sizeof(v) / sizeof(v[0]); vi++)
@@ -769,7 +765,7 @@ START_TEST(number_at_record_end)
 				 s, v[vi], -(int64_t)(v[vi] >> 1));
 			fits = strlen(want) <= 1024;
 			got[0] = 0;
-			oo.callback = keep_long;
+			oo.callback = keep_one;
 			oo.payload = got;
 			ck_assert_int_eq(kb__oplog_create(&log, &oo, &err), 0);
 			lane = kb__oplog_lane(log, 0);

@@ -72,10 +72,5 @@ static inline int kb__time_add(kb_time *t, kb_time d)
 	*t += d;
 	return 0;
 }
-/* ceil(a / b) for b > 0. */
-static inline uint64_t kb__ceil_div(uint64_t a, uint64_t b)
-{
-	return (a + b - 1) / b;
-}
 
 #endif
