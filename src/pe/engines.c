@@ -14,16 +14,18 @@
 #include "pe/plan.h"
 
 typedef struct chan {
-	kb_event *q;             /* FIFO ring of stage messages; cap a power of two */
-	size_t head, n, cap;
-	int busy;
-	kb_event cur;
-	kb_time t0;
-	/* Of cur, found once when it starts: its plan, its step's stage list
-	 * (n_st stages; st is cur's) and its cost. */
+	/* FIFO ring of stage messages, cap a power of two (mask = cap - 1).
+	 * While the channel is busy its head is the stage running: a stage
+	 * is copied once, into the ring, and its message goes on from there
+	 * to the next engine (finish). n counts the running stage too. */
+	kb_event *q;
+	uint32_t head, n, mask;
+	/* Of the running stage, found once when it starts: its plan, its
+	 * stage in the step's list (last: the step's last stage) and cost. */
+	uint32_t last;
 	kb_plan *p;
 	const kb_stage_ref *st;
-	uint32_t n_st;
+	kb_time t0;
 	kb_stage_cost cost;
 } chan;
 
@@ -34,128 +36,137 @@ typedef struct kb_engine {
 	kb_busy busy;
 } kb_engine;
 
-static int chan_push(chan *c, const kb_event *ev)
-{
-	if (c->n == c->cap) {
-		size_t cap = c->cap ? 2 * c->cap : 16;
-		kb_event *q = malloc(cap * sizeof(*q));
+/* The ENG_DONE self-event of each channel: the same every stage. */
+static const kb_event done_ev[2] = {
+	{ .type = KB_EV_ENG_DONE, .aux = 0 },
+	{ .type = KB_EV_ENG_DONE, .aux = 1 },
+};
 
-		if (!q)
-			return -1;
-		for (size_t i = 0; i < c->n; i++)
-			q[i] = c->q[(c->head + i) & (c->cap - 1)];
-		free(c->q);
-		c->q = q;
-		c->head = 0;
-		c->cap = cap;
-	}
-	c->q[(c->head + c->n++) & (c->cap - 1)] = *ev;
-	return 0;
-}
-
-/* Starts the stage of ev on channel c (idle). */
-static int start(kb_lp *lp, kb_engine *e, chan *c, const kb_event *ev, int ch)
+/* Starts the stage at the head of channel c (busy from now). Out of
+ * line: both handlers call it, and inlined it gave engine_event a stack
+ * frame that every event paid for. */
+static __attribute__((noinline)) int start(kb_lp *lp, kb_engine *e, chan *c, int ch)
 {
-	kb_event done = { .type = KB_EV_ENG_DONE, .aux = (uint32_t)ch };
+	const kb_event *ev = &c->q[c->head];
 	kb_phase ph = (kb_phase)ev->w[3];
+	uint32_t n_st;
 
-	c->cur = *ev;
-	c->busy = 1;
 	c->t0 = kb__lp_now(lp);
 	kb__busy_start(&e->busy, c->t0);
 	c->p = (kb_plan *)(uintptr_t)ev->w[0];
-	c->st = &kb__plan_stages(c->p, ph, ev->w[1], &c->n_st)[ev->w[2]];
+	c->st = &kb__plan_stages(c->p, ph, ev->w[1], &n_st)[ev->w[2]];
+	c->last = ev->w[2] + 1 >= n_st;
 	kb__plan_cost(c->p, ph, ev->w[1], c->st, &c->cost);
 	return kb__pe_after(lp, e->ps->m, c->cost.cycles, c->cost.op, kb__stage_keys(c->st->kind),
-			    &done);
+			    &done_ev[ch]);
 }
 
-static int start_next(kb_lp *lp, kb_engine *e, int ch)
-{
-	chan *c = &e->ch[ch];
-	const kb_event *ev;
-
-	if (c->busy || c->n == 0)
-		return KB_OK;
-	ev = &c->q[c->head];
-	c->head = (c->head + 1) & (c->cap - 1);
-	c->n--;
-	return start(lp, e, c, ev, ch);
-}
-
-static int log_stage(kb_time now, kb_engine *e, const chan *c, kb_plan *p, const kb_stage_ref *st)
+static int log_stage(kb_time now, kb_engine *e, const chan *c, uint64_t step)
 {
 	const kb_stage_cost *cost = &c->cost;
+	const kb_stage_ref *st = c->st;
+	const kb_cmd *cmd = c->p->cmd;
 	kb_oplog_field f[3];
 	int n = 0;
 
-	f[n++] = KB_FIELD_U("step", c->cur.w[1]);
+	f[n++] = KB_FIELD_U("step", step);
 	if (cost->n >= 0)
 		f[n++] = KB_FIELD_I("n", cost->n);
 	if (st->kind == KB_ST_DMA_READ && st->op >= 0)
-		f[n++] = KB_FIELD_S("operand", p->cmd->ops[st->op].operands[st->operand].name);
-	return kb__pe_log(e->ps, e->eng, cost->op, p->cmd->id, c->t0, now, cost->bytes, f, n);
+		f[n++] = KB_FIELD_S("operand", cmd->ops[st->op].operands[st->operand].name);
+	return kb__pe_log(e->ps, e->eng, cost->op, cmd->id, c->t0, now, cost->bytes, f, n);
 }
 
+/* The stage at the head of channel ch ended: its message goes on to the
+ * engine of the step's next stage, or back to PE_SCHEDULER. */
 static int finish(kb_lp *lp, kb_engine *e, int ch)
 {
 	chan *c = &e->ch[ch];
 	kb_machine *m = e->ps->m;
-	kb_plan *p = c->p;
-	const kb_stage_ref *st = c->st;
-	kb_event next = c->cur;
-	kb_time now = kb__lp_now(lp);  /* a call into the event loop: once */
+	kb_event *ev = &c->q[c->head];
+	kb_time now = kb__lp_now(lp);
+	uint32_t dst;
 	int rc;
 
-	c->busy = 0;
 	kb__busy_stop(&e->busy, now, &e->ps->fig.busy_ps[e->eng]);
 	if (m->mem) {
+		kb_plan *p = c->p;
 		kb_error err;
 
 		/* Only the message is read, and only on failure: not the whole
 		 * kb_error (1 KiB) cleared for every stage of a data-mode run. */
 		err.code = KB_OK;
 		err.message[0] = '\0';
-		rc = kb__plan_exec(p, (kb_phase)c->cur.w[3], c->cur.w[1], st, (uint32_t)c->cur.w[4],
-				   (uint32_t)c->cur.w[5], &err);
+		rc = kb__plan_exec(p, (kb_phase)ev->w[3], ev->w[1], c->st, (uint32_t)ev->w[4],
+				   (uint32_t)ev->w[5], &err);
 		if (rc)
 			return kb__lp_fail(lp, rc, "command %" PRIu64 " (%s:%d): %s", p->cmd->id,
 					   p->cmd->file, p->cmd->line, err.message);
 	}
-	rc = log_stage(now, e, c, p, st);
+	rc = log_stage(now, e, c, ev->w[1]);
 	if (rc)
 		return kb__lp_fail(lp, rc, "cannot buffer an op_log record");
-	if (c->cur.w[2] + 1 < c->n_st) {
-		const kb_stage_ref *nx = st + 1;
+	if (!c->last) {
+		const kb_stage_ref *nx = c->st + 1;
 
-		next.w[2]++;
-		next.aux = kb__stage_chan(nx);
-		rc = kb__lp_send(lp, kb__pe_lp(e->ps->pe, nx->eng), m->lat_pe, &next);
+		ev->w[2]++;
+		ev->aux = kb__stage_chan(nx);
+		dst = nx->eng;
 	} else {
-		next.type = KB_EV_STEP_DONE;
-		rc = kb__lp_send(lp, kb__pe_lp(e->ps->pe, KB_ENG_SCHED), m->lat_pe, &next);
+		ev->type = KB_EV_STEP_DONE;
+		dst = KB_ENG_SCHED;
 	}
+	/* The message leaves from its slot in the ring, which frees after. */
+	rc = kb__lp_send(lp, kb__pe_lp(e->ps->pe, (int)dst), m->lat_pe, ev);
+	c->head = (c->head + 1) & c->mask;
+	c->n--;
 	if (rc)
 		return rc;
-	return start_next(lp, e, ch);
+	return c->n ? start(lp, e, c, ch) : KB_OK;
+}
+
+static int stage_in(kb_lp *lp, kb_engine *e, const kb_event *ev);
+
+/* stage_in on a full ring: doubles it first (out of line: it seldom grows). */
+static __attribute__((noinline)) int stage_in_grow(kb_lp *lp, kb_engine *e, const kb_event *ev)
+{
+	chan *c = &e->ch[ev->aux == 1];
+	uint32_t cap = 2 * (c->mask + 1);
+	kb_event *q = malloc(cap * sizeof(*q));
+
+	if (!q)
+		return kb__lp_fail(lp, KB_ENOMEM, "out of memory queueing a stage");
+	for (uint32_t i = 0; i < c->n; i++)
+		q[i] = c->q[(c->head + i) & c->mask];
+	free(c->q);
+	c->q = q;
+	c->head = 0;
+	c->mask = cap - 1;
+	return stage_in(lp, e, ev);
+}
+
+/* A STAGE message: it joins its channel's FIFO, and starts when it is
+ * the only one there. Out of line as finish is, and with tail calls
+ * only: most stages come in without a stack frame. */
+static __attribute__((noinline)) int stage_in(kb_lp *lp, kb_engine *e, const kb_event *ev)
+{
+	int ch = ev->aux == 1;   /* kb__stage_chan */
+	chan *c = &e->ch[ch];
+
+	if (c->n > c->mask)
+		return stage_in_grow(lp, e, ev);
+	c->q[(c->head + c->n++) & c->mask] = *ev;
+	return c->n == 1 ? start(lp, e, c, ch) : KB_OK;
 }
 
 static int engine_event(kb_lp *lp, const kb_event *ev)
 {
 	kb_engine *e = kb__lp_state(lp);
 
-	if (ev->type == KB_EV_STAGE) {
-		int ch = ev->aux == 1;   /* kb__stage_chan */
-		chan *c = &e->ch[ch];
-
-		if (!c->busy && c->n == 0)   /* idle: no need to queue it */
-			return start(lp, e, c, ev, ch);
-		if (chan_push(c, ev))
-			return kb__lp_fail(lp, KB_ENOMEM, "out of memory queueing a stage");
-		return start_next(lp, e, ch);
-	}
 	if (ev->type == KB_EV_ENG_DONE)
 		return finish(lp, e, (int)ev->aux);
+	if (ev->type == KB_EV_STAGE)
+		return stage_in(lp, e, ev);
 	return kb__lp_fail(lp, KB_EINTERNAL, "engine got event type %u", ev->type);
 }
 
@@ -164,8 +175,8 @@ static int engine_pending(kb_lp *lp, char *buf, size_t len)
 	kb_engine *e = kb__lp_state(lp);
 
 	for (int i = 0; i < 2; i++)
-		if (e->ch[i].busy || e->ch[i].n) {
-			snprintf(buf, len, "holds %zu queued stage(s)", e->ch[i].n + (size_t)e->ch[i].busy);
+		if (e->ch[i].n) {
+			snprintf(buf, len, "holds %u queued stage(s)", e->ch[i].n);
 			return 1;
 		}
 	return 0;
@@ -178,6 +189,14 @@ static int engine_init(void *st, void *arg)
 
 	e->ps = a->ps;
 	e->eng = a->eng;
+	/* The rings exist from the start: a push checks only for room. On
+	 * failure the core calls engine_final, which frees what was made. */
+	for (int i = 0; i < 2; i++) {
+		e->ch[i].q = malloc(16 * sizeof(*e->ch[i].q));
+		if (!e->ch[i].q)
+			return KB_ENOMEM;
+		e->ch[i].mask = 15;
+	}
 	return KB_OK;
 }
 

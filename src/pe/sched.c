@@ -32,6 +32,7 @@ typedef struct flight {
 
 typedef struct kb_sched {
 	kb_pe_state *ps;
+	int rw_aware;            /* pe.scheduler.policy = rw_aware */
 	queued *q;
 	size_t q_head, q_n, q_cap; /* q_cap: 0 or a power of two */
 	/* admitted, not finished, in admission order: the hazard test reads
@@ -60,6 +61,13 @@ static int send_stage(kb_lp *lp, kb_plan *p, kb_phase ph, uint64_t step, uint32_
 	return kb__lp_send(lp, kb__pe_lp(p->pe, st[0].eng), m->lat_pe, &ev);
 }
 
+/* The k-step of loop step `step` (kb__plan_step_tile's ki), without its
+ * call or division in decode's single k-step loops. */
+static uint32_t k_step(const kb_plan *p, uint64_t step)
+{
+	return p->kt <= 1 ? 0 : (uint32_t)(step % p->kt);
+}
+
 static uint32_t take_slot(uint64_t *free_bits)
 {
 	uint32_t i = (uint32_t)__builtin_ctzll(*free_bits);
@@ -82,10 +90,9 @@ static int feed(kb_lp *lp, kb_plan *p)
 		return rc;
 	}
 	while (!rc && p->fed < p->n_steps && p->slot_free) {
-		uint32_t mi, ni, ki, slot, acc;
+		uint32_t slot, acc;
 
-		kb__plan_step_tile(p, p->fed, &mi, &ni, &ki);
-		if (ki == 0) {
+		if (k_step(p, p->fed) == 0) {
 			if (!p->acc_free)
 				break;
 			p->cur_acc = take_slot(&p->acc_free);
@@ -104,10 +111,11 @@ static int finish_cmd(kb_lp *lp, kb_sched *s, kb_plan *p)
 	size_t i = 0;
 	int rc;
 
+	/* Mostly the oldest, and a few in flight: no memmove call. */
 	while (s->fl[i].p != p)
 		i++;
-	memmove(&s->fl[i], &s->fl[i + 1], (s->n_fl - i - 1) * sizeof(*s->fl));
-	s->n_fl--;
+	for (s->n_fl--; i < s->n_fl; i++)
+		s->fl[i] = s->fl[i + 1];
 	rc = kb__lp_send(lp, kb__pe_lp(s->ps->pe, KB_ENG_CPU), s->ps->m->lat_pe, &ev);
 	kb__cmd_free(p->cmd);
 	kb__plan_recycle(p, &s->spare);
@@ -201,18 +209,17 @@ static int conflicts_queued(kb_sched *s, size_t i)
  */
 static int try_admit(kb_lp *lp, kb_sched *s)
 {
-	int rw_aware = s->ps->m->tp->scheduler.policy == KB_SCHED_RW_AWARE;
+	kb_machine *m = s->ps->m;
 	size_t i = 0;
 
 	while (i < s->q_n) {
 		queued q = *q_at(s, i);
-		kb_machine *m = s->ps->m;
 		kb_plan *p;
 		kb_error err;
 		int rc;
 
 		if (blocker(s, q.cmd, q.sig) || (i && conflicts_queued(s, i))) {
-			if (!rw_aware)
+			if (!s->rw_aware)
 				return KB_OK;
 			i++;
 			continue;
@@ -266,19 +273,24 @@ static int step_done(kb_lp *lp, kb_sched *s, const kb_event *ev)
 
 	p->retired++;
 	if (ph == KB_PH_LOOP) {
-		uint32_t mi, ni, ki;
-
 		p->slot_free |= UINT64_C(1) << ev->w[4];
-		kb__plan_step_tile(p, ev->w[1], &mi, &ni, &ki);
-		if (p->gemm < 0 || ki == p->kt - 1)
+		if (p->gemm < 0 || k_step(p, ev->w[1]) == p->kt - 1)
 			p->acc_free |= UINT64_C(1) << ev->w[5];
 	}
 	n = ph == KB_PH_PRE ? p->n_pre : ph == KB_PH_POST ? p->n_post : p->n_steps;
 	if (p->retired < n)
 		return ph == KB_PH_LOOP ? feed(lp, p) : KB_OK;
+
+	size_t n_fl = s->n_fl;
 	int rc = next_phase(lp, s, p);
 
-	return rc ? rc : try_admit(lp, s);
+	/* Admission depends only on the queue and the commands in flight:
+	 * after the try_admit that ended the last change to them, the head
+	 * (every entry, under rw_aware) is blocked or the queue is empty. A
+	 * phase that ends without its command leaves both as they were. */
+	if (rc || s->n_fl == n_fl)
+		return rc;
+	return try_admit(lp, s);
 }
 
 static int sched_event(kb_lp *lp, const kb_event *ev)
@@ -326,6 +338,7 @@ static int sched_init(void *st, void *arg)
 	kb_sched *s = st;
 
 	s->ps = ((const kb_pe_lp_arg *)arg)->ps;
+	s->rw_aware = s->ps->m->tp->scheduler.policy == KB_SCHED_RW_AWARE;
 	return KB_OK;
 }
 
