@@ -38,6 +38,9 @@ typedef struct kb_cpu {
 
 #define PEEK_MAX 64
 
+/* The self-event that ends a dispatch: the same every command. */
+static const kb_event dispatched_ev = { .type = KB_EV_CPU_DISPATCHED };
+
 static int is_done(const kb_cpu *c, uint64_t id)
 {
 	uint64_t i;
@@ -138,17 +141,13 @@ static int advance(kb_lp *lp, kb_cpu *c)
 			c->cur = NULL;
 			continue;
 		}
-		{
-			kb_event ev = { .type = KB_EV_CPU_DISPATCHED };
-
-			c->state = CPU_DISPATCHING;
-			c->dispatch_t0 = kb__lp_now(lp);
-			return kb__pe_after(lp, m, kb__dispatch_cycles(&m->cost, cmd), "a dispatch",
-					    cmd->kind == KB_CMD_CPU
-						    ? "the cpu_overhead command's cycles"
-						    : "pe_cost_model.fixed_cycles, pe_cost_model.r_cycles_per_byte",
-					    &ev);
-		}
+		c->state = CPU_DISPATCHING;
+		c->dispatch_t0 = kb__lp_now(lp);
+		return kb__pe_after(lp, m, kb__dispatch_cycles(&m->cost, cmd), "a dispatch",
+				    cmd->kind == KB_CMD_CPU
+					    ? "the cpu_overhead command's cycles"
+					    : "pe_cost_model.fixed_cycles, pe_cost_model.r_cycles_per_byte",
+				    &dispatched_ev);
 	}
 }
 
@@ -157,7 +156,7 @@ static int dispatched(kb_lp *lp, kb_cpu *c)
 	kb_machine *m = c->ps->m;
 	kb_cmd *cmd = c->cur;
 	kb_time now = kb__lp_now(lp);
-	kb_oplog_record r = { c->dispatch_t0, now, c->ps->pe, kb__eng_name(KB_ENG_CPU), "dispatch",
+	kb_oplog_record r = { c->dispatch_t0, now, c->ps->pe, kb__eng_names[KB_ENG_CPU], "dispatch",
 			      cmd->id, kb__cmd_kind_name((int)cmd->kind), (int64_t)cmd->lbytes, -1,
 			      NULL, 0, sizeof(kb_oplog_record) };
 	kb_oplog_lane *lane = c->ps->lane[KB_ENG_CPU];

@@ -32,6 +32,14 @@ typedef struct chan {
 typedef struct kb_engine {
 	kb_pe_state *ps;
 	int eng;
+	/* Read every stage, found once at init instead of through ps and
+	 * its machine: the machine, its memory store (data mode), this PE's
+	 * first LP, the latency between its LPs and this engine's busy time. */
+	const kb_machine *m;
+	kb_memstore *mem;
+	uint32_t lp0;
+	kb_time lat;
+	uint64_t *busy_ps;
 	chan ch[2];
 	kb_busy busy;
 } kb_engine;
@@ -57,7 +65,7 @@ static __attribute__((noinline)) int start(kb_lp *lp, kb_engine *e, chan *c, int
 	c->st = &kb__plan_stages(c->p, ph, ev->w[1], &n_st)[ev->w[2]];
 	c->last = ev->w[2] + 1 >= n_st;
 	kb__plan_cost(c->p, ph, ev->w[1], c->st, &c->cost);
-	return kb__pe_after(lp, e->ps->m, c->cost.cycles, c->cost.op, kb__stage_keys(c->st->kind),
+	return kb__pe_after(lp, e->m, c->cost.cycles, c->cost.op, kb__stage_keys(c->st->kind),
 			    &done_ev[ch]);
 }
 
@@ -82,14 +90,13 @@ static int log_stage(kb_time now, kb_engine *e, const chan *c, uint64_t step)
 static int finish(kb_lp *lp, kb_engine *e, int ch)
 {
 	chan *c = &e->ch[ch];
-	kb_machine *m = e->ps->m;
 	kb_event *ev = &c->q[c->head];
 	kb_time now = kb__lp_now(lp);
 	uint32_t dst;
 	int rc;
 
-	kb__busy_stop(&e->busy, now, &e->ps->fig.busy_ps[e->eng]);
-	if (m->mem) {
+	kb__busy_stop(&e->busy, now, e->busy_ps);
+	if (e->mem) {
 		kb_plan *p = c->p;
 		kb_error err;
 
@@ -117,7 +124,7 @@ static int finish(kb_lp *lp, kb_engine *e, int ch)
 		dst = KB_ENG_SCHED;
 	}
 	/* The message leaves from its slot in the ring, which frees after. */
-	rc = kb__lp_send(lp, kb__pe_lp(e->ps->pe, (int)dst), m->lat_pe, ev);
+	rc = kb__lp_send(lp, e->lp0 + dst, e->lat, ev);
 	c->head = (c->head + 1) & c->mask;
 	c->n--;
 	if (rc)
@@ -189,6 +196,11 @@ static int engine_init(void *st, void *arg)
 
 	e->ps = a->ps;
 	e->eng = a->eng;
+	e->m = a->ps->m;
+	e->mem = a->ps->m->mem;
+	e->lp0 = kb__pe_lp(a->ps->pe, 0);
+	e->lat = a->ps->m->lat_pe;
+	e->busy_ps = &a->ps->fig.busy_ps[a->eng];
 	/* The rings exist from the start: a push checks only for room. On
 	 * failure the core calls engine_final, which frees what was made. */
 	for (int i = 0; i < 2; i++) {

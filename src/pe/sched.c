@@ -52,13 +52,12 @@ static const kb_plan *blocker(const kb_sched *s, const kb_cmd *c, kb_hazard_sig 
 
 static int send_stage(kb_lp *lp, kb_plan *p, kb_phase ph, uint64_t step, uint32_t slot, uint32_t acc)
 {
-	kb_machine *m = ((kb_sched *)kb__lp_state(lp))->ps->m;
 	uint32_t n;
 	const kb_stage_ref *st = kb__plan_stages(p, ph, step, &n);
 	kb_event ev = { .type = KB_EV_STAGE, .aux = kb__stage_chan(&st[0]),
 			.w = { (uint64_t)(uintptr_t)p, step, 0, (uint64_t)ph, slot, acc } };
 
-	return kb__lp_send(lp, kb__pe_lp(p->pe, st[0].eng), m->lat_pe, &ev);
+	return kb__lp_send(lp, kb__pe_lp(p->pe, st[0].eng), p->m->lat_pe, &ev);
 }
 
 /* The k-step of loop step `step` (kb__plan_step_tile's ki), without its
