@@ -116,6 +116,7 @@ static int evheap_grow(kb_evheap *h)
 		free(h->ev); /* not the slots of the running event: those retired first */
 	else
 		h->retired = h->ev;
+	h->attn = 1; /* the worker frees retired after the handler */
 	h->ev = ev;
 	for (size_t s = cap; s-- > h->cap;)
 		h->free[h->n_free++] = s;
@@ -132,7 +133,7 @@ static inline __attribute__((always_inline)) int evheap_put(kb_evheap *h, kb_tim
 	kb_evkey k;
 	size_t i;
 
-	if (!h->n_free && evheap_grow(h))
+	if (__builtin_expect(!h->n_free, 0) && evheap_grow(h))
 		return KB_ENOMEM;
 	k = (kb_evkey){ time, pair, seq, h->free[--h->n_free] };
 	ev_fill(&h->ev[k.slot], &k, body);
@@ -158,7 +159,7 @@ static int evheap_push(kb_evheap *h, const kb_event *e)
 }
 
 /* Fills the hole the running event left when its handler pushed nothing. */
-static void evheap_settle(kb_evheap *h)
+static inline void evheap_settle(kb_evheap *h)
 {
 	if (!h->hole)
 		return;
@@ -315,6 +316,7 @@ int kb__lp_fail(kb_lp *lp, int code, const char *fmt, ...)
 	w->err = code;
 	w->err_time = lp->now;
 	w->err_lp = lp->id;
+	w->heap.attn = 1;
 	atomic_store_explicit(&lp->sim->failed, 1, memory_order_relaxed);
 	return code;
 }
@@ -361,9 +363,11 @@ kb_time kb__lp_link_latency(const kb_lp *lp, uint32_t dst)
 
 int kb__lp_self(kb_lp *lp, kb_time delay, const kb_event *ev)
 {
-	kb_time t = lp->now;
+	kb_time t = lp->now + delay;
 
-	if (kb__time_add(&t, delay))
+	/* now <= KB_TIME_MAX: with delay there too the sum cannot wrap, and
+	 * passes KB_TIME_MAX exactly when kb__time_add would refuse it. */
+	if (__builtin_expect((t | delay) > KB_TIME_MAX, 0))
 		return time_end(lp, delay);
 	if (evheap_put(&lp->worker->heap, t, (uint64_t)lp->id << 32 | lp->id, lp->seq++, ev))
 		return kb__lp_fail(lp, KB_ENOMEM, "out of memory scheduling an event");
@@ -442,16 +446,16 @@ static __attribute__((noinline)) int send_far(kb_lp *lp, uint32_t dst, kb_time d
 
 int kb__lp_send(kb_lp *lp, uint32_t dst, kb_time delay, const kb_event *ev)
 {
-	kb_time t = lp->now;
+	kb_time t = lp->now + delay;
 
 	/* The destination on this worker and the delay past any link to it
 	 * (kb_lp local_lo, local_n): no look at the destination LP (its
 	 * worker, PE, cluster). Unsigned: a dst below local_lo wraps past
-	 * local_n. */
-	if (dst - lp->local_lo >= lp->local_n || delay < lp->local_lat || dst == lp->id)
+	 * local_n. A time past KB_TIME_MAX (as in kb__lp_self) goes the long
+	 * way too, which reports it as before. */
+	if (__builtin_expect(dst - lp->local_lo >= lp->local_n || delay < lp->local_lat ||
+			     dst == lp->id || (t | delay) > KB_TIME_MAX, 0))
 		return send_far(lp, dst, delay, ev);
-	if (kb__time_add(&t, delay))
-		return time_end(lp, delay);
 	lp->worker->messages++;
 	if (evheap_put(&lp->worker->heap, t, (uint64_t)dst << 32 | lp->id, lp->seq++, ev))
 		return kb__lp_fail(lp, KB_ENOMEM, "out of memory sending a message");
@@ -460,8 +464,12 @@ int kb__lp_send(kb_lp *lp, uint32_t dst, kb_time delay, const kb_event *ev)
 
 /* ---- what executors call ---- */
 
-/* Processes this worker's events earlier than bound, at most budget of them. */
-void kb__worker_window(kb_worker *w, kb_time bound, uint64_t budget)
+/* Runs this worker's events in order, at most budget of them, while
+ * they are earlier than bound (bounded 0: no bound, the sequential run).
+ * The per-event path tests one word for everything rare (attn: an error,
+ * or slots retired by a grow) besides the handler's return code. */
+static inline __attribute__((always_inline)) void worker_run(kb_worker *w, kb_time bound,
+							     uint64_t budget, int bounded)
 {
 	kb_lp *const *lps = w->sim->lps;
 	kb_evheap *h = &w->heap;
@@ -472,31 +480,47 @@ void kb__worker_window(kb_worker *w, kb_time bound, uint64_t budget)
 	h->retired = NULL;
 	/* ran and last reach the worker after the loop: nothing a handler
 	 * calls reads them. */
-	while (budget-- > 0 && !w->err && h->n) {
-		kb_time t = h->key[0].time;
-		uint64_t slot = h->key[0].slot;
+	if (w->err)
+		return;
+	while (ran < budget && h->n) {
+		const kb_evkey *k0 = h->key;
+		kb_time t = k0->time;
+		uint64_t slot = k0->slot;
 		kb_lp *lp;
 		int rc;
 
-		if (t >= bound)
+		if (bounded && t >= bound)
 			break;
 		h->hole = 1;
-		lp = lps[h->key[0].pair >> 32];
+		lp = lps[k0->pair >> 32];
 		lp->now = t;
 		last = t;
 		ran++;
 		rc = lp->event(lp, &h->ev[slot]);
 		evheap_settle(h);
 		evheap_release(h, slot);
-		if (h->retired) {
+		if (__builtin_expect(rc | h->attn, 0)) {
+			h->attn = 0;
 			free(h->retired);
 			h->retired = NULL;
+			if (rc && !w->err)
+				kb__lp_fail(lp, rc, "event handler failed: %s", kb_strerror(rc));
+			if (w->err)
+				break;
 		}
-		if (rc && !w->err)
-			kb__lp_fail(lp, rc, "event handler failed: %s", kb_strerror(rc));
 	}
 	w->events += ran;
 	w->last_time = last;
+}
+
+void kb__worker_window(kb_worker *w, kb_time bound, uint64_t budget)
+{
+	worker_run(w, bound, budget, 1);
+}
+
+void kb__worker_run(kb_worker *w, uint64_t budget)
+{
+	worker_run(w, KB_TIME_INF, budget, 0);
 }
 
 /* Moves delivered messages into heaps. Called after a barrier, when every

@@ -33,6 +33,7 @@ typedef struct kb_evheap {
 	uint64_t *free;
 	size_t n, cap, n_free;
 	int hole;
+	int attn;                /* nonzero: the worker looks (an error, or retired) */
 	kb_event *retired;
 } kb_evheap;
 
@@ -194,6 +195,8 @@ struct kb_sim {
 /* core.c */
 uint64_t kb__now_ns(void);
 void kb__worker_window(kb_worker *w, kb_time bound, uint64_t budget);
+/* The same with no bound (a sequential run: one worker has every LP). */
+void kb__worker_run(kb_worker *w, uint64_t budget);
 void kb__worker_drain(kb_worker *w);
 kb_time kb__worker_min(const kb_worker *w);
 size_t kb__worker_count_below(const kb_worker *w, kb_time bound, size_t cap);

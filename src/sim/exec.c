@@ -97,7 +97,7 @@ static int run_alone(kb_sim *sim, kb_worker *w, kb_error *err)
 		kb_time t;
 		int rc;
 
-		kb__worker_window(w, KB_TIME_INF, SEQ_BUDGET);
+		kb__worker_run(w, SEQ_BUDGET);
 		t = kb__worker_min(w);
 		if (w->err || t == KB_TIME_INF)
 			break;
