@@ -1092,6 +1092,160 @@ START_TEST(test_recipe_shape_memo)
 }
 END_TEST
 
+/* ---- replay (src/tl/replay.h) ---- */
+
+static void same_view(const kb_tview *a, const kb_tview *b, int c, int op, const char *what)
+{
+	ck_assert_msg(a->id == b->id && a->addr == b->addr && a->rank == b->rank &&
+			      a->space == b->space && a->dtype == b->dtype && a->ld == b->ld &&
+			      memcmp(a->shape, b->shape, a->rank * sizeof(a->shape[0])) == 0,
+		      "command %d op %d: %s differs from the full lowering's", c, op, what);
+}
+
+static void same_ids(const uint64_t *a, uint32_t na, const uint64_t *b, uint32_t nb, int c,
+		     const char *what)
+{
+	ck_assert_msg(na == nb && memcmp(a, b, na * sizeof(a[0])) == 0,
+		      "command %d: %s differ from the full lowering's", c, what);
+}
+
+/* Every field a command's consumers read, against the full lowering's. */
+static void same_cmd(const kb_cmd *a, const kb_cmd *b, int c)
+{
+	ck_assert_uint_eq(a->kind, b->kind);
+	ck_assert_uint_eq(a->id, b->id);
+	ck_assert_uint_eq(a->lbytes, b->lbytes);
+	ck_assert_uint_eq(a->fence, b->fence);
+	ck_assert_uint_eq(a->n_ops, b->n_ops);
+	ck_assert_uint_eq(a->n_rw, b->n_rw);
+	ck_assert_int_eq(a->line, b->line);
+	same_ids(a->deps, a->n_deps, b->deps, b->n_deps, c, "deps");
+	same_ids(a->reads, a->n_reads, b->reads, b->n_reads, c, "reads");
+	same_ids(a->writes, a->n_writes, b->writes, b->n_writes, c, "writes");
+	same_view(&a->src, &b->src, c, -1, "src");
+	same_view(&a->dst, &b->dst, c, -1, "dst");
+	if (a->kind != KB_CMD_COMPOSITE)
+		return;
+	ck_assert_ptr_nonnull(a->dig);
+	ck_assert_ptr_nonnull(b->dig);
+	ck_assert_msg(memcmp(a->dig, b->dig, sizeof(kb_cmd_dig) + a->n_ops * sizeof(kb_opdig)) == 0,
+		      "command %d: digest differs from the full lowering's", c);
+	for (uint32_t i = 0; i < a->n_ops; i++) {
+		const kb_opspec *x = &a->ops[i], *y = &b->ops[i];
+
+		ck_assert_msg(x->kind == y->kind && x->scope == y->scope &&
+				      x->n_operands == y->n_operands && x->n_extras == y->n_extras &&
+				      x->has_out == y->has_out && x->trans_b == y->trans_b,
+			      "command %d op %u: header differs from the full lowering's", c, i);
+		for (int k = 0; k < x->n_operands; k++) {
+			ck_assert_str_eq(x->operands[k].name, y->operands[k].name);
+			same_view(&x->operands[k].t, &y->operands[k].t, c, (int)i, "an operand");
+		}
+		for (int k = 0; k < x->n_extras; k++) {
+			ck_assert_str_eq(x->extras[k].name, y->extras[k].name);
+			ck_assert(memcmp(&x->extras[k].value, &y->extras[k].value, sizeof(double)) == 0);
+		}
+		same_view(&x->out, &y->out, c, (int)i, "the output");
+	}
+}
+
+/* The kernel of test_replay_matches_full: opt2's and opt3's composites,
+ * the same handle named twice and two handles of one shape, a name
+ * buffer that changes its text, over several tiles. */
+static void replay_kernel(kb_tl *tl, int tiles)
+{
+	kb_tl_tensor *q = tcm2(tl, KB_FP16, 8, 128), *m = tcm2(tl, KB_FP32, 8, 1);
+	kb_tl_tensor *l = tcm2(tl, KB_FP32, 8, 1), *o = tcm2(tl, KB_FP32, 8, 128);
+	kb_tl_tensor *x = tcm2(tl, KB_FP32, 8, 64), *y = tcm2(tl, KB_FP32, 8, 64);
+	char buf[16];
+
+	for (int j = 0; j < tiles; j++) {
+		kb_tl_tensor *k, *v, *s, *mx;
+		kb_tl_op scale = { .op = "scale", .extras = { { "scale", 0.125 } } };
+		kb_tl_op add = { .op = "add", .args = { { "other", o } } };
+		kb_tl_recipe_call merge;
+		kb_tl_composite_desc d;
+
+		ck_assert_int_eq(kb_tl_scope_begin(tl), KB_OK);
+		k = hbm2(tl, 0x100000 + (uint64_t)j * 0x8000, KB_FP16, 64, 128);
+		v = hbm2(tl, 0x400000 + (uint64_t)j * 0x8000, KB_FP16, 64, 128);
+		d = (kb_tl_composite_desc){ .op = "gemm", .a = q, .b = k, .flags = KB_TL_TRANS_B,
+					    .epilogue = &scale, .n_epilogue = 1 };
+		s = kb_tl_composite(tl, &d);
+		ck_assert_ptr_nonnull(s);
+		merge = (kb_tl_recipe_call){ "softmax_merge", { { "s", s }, { "m", m }, { "l", l }, { "O", o } } };
+		d = (kb_tl_composite_desc){ .op = "gemm", .b = v, .out = o, .prologue = &merge,
+					    .n_prologue = 1, .epilogue = &add, .n_epilogue = 1 };
+		ck_assert_ptr_eq(kb_tl_composite(tl, &d), o);
+		d = (kb_tl_composite_desc){ .op = "rmax", .a = s };
+		mx = kb_tl_composite(tl, &d);
+		ck_assert_ptr_nonnull(mx);
+		/* the same handle twice, then two of one shape */
+		d = (kb_tl_composite_desc){ .op = "add", .a = j % 2 ? x : y, .b = x };
+		ck_assert_ptr_nonnull(kb_tl_composite(tl, &d));
+		d = (kb_tl_composite_desc){ .op = "mul_bcast", .a = l, .b = mx, .out = l };
+		ck_assert_ptr_eq(kb_tl_composite(tl, &d), l);
+		/* one buffer, other text from the fourth tile on */
+		strcpy(buf, j < 3 ? "exp" : j < 5 ? "relu" : "copy");
+		d = (kb_tl_composite_desc){ .op = buf, .a = x };
+		ck_assert_ptr_nonnull(kb_tl_composite(tl, &d));
+		ck_assert_int_eq(kb_tl_scope_end(tl), KB_OK);
+	}
+}
+
+START_TEST(test_replay_matches_full)
+{
+	capture rp = { .n = 0 }, full = { .n = 0 };
+	kb_tl *a = new_tl(&rp), *b = new_tl(&full);
+
+	b->replay_off = 1;
+	replay_kernel(a, 7);
+	replay_kernel(b, 7);
+	ck_assert_int_eq(kb__tl_error(a) == NULL, 1);
+	/* Templates are made on a call's second full lowering: from the third
+	 * tile on, every composite but the renamed ones replays. */
+	ck_assert_uint_ge(a->replays, 20);
+	ck_assert_uint_eq(b->replays, 0);
+	ck_assert_int_eq(rp.n, full.n);
+	for (int i = 0; i < rp.n; i++)
+		same_cmd(rp.c[i], full.c[i], i);
+	/* and the renamed op lowered as its new name says */
+	ck_assert_uint_eq(rp.c[rp.n - 1]->ops[0].kind, KB_MATH_COPY);
+	cap_clear(&rp);
+	cap_clear(&full);
+	kb__tl_destroy(a);
+	kb__tl_destroy(b);
+}
+END_TEST
+
+/* A replayed call fails where its full lowering would: TCM exhausted at
+ * the same scratch allocation, with the same message. */
+START_TEST(test_replay_tcm_exhausted)
+{
+	char msg[2][768];
+
+	for (int off = 0; off < 2; off++) {
+		capture cp = { .n = 0 };
+		kb_tl *tl = new_tl(&cp);
+		kb_tl_tensor *a = tcm2(tl, KB_FP32, 64, 64), *w = tcm2(tl, KB_FP32, 64, 64);
+		kb_tl_composite_desc d = { .op = "gemm", .a = a, .b = w };
+		int i = 0;
+
+		tl->replay_off = off;
+		/* Auto outputs of 16 KB each, never freed, until TCM runs out. */
+		while (kb_tl_composite(tl, &d))
+			i++;
+		ck_assert_int_gt(i, 3);
+		ck_assert_int_eq(kb__tl_error(tl)->detail, KB_V_TCM_EXHAUSTED);
+		ck_assert_uint_eq(tl->replays > 0, !off);
+		snprintf(msg[off], sizeof(msg[off]), "%s", kb__tl_error(tl)->message);
+		cap_clear(&cp);
+		kb__tl_destroy(tl);
+	}
+	ck_assert_str_eq(msg[0], msg[1]);
+}
+END_TEST
+
 Suite *tl_suite(void)
 {
 	Suite *s = suite_create("tl");
@@ -1110,6 +1264,8 @@ Suite *tl_suite(void)
 	tcase_add_test(rec, test_op_name_buffer_reused);
 	tcase_add_test(rec, test_type_of_handles);
 	tcase_add_test(rec, test_recipe_shape_memo);
+	tcase_add_test(rec, test_replay_matches_full);
+	tcase_add_test(rec, test_replay_tcm_exhausted);
 	tcase_add_test(val, test_err_autobind_conflict);
 	tcase_add_test(val, test_err_prologue_hbm);
 	tcase_add_test(val, test_err_two_gemms);

@@ -85,6 +85,32 @@ typedef struct kb_opspec {
 	kb_tview out;
 } kb_opspec;
 
+/*
+ * What planning reads of a composite's ops (DDD §7): written once when the
+ * command is lowered, while its ops are in cache, so that admission and
+ * each stage's cost read a few contiguous bytes right after the header
+ * instead of ops of ~420 bytes each, cold by then (issue 13).
+ */
+typedef struct kb_opdig {
+	int64_t n;               /* elements a MATH op touches (DDD §5.3); GEMM: 0 */
+	uint16_t kind;           /* as kb_opspec */
+	uint8_t scope;
+	uint8_t n_operands;
+	uint8_t hbm;             /* bit i: operand i in HBM; KB_OPDIG_OUT_HBM: the output */
+	uint8_t has_out;
+	uint8_t es_a;            /* element size of operand 0 (GEMM: a's and b's dtype) */
+	uint8_t es_out;          /* element size of the output */
+} kb_opdig;
+
+#define KB_OPDIG_OUT_HBM 0x80u
+
+typedef struct kb_cmd_dig {
+	int32_t gemm;            /* index of the first GEMM, -1 when none */
+	uint32_t n_ops;
+	int64_t M, K, N;         /* the GEMM's extras m, k, n (1 when absent) */
+	kb_opdig op[];
+} kb_cmd_dig;
+
 typedef enum kb_cmd_kind {
 	KB_CMD_COMPOSITE = 0,
 	KB_CMD_LOAD,             /* HBM -> TCM */
@@ -121,6 +147,7 @@ typedef struct kb_cmd {
 	 * (one malloc per command), each id array with room for cap_ids. */
 	uint32_t cap_ids;
 	/* COMPOSITE */
+	kb_cmd_dig *dig;         /* kb__cmd_digest's, in the command's block; NULL until then */
 	kb_opspec *ops;
 	uint32_t n_ops;
 	uint32_t n_rw;           /* rw_handles (count only; ids are in writes) */
@@ -156,10 +183,19 @@ typedef struct kb_cost_model {
 double kb__dispatch_cycles(const kb_cost_model *m, const kb_cmd *cmd);
 uint64_t kb__dispatch_ps(const kb_cost_model *m, const kb_cmd *cmd);
 
-/* A command with room for n_ops ops and cap_ids ids in each of deps,
- * reads and writes, in one allocation; zeroed but for the arrays. NULL:
- * out of memory. The block may be one kb__cmd_free kept on this thread. */
+/* A command with room for n_ops ops (and their digest) and cap_ids ids in
+ * each of deps, reads and writes, in one allocation; zeroed but for the
+ * arrays. NULL: out of memory. The block may be one kb__cmd_free kept on
+ * this thread. */
 kb_cmd *kb__cmd_alloc(uint32_t n_ops, uint32_t cap_ids);
+/* Fills c->dig from c's n_ops ops (c from kb__cmd_alloc, which left room
+ * for it). -1 when c has no room for that many. */
+int kb__cmd_digest(kb_cmd *c);
+/* Copies d, the digest of ops equal to c's but for ids and addresses,
+ * into c's room for it. -1 when c has no room for it. */
+int kb__cmd_set_digest(kb_cmd *c, const kb_cmd_dig *d);
+/* Bytes of the digest of n_ops ops. */
+size_t kb__cmd_dig_size(uint32_t n_ops);
 /* Frees a command and what it owns. Accepts NULL. */
 void kb__cmd_free(kb_cmd *cmd);
 

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/str.h"
 #include "base/time.h"
 #include "base/zero.h"
 #include "pe/cmd.h"
@@ -126,12 +127,24 @@ static int size_class(size_t size)
 	return -1;
 }
 
+/* Bytes of the digest of n_ops ops (none without ops). */
+static size_t dig_size(uint32_t n_ops)
+{
+	return n_ops ? sizeof(kb_cmd_dig) + (size_t)n_ops * sizeof(kb_opdig) : 0;
+}
+
+size_t kb__cmd_dig_size(uint32_t n_ops)
+{
+	return dig_size(n_ops);
+}
+
 kb_cmd *kb__cmd_alloc(uint32_t n_ops, uint32_t cap_ids)
 {
-	/* The ops first after the header: kb_opspec's alignment is 8, as are
-	 * the ids'. One block instead of five, each grown id by id, was 8% of
-	 * a decode run (malloc, realloc, calloc). */
-	size_t size = sizeof(kb_cmd) + (size_t)n_ops * sizeof(kb_opspec) +
+	/* The digest first after the header (admission reads the two
+	 * together), then the ops: kb_opspec's alignment is 8, as are the
+	 * digest's and the ids'. One block instead of five, each grown id by
+	 * id, was 8% of a decode run (malloc, realloc, calloc). */
+	size_t size = sizeof(kb_cmd) + dig_size(n_ops) + (size_t)n_ops * sizeof(kb_opspec) +
 		      3 * (size_t)cap_ids * sizeof(uint64_t);
 	int k = size_class(size);
 	cmd_cache *cc = k >= 0 ? cache_get() : NULL;
@@ -149,13 +162,87 @@ kb_cmd *kb__cmd_alloc(uint32_t n_ops, uint32_t cap_ids)
 		return NULL;
 	kb__zero(c, sizeof(*c));
 	c->block = (uint32_t)(k + 1);
-	c->ops = n_ops ? (kb_opspec *)(c + 1) : NULL;
-	ids = (uint64_t *)((kb_opspec *)(c + 1) + n_ops);
+	c->ops = n_ops ? (kb_opspec *)(void *)((char *)(c + 1) + dig_size(n_ops)) : NULL;
+	ids = (uint64_t *)(void *)((char *)(c + 1) + dig_size(n_ops) + (size_t)n_ops * sizeof(kb_opspec));
 	c->cap_ids = cap_ids;
 	c->deps = ids;
 	c->reads = ids + cap_ids;
 	c->writes = ids + 2 * (size_t)cap_ids;
 	return c;
+}
+
+static int64_t max64(int64_t a, int64_t b)
+{
+	return a > b ? a : b;
+}
+
+static int64_t extra_of(const kb_opspec *op, const char *name)
+{
+	for (int i = 0; i < op->n_extras; i++)
+		if (kb__same_name(op->extras[i].name, name))
+			return (int64_t)op->extras[i].value;
+	return 1;
+}
+
+int kb__cmd_digest(kb_cmd *c)
+{
+	kb_cmd_dig *d = (kb_cmd_dig *)(void *)(c + 1);
+	const kb_opspec *run = c->n_ops ? &c->ops[0] : NULL;   /* latest op with an output */
+
+	if (!c->n_ops || (size_t)((char *)c->ops - (char *)d) < dig_size(c->n_ops))
+		return -1;
+	d->gemm = -1;
+	d->n_ops = c->n_ops;
+	for (uint32_t i = 0; i < c->n_ops; i++)
+		if (c->ops[i].kind == KB_OP_GEMM && d->gemm < 0)
+			d->gemm = (int32_t)i;
+	d->M = d->K = d->N = 1;
+	if (d->gemm >= 0) {
+		const kb_opspec *g = &c->ops[d->gemm];
+
+		d->M = extra_of(g, "m");
+		d->K = extra_of(g, "k");
+		d->N = extra_of(g, "n");
+		run = g;   /* every op without an output continues on the GEMM's */
+	}
+	for (uint32_t i = 0; i < c->n_ops; i++) {
+		const kb_opspec *op = &c->ops[i];
+		kb_opdig *o = &d->op[i];
+
+		if (d->gemm < 0 && op->has_out)
+			run = op;
+		o->kind = op->kind;
+		o->scope = op->scope;
+		o->n_operands = op->n_operands;
+		o->has_out = op->has_out;
+		o->hbm = op->out.space == KB_SPACE_HBM ? KB_OPDIG_OUT_HBM : 0;
+		for (int k = 0; k < op->n_operands; k++)
+			if (op->operands[k].t.space == KB_SPACE_HBM)
+				o->hbm |= (uint8_t)(1u << k);
+		o->es_a = op->n_operands ? (uint8_t)kb__dtype_size((kb_dtype)op->operands[0].t.dtype) : 0;
+		o->es_out = (uint8_t)kb__dtype_size((kb_dtype)op->out.dtype);
+		/* DDD §5.3: the largest of its operands and its output, or of the
+		 * running value it continues on when it has no output of its own. */
+		o->n = 0;
+		if (op->kind != KB_OP_GEMM) {
+			o->n = kb__tview_elems(op->has_out ? &op->out : &run->out);
+			for (int k = 0; k < op->n_operands; k++)
+				o->n = max64(o->n, kb__tview_elems(&op->operands[k].t));
+		}
+	}
+	c->dig = d;
+	return 0;
+}
+
+int kb__cmd_set_digest(kb_cmd *c, const kb_cmd_dig *d)
+{
+	kb_cmd_dig *to = (kb_cmd_dig *)(void *)(c + 1);
+
+	if (!d->n_ops || d->n_ops != c->n_ops || (size_t)((char *)c->ops - (char *)to) < dig_size(d->n_ops))
+		return -1;
+	memcpy(to, d, dig_size(d->n_ops));
+	c->dig = to;
+	return 0;
 }
 
 void kb__cmd_free(kb_cmd *cmd)

@@ -7,18 +7,7 @@
 #include <string.h>
 
 #include "base/err.h"
-#include "base/str.h"
 #include "base/zero.h"
-
-static int64_t extra_of(const kb_opspec *op, const char *name, int64_t dflt)
-{
-	for (int i = 0; i < op->n_extras; i++)
-		if (kb__same_name(op->extras[i].name, name))
-			return (int64_t)op->extras[i].value;
-	return dflt;
-}
-
-static int64_t op_elems_of(const kb_plan *p, int idx);
 
 static kb_stage_ref stage(kb_stage_kind k, int eng, int op, int operand)
 {
@@ -57,7 +46,7 @@ static int push(kb_plan *p, kb_stage_ref *v, uint32_t *n, uint32_t max, kb_stage
  * FETCH of step k+1 overlaps the GEMM of step k; so does a GEMM whose
  * output tiles are full (the staging areas leave no room to grow).
  */
-static void fit_tiles(kb_plan *p, const kb_topo_params *tp, const kb_opspec *gm)
+static void fit_tiles(kb_plan *p, const kb_topo_params *tp, const kb_opdig *gm)
 {
 	int64_t tm = (int64_t)tp->gemm.tile_m, tk = (int64_t)tp->gemm.tile_k;
 	int64_t tn = (int64_t)tp->gemm.tile_n, ka, kb;
@@ -65,7 +54,7 @@ static void fit_tiles(kb_plan *p, const kb_topo_params *tp, const kb_opspec *gm)
 	p->tm = p->M < tm ? p->M : tm;
 	p->tn = p->N < tn ? p->N : tn;
 	p->tk = tk;
-	if (gm->operands[0].t.space != KB_SPACE_HBM && gm->operands[1].t.space != KB_SPACE_HBM)
+	if (!(gm->hbm & 3u))
 		return;
 	ka = tm * tk / p->tm;
 	kb = tk * tn / p->tn;
@@ -76,9 +65,10 @@ static void fit_tiles(kb_plan *p, const kb_topo_params *tp, const kb_opspec *gm)
 
 /* The stage templates of a composite whose GEMM is ops[g] (no tile sizes:
  * emit checks these against the limits without a machine). */
-static int plan_gemm_stages(kb_plan *p, const kb_opspec *ops, uint32_t n_ops, int g)
+static int plan_gemm_stages(kb_plan *p, const kb_cmd_dig *d, int g)
 {
-	const kb_opspec *gm = &ops[g];
+	const kb_opdig *ops = d->op, *gm = &ops[g];
+	uint32_t n_ops = d->n_ops;
 	int rc = 0;
 
 	for (int i = 0; i < g; i++)
@@ -89,7 +79,7 @@ static int plan_gemm_stages(kb_plan *p, const kb_opspec *ops, uint32_t n_ops, in
 				   stage(KB_ST_MATH, KB_ENG_MATH, (int)i, -1));
 	/* Where a handle lives decides DMA: HBM streams in, TCM is used in place. */
 	for (int o = 0; o < 2; o++)
-		if (gm->operands[o].t.space == KB_SPACE_HBM)
+		if (gm->hbm & (1u << o))
 			rc |= push(p, p->mid, &p->n_mid, KB_PLAN_MAX_STAGES, stage(KB_ST_DMA_READ, KB_ENG_DMA, g, o));
 	rc |= push(p, p->mid, &p->n_mid, KB_PLAN_MAX_STAGES, stage(KB_ST_FETCH, KB_ENG_TCM, g, -1));
 	rc |= push(p, p->mid, &p->n_mid, KB_PLAN_MAX_STAGES, stage(KB_ST_GEMM, KB_ENG_GEMM, g, -1));
@@ -102,7 +92,7 @@ static int plan_gemm_stages(kb_plan *p, const kb_opspec *ops, uint32_t n_ops, in
 		if (ops[i].scope == KB_SCOPE_OUTPUT_TILE)
 			rc |= push(p, p->last, &p->n_last, KB_PLAN_MAX_STAGES, stage(KB_ST_MATH, KB_ENG_MATH, (int)i, -1));
 	rc |= push(p, p->last, &p->n_last, KB_PLAN_MAX_STAGES, stage(KB_ST_STORE, KB_ENG_TCM, g, -1));
-	if (gm->out.space == KB_SPACE_HBM)
+	if (gm->hbm & KB_OPDIG_OUT_HBM)
 		rc |= push(p, p->last, &p->n_last, KB_PLAN_MAX_STAGES, stage(KB_ST_DMA_WRITE, KB_ENG_DMA, g, -1));
 	return rc;
 }
@@ -115,19 +105,17 @@ static uint32_t tiles_of(int64_t total, int64_t tile)
 }
 
 /* The tile loop of a composite whose GEMM is ops[g]. */
-static int plan_gemm(kb_plan *p, const kb_cmd *c, int g)
+static int plan_gemm(kb_plan *p, const kb_cmd_dig *d, int g)
 {
-	const kb_opspec *gm = &c->ops[g];
-
-	p->M = extra_of(gm, "m", 1);
-	p->K = extra_of(gm, "k", 1);
-	p->N = extra_of(gm, "n", 1);
-	fit_tiles(p, p->m->tp, gm);
+	p->M = d->M;
+	p->K = d->K;
+	p->N = d->N;
+	fit_tiles(p, p->m->tp, &d->op[g]);
 	p->mt = tiles_of(p->M, p->tm);
 	p->kt = tiles_of(p->K, p->tk);
 	p->nt = tiles_of(p->N, p->tn);
 	p->n_steps = (uint64_t)p->mt * p->nt * p->kt;
-	return plan_gemm_stages(p, c->ops, c->n_ops, g);
+	return plan_gemm_stages(p, d, g);
 }
 
 /* A GEMM-less composite: one step, its ops in order (ADR-0065 D3). Where a
@@ -137,22 +125,24 @@ static int plan_gemm(kb_plan *p, const kb_cmd *c, int g)
  * ops that continue on it (those without an output of their own). Emit
  * keeps recipe and epilogue operands in TCM, so in practice only the head
  * streams. */
-static int plan_math(kb_plan *p, const kb_opspec *ops, uint32_t n_ops)
+static int plan_math(kb_plan *p, const kb_cmd_dig *d)
 {
+	const kb_opdig *ops = d->op;
+	uint32_t n_ops = d->n_ops;
 	int rc = 0, cur = -1;
 
 	p->n_steps = 1;
 	for (uint32_t i = 0; i < n_ops; i++) {
-		const kb_opspec *op = &ops[i];
+		const kb_opdig *op = &ops[i];
 
 		for (int o = 0; o < op->n_operands; o++)
-			if (op->operands[o].t.space == KB_SPACE_HBM)
+			if (op->hbm & (1u << o))
 				rc |= push(p, p->last, &p->n_last, KB_PLAN_MAX_STAGES, stage(KB_ST_DMA_READ, KB_ENG_DMA, (int)i, o));
 		rc |= push(p, p->last, &p->n_last, KB_PLAN_MAX_STAGES, stage(KB_ST_MATH, KB_ENG_MATH, (int)i, -1));
 		if (op->has_out)
 			cur = (int)i;
 		if (cur >= 0 && (i + 1 == n_ops || ops[i + 1].has_out) &&
-		    ops[cur].out.space == KB_SPACE_HBM)
+		    (ops[cur].hbm & KB_OPDIG_OUT_HBM))
 			rc |= push(p, p->last, &p->n_last, KB_PLAN_MAX_STAGES, stage(KB_ST_DMA_WRITE, KB_ENG_DMA, cur, -1));
 	}
 	return rc;
@@ -242,10 +232,17 @@ int kb__plan_create_from(kb_plan **out, kb_plan **spare, kb_cmd *cmd, const kb_m
 	p->slot_free = p->slots >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << p->slots) - 1;
 	p->acc_free = p->slot_free;
 	if (cmd->kind == KB_CMD_COMPOSITE) {
-		for (uint32_t i = 0; i < cmd->n_ops; i++)
-			if (cmd->ops[i].kind == KB_OP_GEMM && p->gemm < 0)
-				p->gemm = (int)i;
-		rc = p->gemm >= 0 ? plan_gemm(p, cmd, p->gemm) : plan_math(p, cmd->ops, cmd->n_ops);
+		/* The digest the tl context wrote: the ops themselves are cold. */
+		const kb_cmd_dig *d = cmd->dig;
+
+		if (!d || d->n_ops != cmd->n_ops) {
+			kb__plan_free(p);
+			return kb__err(err, KB_EINTERNAL, "command %llu has no digest of its ops",
+				       (unsigned long long)cmd->id);
+		}
+		p->dig = d;
+		p->gemm = d->gemm;
+		rc = p->gemm >= 0 ? plan_gemm(p, d, p->gemm) : plan_math(p, d);
 	} else {
 		rc = plan_simple(p, cmd);
 	}
@@ -258,14 +255,6 @@ int kb__plan_create_from(kb_plan **out, kb_plan **spare, kb_cmd *cmd, const kb_m
 				: kb__err(err, KB_EINTERNAL, "command %llu has too many stages per tile",
 					  (unsigned long long)cmd->id);
 	}
-	/* A MATH stage runs long after admission, when the command's ops
-	 * (~420 bytes each) have left the cache: the loads in op_elems were
-	 * 4% of decode opt2. */
-	if (cmd->kind == KB_CMD_COMPOSITE && cmd->n_ops <= KB_PLAN_MAX_STEPS) {
-		for (uint32_t i = 0; i < cmd->n_ops; i++)
-			p->op_n[i] = cmd->ops[i].kind == KB_OP_GEMM ? 0 : op_elems_of(p, (int)i);
-		p->n_op_n = cmd->n_ops;
-	}
 	p->phase = p->n_pre ? KB_PH_PRE : KB_PH_LOOP;
 	*out = p;
 	return KB_OK;
@@ -276,7 +265,7 @@ int kb__plan_create_from(kb_plan **out, kb_plan **spare, kb_cmd *cmd, const kb_m
  * n_ops - g - 1 after, and a last k-step of at most two DMA_READs, FETCH,
  * GEMM, an op per op after it, STORE and a DMA_WRITE. Without: a step of
  * at most a DMA_READ per operand, the MATH and a DMA_WRITE per op. */
-static int within_limits(const kb_opspec *ops, uint32_t n_ops, int g)
+static int within_limits(const kb_opdig *ops, uint32_t n_ops, int g)
 {
 	uint32_t n = 0;
 
@@ -287,18 +276,15 @@ static int within_limits(const kb_opspec *ops, uint32_t n_ops, int g)
 	return n <= KB_PLAN_MAX_STAGES;
 }
 
-int kb__plan_check_ops(const kb_opspec *ops, uint32_t n_ops, int *op, uint32_t *max)
+int kb__plan_check_ops(const kb_cmd_dig *d, int *op, uint32_t *max)
 {
 	kb_plan p;
-	int g = -1, rc;
+	int g = d->gemm, rc;
 
-	for (uint32_t i = 0; i < n_ops; i++)
-		if (ops[i].kind == KB_OP_GEMM && g < 0)
-			g = (int)i;
 	/* Every composite emitted is checked: one this small passes without
 	 * laying its stages out (plan_gemm_stages at emit was ~1% of decode
 	 * opt2's instructions, issue 13); admission lays them out anyway. */
-	if (within_limits(ops, n_ops, g)) {
+	if (within_limits(d->op, d->n_ops, g)) {
 		*op = -1;
 		*max = 0;
 		return 0;
@@ -307,7 +293,7 @@ int kb__plan_check_ops(const kb_opspec *ops, uint32_t n_ops, int *op, uint32_t *
 	 * need not be cleared for every composite emitted. */
 	p.n_pre = p.n_post = p.n_mid = p.n_last = p.over_max = 0;
 	p.over_op = p.last_op = -1;
-	rc = g >= 0 ? plan_gemm_stages(&p, ops, n_ops, g) : plan_math(&p, ops, n_ops);
+	rc = g >= 0 ? plan_gemm_stages(&p, d, g) : plan_math(&p, d);
 	*op = p.over_op;
 	*max = p.over_max;
 	return rc ? -1 : 0;
@@ -396,25 +382,6 @@ const kb_tview *kb__plan_running_out(const kb_cmd *c, int gemm, int idx)
 	return &c->ops[0].out;
 }
 
-/* DDD §5.3: a MATH op costs ceil(n / vector_width) with n the size of the
- * tensor it touches: the largest of its operands and its output, the
- * running value it continues on when it has no output of its own. */
-static int64_t op_elems_of(const kb_plan *p, int idx)
-{
-	const kb_opspec *op = &p->cmd->ops[idx];
-	int64_t n = kb__tview_elems(op->has_out ? &op->out : kb__plan_running_out(p->cmd, p->gemm, idx));
-
-	for (int i = 0; i < op->n_operands; i++)
-		if (kb__tview_elems(&op->operands[i].t) > n)
-			n = kb__tview_elems(&op->operands[i].t);
-	return n;
-}
-
-static int64_t op_elems(const kb_plan *p, int idx)
-{
-	return (uint32_t)idx < p->n_op_n ? p->op_n[idx] : op_elems_of(p, idx);
-}
-
 /*
  * ceil(a / b) in double, for a count a. Dividing was 55% of kb__plan_cost
  * (a divsd and the emulated ceil after it, on every stage of a run). When
@@ -452,7 +419,7 @@ double kb__cycles_ceil(int64_t a, double b)
 static void cost_loop(const kb_plan *p, uint64_t step, const kb_stage_ref *st, kb_stage_cost *c)
 {
 	const kb_topo_params *tp = p->m->tp;
-	const kb_opspec *g = &p->cmd->ops[p->gemm];
+	const kb_opdig *g = &p->dig->op[p->gemm];
 	uint32_t mi, ni, ki;
 	int64_t me, ke, ne, ab = 0, bb = 0, ob = 0;
 
@@ -462,12 +429,12 @@ static void cost_loop(const kb_plan *p, uint64_t step, const kb_stage_ref *st, k
 	ne = dim_eff(p->N, p->tn, ni);
 	/* Only the sizes the stage moves (every stage of a run is costed). */
 	if (st->kind == KB_ST_DMA_READ || st->kind == KB_ST_FETCH) {
-		int64_t es = (int64_t)kb__dtype_size((kb_dtype)g->operands[0].t.dtype);
+		int64_t es = g->es_a;
 
 		ab = me * ke * es;
 		bb = ke * ne * es;
 	} else if (st->kind == KB_ST_STORE || st->kind == KB_ST_DMA_WRITE) {
-		ob = me * ne * (int64_t)kb__dtype_size((kb_dtype)g->out.dtype);
+		ob = me * ne * (int64_t)g->es_out;
 	}
 	switch (st->kind) {
 	case KB_ST_DMA_READ:
@@ -488,7 +455,7 @@ static void cost_loop(const kb_plan *p, uint64_t step, const kb_stage_ref *st, k
 	case KB_ST_MATH:
 		c->n = me * ne;
 		c->cycles = cycles_ceil(c->n, (double)tp->math.vector_width);
-		c->op = kb__math_kind_name((kb_math_kind)p->cmd->ops[st->op].kind);
+		c->op = kb__math_kind_name((kb_math_kind)p->dig->op[st->op].kind);
 		break;
 	case KB_ST_STORE:
 		c->bytes = ob;
@@ -551,9 +518,9 @@ void kb__plan_cost(const kb_plan *p, kb_phase ph, uint64_t step, const kb_stage_
 	}
 	switch (st->kind) {
 	case KB_ST_MATH:
-		c->n = op_elems(p, st->op);
+		c->n = p->dig->op[st->op].n;
 		c->cycles = cycles_ceil(c->n, (double)tp->math.vector_width);
-		c->op = kb__math_kind_name((kb_math_kind)cmd->ops[st->op].kind);
+		c->op = kb__math_kind_name((kb_math_kind)p->dig->op[st->op].kind);
 		break;
 	case KB_ST_FILL:
 		c->n = kb__tview_elems(&cmd->dst);

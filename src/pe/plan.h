@@ -49,11 +49,10 @@ typedef struct kb_plan {
 	uint32_t mt, kt, nt;
 	uint64_t n_steps;
 	kb_stage_ref mid[KB_PLAN_MAX_STAGES], last[KB_PLAN_MAX_STAGES];
-	/* Elements each MATH op touches (its cost, DDD 5.3), worked out at
-	 * admission while the ops are in cache; valid for ops below n_op_n. */
-	int64_t op_n[KB_PLAN_MAX_STEPS];
+	/* The command's digest (composites; NULL otherwise): what stages
+	 * cost is read there, not from the ops (cold when a stage runs). */
+	const kb_cmd_dig *dig;
 	uint32_t n_mid, n_last;
-	uint32_t n_op_n;
 	int over_op;             /* op of the first stage over a limit, -1: none */
 	uint32_t over_max;       /* that limit */
 	int last_op;             /* op of the latest MATH stage pushed */
@@ -86,10 +85,11 @@ int kb__plan_create_from(kb_plan **out, kb_plan **spare, kb_cmd *cmd, const kb_m
 void kb__plan_recycle(kb_plan *p, kb_plan **spare);
 void kb__plan_free_spare(kb_plan **spare);
 
-/* Emit's check of a composite's op list against the plan's limits (DDD
- * §6.9): 0 when it fits; else -1, with *op the op whose stage (or step) is
- * the first over the limit and *max that limit. */
-int kb__plan_check_ops(const kb_opspec *ops, uint32_t n_ops, int *op, uint32_t *max);
+/* Emit's check of a composite's ops, by their digest (kb__cmd_digest),
+ * against the plan's limits (DDD §6.9): 0 when it fits; else -1, with *op
+ * the op whose stage (or step) is the first over the limit and *max that
+ * limit. */
+int kb__plan_check_ops(const kb_cmd_dig *d, int *op, uint32_t *max);
 
 /* The stage list of a step. Inline: the engines ask for it three times a
  * stage (1% of a decode run as a call with a 64-bit division). */

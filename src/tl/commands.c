@@ -64,6 +64,27 @@ int kb__cmd_write(kb_cmd *c, const kb_hslot *h)
 	return push_id(c->writes, &c->n_writes, c->cap_ids, h->view.id);
 }
 
+int kb__cmd_sets(kb_cmd *c, kb_hslot *const *reads, uint32_t n_reads, kb_hslot *const *rw,
+		 uint32_t n_rw, kb_hslot *const *writes, uint32_t n_writes)
+{
+	/* Read-only operands: implicit wait for their producers. rw handles
+	 * and outputs: the scheduler's strict-FIFO tracker orders them. */
+	for (uint32_t i = 0; i < n_reads; i++)
+		if (kb__cmd_read(c, reads[i], 1))
+			return -1;
+	for (uint32_t i = 0; i < n_rw; i++)
+		if (kb__cmd_read(c, rw[i], 0) || kb__cmd_write(c, rw[i]))
+			return -1;
+	for (uint32_t i = 0; i < n_writes; i++)
+		if (kb__cmd_write(c, writes[i]))
+			return -1;
+	for (uint32_t i = 0; i < n_rw; i++)
+		rw[i]->writer = (int64_t)c->id;
+	for (uint32_t i = 0; i < n_writes; i++)
+		writes[i]->writer = (int64_t)c->id;
+	return 0;
+}
+
 /* Hands the command to PE_CPU; it now belongs to the consumer. */
 int kb__tl_emit(kb_tl *tl, kb_cmd *c)
 {

@@ -14,6 +14,7 @@
 #include "num/kernels.h"
 #include "pe/plan.h"
 #include "tl/recipes.h"
+#include "tl/replay.h"
 #include "tl/tl_int.h"
 
 #define MAX_OPS 48
@@ -58,6 +59,11 @@ typedef struct lowering {
 	} names[N_NAMES];
 	uint32_t next_name;           /* entry the next new name takes */
 	shape_memo memo;
+	/* Replay (replay.h): this call's key, the templates, and what this
+	 * lowering allocated, in order. */
+	kb_rkey key;
+	kb_replay *replay;
+	kb_replay_src src;
 } lowering;
 
 #define OP_GEMM (-1)
@@ -321,6 +327,19 @@ static int bind_recipe_operands(lowering *lw, const kb_recipe *r, const kb_recip
 	return KB_OK;
 }
 
+/* Remembers an allocation this lowering made, for replay. */
+static void note_alloc(lowering *lw, kb_hslot *h, kb_tl_tensor *t)
+{
+	kb_replay_src *s = &lw->src;
+
+	if (s->n_alloc == KB_REPLAY_ALLOCS) {
+		s->alloc_over = 1;
+		return;
+	}
+	s->alloc[s->n_alloc] = h;
+	s->alloc_t[s->n_alloc++] = t;
+}
+
 static int alloc_recipe_scratch(lowering *lw, const kb_recipe *r, const kb_recipe_ids *ids,
 				kb_hslot **slot)
 {
@@ -340,6 +359,7 @@ static int alloc_recipe_scratch(lowering *lw, const kb_recipe *r, const kb_recip
 				   like->view.rank, shape, &t);
 		if (!h)
 			return KB_EVALIDATE;
+		note_alloc(lw, h, t);
 		add_unique(lw->writes, &lw->n_writes, h);
 		slot[ids->n_operands + k] = h;
 	}
@@ -659,7 +679,9 @@ static kb_hslot *resolve_out(lowering *lw, const kb_tl_composite_desc *d, const 
 		}
 		return kb__tl_new_handle(tl, KB_SPACE_HBM, d->out_hbm, dt, shape->rank, dims, out);
 	}
-	return kb__tl_new_tcm(tl, dt, shape->rank, dims, out);
+	if ((h = kb__tl_new_tcm(tl, dt, shape->rank, dims, out)))
+		note_alloc(lw, h, *out);
+	return h;
 }
 
 /* The command the ops are lowered into, with room for as many ops and
@@ -692,10 +714,12 @@ static int new_cmd(lowering *lw, const kb_tl_composite_desc *d)
 	lw->cmd = kb__tl_cmd_new_n(lw->tl, KB_CMD_COMPOSITE, lw->max_ops,
 				   n_ids < MAX_IDS ? (uint32_t)n_ids : MAX_IDS);
 	lw->ops = lw->cmd ? lw->cmd->ops : NULL;
+	lw->src.max_ops = lw->max_ops;
+	lw->src.cap_ids = n_ids < MAX_IDS ? (uint32_t)n_ids : MAX_IDS;
 	return lw->cmd ? KB_OK : KB_EVALIDATE;
 }
 
-static int build_cmd(lowering *lw, kb_hslot *out)
+static int build_cmd(lowering *lw, kb_hslot *out, kb_tl_tensor *result)
 {
 	kb_tl *tl = lw->tl;
 	kb_cmd *c = lw->cmd;
@@ -703,10 +727,15 @@ static int build_cmd(lowering *lw, kb_hslot *out)
 	int in_rw = 0, bad;
 	uint32_t max;
 
-	/* PE_SCHEDULER plans the command from these ops; a plan over its
-	 * limits is the kernel's error, caught here (DDD §6.9), not an
-	 * internal one at admission. */
-	if (kb__plan_check_ops(lw->ops, lw->n_ops, &bad, &max))
+	/* PE_SCHEDULER plans the command from the digest of these ops, made
+	 * here while they are in cache; a plan over its limits is the
+	 * kernel's error, caught here (DDD §6.9), not an internal one at
+	 * admission. */
+	c->n_ops = lw->n_ops;
+	if (kb__cmd_digest(c))
+		return kb__tl_fail(tl, KB_V_OVER_CAP, "composite of %u ops has no room for its digest (a bug in src/tl)",
+				   lw->n_ops);
+	if (kb__plan_check_ops(c->dig, &bad, &max))
 		return kb__tl_fail(tl, KB_V_TOO_MANY_STAGES,
 				   "composite of %u ops: op %d (%s) needs a stage past the plan's limit of %u %s; split it into smaller composites",
 				   lw->n_ops, bad,
@@ -717,7 +746,6 @@ static int build_cmd(lowering *lw, kb_hslot *out)
 		in_rw |= lw->rw[i] == out;
 	if (!in_rw)
 		add_unique(lw->writes, &lw->n_writes, out);
-	c->n_ops = lw->n_ops;
 	c->n_rw = lw->n_rw;
 	lbytes = kb__composite_lbytes(c->ops, c->n_ops, c->n_rw);
 	c->lbytes = lbytes;   /* emit keeps it */
@@ -726,25 +754,23 @@ static int build_cmd(lowering *lw, kb_hslot *out)
 				   "composite is %llu logical bytes, over pe_cost_model.max_composite_logical_bytes = %llu; split it into smaller composites",
 				   (unsigned long long)lbytes, (unsigned long long)cap);
 	}
-	/* Read-only operands: implicit wait for their producers. rw handles
-	 * and outputs: the scheduler's strict-FIFO tracker orders them. */
-	for (uint32_t i = 0; i < lw->n_reads; i++)
-		if (kb__cmd_read(c, lw->reads[i], 1))
-			goto oom;
-	for (uint32_t i = 0; i < lw->n_rw; i++)
-		if (kb__cmd_read(c, lw->rw[i], 0) || kb__cmd_write(c, lw->rw[i]))
-			goto oom;
-	for (uint32_t i = 0; i < lw->n_writes; i++)
-		if (kb__cmd_write(c, lw->writes[i]))
-			goto oom;
-	for (uint32_t i = 0; i < lw->n_rw; i++)
-		lw->rw[i]->writer = (int64_t)c->id;
-	for (uint32_t i = 0; i < lw->n_writes; i++)
-		lw->writes[i]->writer = (int64_t)c->id;
+	if (kb__cmd_sets(c, lw->reads, lw->n_reads, lw->rw, lw->n_rw, lw->writes, lw->n_writes))
+		return kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory");
+	if (lw->key.ok) {
+		kb_replay_src *s = &lw->src;
+
+		s->cmd = c;
+		s->result = result;
+		s->reads = lw->reads;
+		s->n_reads = lw->n_reads;
+		s->rw = lw->rw;
+		s->n_rw = lw->n_rw;
+		s->writes = lw->writes;
+		s->n_writes = lw->n_writes;
+		kb__replay_save(&lw->replay, &lw->key, s);
+	}
 	lw->cmd = NULL;   /* PE_CPU's now, whatever emit says */
 	return kb__tl_emit(tl, c);
-oom:
-	return kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory");
 }
 
 KB_API kb_tl_tensor *kb_tl_composite_at(kb_tl *tl, const kb_tl_composite_desc *d,
@@ -774,8 +800,19 @@ KB_API kb_tl_tensor *kb_tl_composite_at(kb_tl *tl, const kb_tl_composite_desc *d
 		memset(((lowering *)tl->lowering)->names, 0, sizeof(lw->names));
 		((lowering *)tl->lowering)->next_name = 0;
 		((lowering *)tl->lowering)->memo.r = NULL;
+		((lowering *)tl->lowering)->replay = NULL;
 	}
 	lw = tl->lowering;
+	/* A call like one lowered before is that lowering replayed. */
+	lw->key.ok = 0;
+	if (!tl->replay_off)
+		kb__replay_key(tl, d, &lw->key);
+	if (lw->key.ok && kb__replay_run(&lw->replay, tl, &lw->key, &result)) {
+		tl->replays++;
+		return result;
+	}
+	lw->src.n_alloc = 0;
+	lw->src.alloc_over = 0;
 	head = op_kind(lw, d->op);
 	is_gemm = head == OP_GEMM;
 	if (head == OP_NONE) {
@@ -845,12 +882,21 @@ KB_API kb_tl_tensor *kb_tl_composite_at(kb_tl *tl, const kb_tl_composite_desc *d
 			result = NULL;
 			goto done;
 		}
-	if (build_cmd(lw, out))
+	if (build_cmd(lw, out, result))
 		result = NULL;
 done:
 	kb__cmd_free(lw->cmd);   /* not emitted: failed */
 	lw->cmd = NULL;
 	return result;
+}
+
+void kb__tl_lowering_free(void *p)
+{
+	lowering *lw = p;
+
+	if (lw)
+		kb__replay_free(lw->replay);
+	free(lw);
 }
 
 KB_API kb_tl_tensor *kb_tl_dot_at(kb_tl *tl, kb_tl_tensor *a, kb_tl_tensor *b, unsigned flags,

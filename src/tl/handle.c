@@ -70,10 +70,10 @@ int kb__tl_begin(kb_tl *tl, const char *name, const char *file, int line)
 
 /* ---- handles ---- */
 
-/* 64-bit handle value: tag (24 bits) | generation (16) | slot + 1 (24). */
-#define SLOT_BITS 24
-#define GEN_BITS 16
-#define TAG_BITS 24
+/* The handle layout: tl_int.h. */
+#define SLOT_BITS KB_TL_SLOT_BITS
+#define GEN_BITS KB_TL_GEN_BITS
+#define TAG_BITS KB_TL_TAG_BITS
 
 static kb_tl_tensor *encode(const kb_tl *tl, uint32_t slot, uint32_t gen)
 {
@@ -81,19 +81,6 @@ static kb_tl_tensor *encode(const kb_tl *tl, uint32_t slot, uint32_t gen)
 		     ((uint64_t)(gen & ((1u << GEN_BITS) - 1)) << SLOT_BITS) | (slot + 1);
 
 	return (kb_tl_tensor *)(uintptr_t)v;
-}
-
-kb_hslot *kb__tl_slot_find(kb_tl *tl, const kb_tl_tensor *t)
-{
-	uint64_t v = (uint64_t)(uintptr_t)t;
-	uint32_t slot = (uint32_t)(v & ((1u << SLOT_BITS) - 1)) - 1;
-	uint32_t gen = (uint32_t)(v >> SLOT_BITS) & ((1u << GEN_BITS) - 1);
-
-	if (!t || (uint32_t)(v >> (SLOT_BITS + GEN_BITS)) != (tl->cfg.tag & ((1u << TAG_BITS) - 1)) ||
-	    slot >= tl->n_slots || !KB_SLOT(tl, slot)->live ||
-	    (KB_SLOT(tl, slot)->gen & ((1u << GEN_BITS) - 1)) != gen)
-		return NULL;
-	return KB_SLOT(tl, slot);
 }
 
 kb_hslot *kb__tl_slot(kb_tl *tl, const kb_tl_tensor *t, const char *what)

@@ -37,7 +37,7 @@ void kb__tl_destroy(kb_tl *tl)
 		free(tl->chunks[i]);
 	free(tl->chunks);
 	kb__tcm_fini(&tl->tcm);
-	free(tl->lowering);
+	kb__tl_lowering_free(tl->lowering);
 	free(tl);
 }
 

@@ -46,6 +46,8 @@ struct kb_tl {
 	int depth;
 	kb_tcm tcm;
 	void *lowering;          /* composite.c's scratch, reused by every composite */
+	int replay_off;          /* tests: every composite lowered in full */
+	uint64_t replays;        /* composites lowered by replay (replay.h) */
 };
 
 #define KB_TL_CHUNK 1024
@@ -54,9 +56,29 @@ struct kb_tl {
 int kb__tl_fail(kb_tl *tl, int detail, const char *fmt, ...) KB_PRINTF(3, 4);
 int kb__tl_begin(kb_tl *tl, const char *name, const char *file, int line);
 kb_hslot *kb__tl_slot(kb_tl *tl, const kb_tl_tensor *t, const char *what);
+
+/* 64-bit handle value: tag (24 bits) | generation (16) | slot + 1 (24). */
+#define KB_TL_SLOT_BITS 24
+#define KB_TL_GEN_BITS 16
+#define KB_TL_TAG_BITS 24
+
 /* The same check without recording an error: NULL when t is not a live
- * handle of this context (then kb__tl_slot says why). */
-kb_hslot *kb__tl_slot_find(kb_tl *tl, const kb_tl_tensor *t);
+ * handle of this context (then kb__tl_slot says why). Inline: a
+ * composite looks up each handle it names. */
+static inline kb_hslot *kb__tl_slot_find(kb_tl *tl, const kb_tl_tensor *t)
+{
+	uint64_t v = (uint64_t)(uintptr_t)t;
+	uint32_t slot = (uint32_t)(v & ((1u << KB_TL_SLOT_BITS) - 1)) - 1;
+	uint32_t gen = (uint32_t)(v >> KB_TL_SLOT_BITS) & ((1u << KB_TL_GEN_BITS) - 1);
+	kb_hslot *h;
+
+	if (!t || (uint32_t)(v >> (KB_TL_SLOT_BITS + KB_TL_GEN_BITS)) !=
+			  (tl->cfg.tag & ((1u << KB_TL_TAG_BITS) - 1)) ||
+	    slot >= tl->n_slots)
+		return NULL;
+	h = KB_SLOT(tl, slot);
+	return h->live && (h->gen & ((1u << KB_TL_GEN_BITS) - 1)) == gen ? h : NULL;
+}
 int kb__tl_check_shape(kb_tl *tl, int rank, const int64_t *shape, kb_dtype dt, uint64_t *bytes);
 kb_hslot *kb__tl_new_handle(kb_tl *tl, kb_space space, uint64_t addr, kb_dtype dt, int rank,
 			    const int64_t *shape, kb_tl_tensor **out);
@@ -68,6 +90,13 @@ kb_cmd *kb__tl_cmd_new(kb_tl *tl, kb_cmd_kind kind);
 kb_cmd *kb__tl_cmd_new_n(kb_tl *tl, kb_cmd_kind kind, uint32_t n_ops, uint32_t cap_ids);
 int kb__cmd_read(kb_cmd *c, const kb_hslot *h, int implicit_wait);
 int kb__cmd_write(kb_cmd *c, const kb_hslot *h);
+/* A composite's hazard sets: reads (with an implicit wait for their
+ * producers), read-write handles and writes, in that order; then c is the
+ * last writer of what it writes. -1: c has no room for the ids. */
+int kb__cmd_sets(kb_cmd *c, kb_hslot *const *reads, uint32_t n_reads, kb_hslot *const *rw,
+		 uint32_t n_rw, kb_hslot *const *writes, uint32_t n_writes);
 int kb__tl_emit(kb_tl *tl, kb_cmd *c);
+/* Frees composite.c's scratch (tl->lowering). Accepts NULL. */
+void kb__tl_lowering_free(void *lowering);
 
 #endif

@@ -1,0 +1,418 @@
+/* Composite replay (see replay.h). */
+#include "tl/replay.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+
+#define N_TPL 16                 /* templates kept (opt3 lowers ten kinds a tile) */
+_Static_assert(KB_RKEY_HANDLES + KB_REPLAY_ALLOCS <= 255, "patch handle indices are 8 bits");
+#define N_SEEN 32
+#define TPL_MAX_OPS 16
+#define TPL_MAX_PATCH (TPL_MAX_OPS * (KB_OP_MAX_OPERANDS + 1))
+#define TPL_MAX_SET 64
+#define TPL_MAX_ALL (KB_RKEY_HANDLES + KB_REPLAY_ALLOCS)
+
+typedef struct tpl {
+	uint64_t hash;
+	uint32_t nw, nn, nh;
+	uint64_t *w;             /* the key's words */
+	char *names;             /* its names, each NUL-terminated, in order */
+	uint16_t name_at[KB_RKEY_NAMES];   /* where each starts in names */
+	void *block;             /* w, names, ops and dig in one allocation; NULL: unused */
+	kb_opspec *ops;
+	kb_cmd_dig *dig;
+	uint32_t max_ops, cap_ids, n_ops, n_rw;
+	uint64_t lbytes;
+	uint32_t n_alloc;
+	struct {
+		uint8_t dtype, rank;
+		int64_t shape[KB_TL_MAX_RANK];
+	} alloc[KB_REPLAY_ALLOCS];
+	int result;              /* alloc that is the result; -1: the call's out */
+	/* Views to give a handle's id and address: op, operand (-1: out),
+	 * handle (the key's handles, then the allocations). */
+	uint32_t n_patch;
+	struct {
+		uint8_t op, h;
+		int8_t operand;
+	} patch[TPL_MAX_PATCH];
+	uint32_t n_reads, n_rws, n_writes;
+	uint8_t reads[TPL_MAX_SET], rws[TPL_MAX_SET], writes[TPL_MAX_SET];
+} tpl;
+
+struct kb_replay {
+	uint64_t hash[N_TPL];    /* t[i]'s key hash; 0 with t[i] unused */
+	uint32_t last;           /* the template last replayed: a loop's next is the one after */
+	tpl t[N_TPL];
+	uint32_t next;
+	/* Keys seen once: a template is made on the second full lowering of
+	 * a key, so a kernel whose composites never repeat makes none. */
+	uint64_t seen[N_SEEN];
+	uint32_t next_seen;
+};
+
+/* ---- keys ---- */
+
+#define FNV_PRIME UINT64_C(0x100000001b3)
+
+/* The key's size is bounded (KB_RKEY_WORDS, ...) for the calls
+ * kb__replay_key accepts: no check per word. The hash covers the names'
+ * addresses only, which tell most composites of a kernel apart; the words
+ * are compared whole on a hash match. */
+static inline void kw(kb_rkey *k, uint64_t x)
+{
+	k->w[k->nw++] = x;
+}
+
+static inline void kname(kb_rkey *k, const char *s)
+{
+	k->ok &= s != NULL;
+	k->name[k->nn++] = s;
+	k->hash = (k->hash ^ (uint64_t)(uintptr_t)s) * FNV_PRIME;
+}
+
+/* A handle: absent (NULL, where optional), or its rank, dtype, space and
+ * shape and its index among the distinct handles named so far. */
+static void khandle(kb_tl *tl, kb_rkey *k, const kb_tl_tensor *t, int optional)
+{
+	kb_hslot *h;
+	uint32_t j;
+
+	if (!t) {
+		k->ok &= optional;
+		kw(k, 0);
+		return;
+	}
+	h = kb__tl_slot_find(tl, t);
+	if (!h) {
+		k->ok = 0;
+		return;
+	}
+	for (j = 0; j < k->nh && k->h[j] != h; j++)
+		;
+	if (j == k->nh)
+		k->h[k->nh++] = h;
+	kw(k, 1u | (uint64_t)h->view.rank << 8 | (uint64_t)h->view.dtype << 16 |
+		      (uint64_t)h->view.space << 24 | (uint64_t)j << 32);
+	for (int i = 0; i < h->view.rank; i++)
+		kw(k, (uint64_t)h->view.shape[i]);
+}
+
+static void kargs(kb_tl *tl, kb_rkey *k, const kb_tl_arg *args)
+{
+	int n = 0;
+
+	for (; n < KB_TL_MAX_ARGS && args[n].name && k->ok; n++) {
+		kname(k, args[n].name);
+		khandle(tl, k, args[n].t, 0);
+	}
+	kw(k, (uint64_t)n);
+}
+
+static void kextras(kb_rkey *k, const kb_tl_extra *ex)
+{
+	int n = 0;
+
+	for (; n < KB_TL_MAX_EXTRAS && ex[n].name; n++) {
+		uint64_t bits;
+
+		memcpy(&bits, &ex[n].value, sizeof(bits));
+		kname(k, ex[n].name);
+		kw(k, bits);
+	}
+	kw(k, (uint64_t)n);
+}
+
+void kb__replay_key(kb_tl *tl, const kb_tl_composite_desc *d, kb_rkey *k)
+{
+	k->ok = 1;
+	k->nw = k->nn = k->nh = 0;
+	k->hash = UINT64_C(0xcbf29ce484222325);
+	k->out = d->out;
+	/* out_hbm's range is checked against its address: not from a key. */
+	if (d->out_hbm || (d->n_prologue && !d->prologue) || (d->n_epilogue && !d->epilogue) ||
+	    d->n_prologue > KB_RKEY_CALLS || d->n_epilogue > KB_RKEY_CALLS) {
+		k->ok = 0;
+		return;
+	}
+	kname(k, d->op);
+	kw(k, d->flags);
+	kw(k, (uint64_t)d->n_prologue);
+	kw(k, (uint64_t)d->n_epilogue);
+	kextras(k, d->extras);
+	for (size_t i = 0; i < d->n_prologue && k->ok; i++) {
+		kname(k, d->prologue[i].recipe);
+		kargs(tl, k, d->prologue[i].args);
+	}
+	khandle(tl, k, d->a, 1);
+	khandle(tl, k, d->b, 1);
+	khandle(tl, k, d->out, 1);
+	for (size_t i = 0; i < d->n_epilogue && k->ok; i++) {
+		const kb_tl_op *e = &d->epilogue[i];
+
+		kname(k, e->op);
+		kw(k, (uint64_t)e->scope);
+		kargs(tl, k, e->args);
+		kextras(k, e->extras);
+	}
+}
+
+/* ---- templates ---- */
+
+/* Names as strings: a kernel may pass the same buffer with other text. */
+static int names_equal(const tpl *t, const kb_rkey *k)
+{
+	for (uint32_t i = 0; i < k->nn; i++)
+		if (strcmp(k->name[i], t->names + t->name_at[i]) != 0)
+			return 0;
+	return 1;
+}
+
+static const tpl *find(kb_replay *r, const kb_rkey *k)
+{
+	for (uint32_t n = 1; n <= N_TPL; n++) {
+		uint32_t i = (r->last + n) % N_TPL;
+		const tpl *t = &r->t[i];
+
+		if (r->hash[i] == k->hash && t->block && t->nw == k->nw && t->nn == k->nn &&
+		    t->nh == k->nh && memcmp(t->w, k->w, k->nw * sizeof(k->w[0])) == 0 &&
+		    names_equal(t, k)) {
+			r->last = i;
+			return t;
+		}
+	}
+	return NULL;
+}
+
+int kb__replay_run(kb_replay **rp, kb_tl *tl, const kb_rkey *k, kb_tl_tensor **res)
+{
+	const tpl *t = *rp ? find(*rp, k) : NULL;
+	kb_hslot *hs[TPL_MAX_ALL], *reads[TPL_MAX_SET], *rws[TPL_MAX_SET], *writes[TPL_MAX_SET];
+	kb_tl_tensor *tt;
+	kb_cmd *c;
+
+	if (!t)
+		return 0;
+	*res = NULL;
+	/* In the full lowering's order: the command, then the allocations. */
+	c = kb__tl_cmd_new_n(tl, KB_CMD_COMPOSITE, t->max_ops, t->cap_ids);
+	if (!c)
+		return 1;
+	memcpy(hs, k->h, k->nh * sizeof(hs[0]));
+	for (uint32_t i = 0; i < t->n_alloc; i++) {
+		hs[k->nh + i] = kb__tl_new_tcm(tl, (kb_dtype)t->alloc[i].dtype, t->alloc[i].rank,
+					       t->alloc[i].shape, &tt);
+		if (!hs[k->nh + i]) {
+			kb__cmd_free(c);
+			return 1;
+		}
+		if ((int)i == t->result)
+			*res = tt;
+	}
+	if (t->result < 0)
+		*res = k->out;
+	/* Only what each op uses (as the full lowering writes it): an op is
+	 * ~420 bytes, and copying them whole was 2% of decode opt2. */
+	for (uint32_t i = 0; i < t->n_ops; i++) {
+		const kb_opspec *from = &t->ops[i];
+		kb_opspec *to = &c->ops[i];
+
+		memcpy(to, from, offsetof(kb_opspec, operands) + from->n_operands * sizeof(kb_operand));
+		memcpy(to->extras, from->extras, from->n_extras * sizeof(kb_scalar));
+		to->out = from->out;
+	}
+	for (uint32_t i = 0; i < t->n_patch; i++) {
+		kb_opspec *op = &c->ops[t->patch[i].op];
+		kb_tview *v = t->patch[i].operand < 0 ? &op->out : &op->operands[t->patch[i].operand].t;
+
+		v->id = hs[t->patch[i].h]->view.id;
+		v->addr = hs[t->patch[i].h]->view.addr;
+	}
+	c->n_ops = t->n_ops;
+	c->n_rw = t->n_rw;
+	c->lbytes = t->lbytes;
+	if (kb__cmd_set_digest(c, t->dig)) {
+		kb__cmd_free(c);
+		kb__tl_fail(tl, KB_V_OVER_CAP, "composite of %u ops has no room for its digest (a bug in src/tl)",
+			    t->n_ops);
+		*res = NULL;
+		return 1;
+	}
+	for (uint32_t i = 0; i < t->n_reads; i++)
+		reads[i] = hs[t->reads[i]];
+	for (uint32_t i = 0; i < t->n_rws; i++)
+		rws[i] = hs[t->rws[i]];
+	for (uint32_t i = 0; i < t->n_writes; i++)
+		writes[i] = hs[t->writes[i]];
+	if (kb__cmd_sets(c, reads, t->n_reads, rws, t->n_rws, writes, t->n_writes)) {
+		kb__cmd_free(c);
+		kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory");
+		*res = NULL;
+		return 1;
+	}
+	if (kb__tl_emit(tl, c))
+		*res = NULL;
+	return 1;
+}
+
+/* Index of h among the key's handles and the allocations; -1: none. */
+static int index_of(kb_hslot *const *all, uint32_t n, const kb_hslot *h)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (all[i] == h)
+			return (int)i;
+	return -1;
+}
+
+static int id_index(kb_hslot *const *all, uint32_t n, uint64_t id)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (all[i]->view.id == id)
+			return (int)i;
+	return -1;
+}
+
+static int set_of(uint8_t *to, uint32_t *n_to, kb_hslot *const *from, uint32_t n,
+		  kb_hslot *const *all, uint32_t n_all)
+{
+	if (n > TPL_MAX_SET)
+		return -1;
+	for (uint32_t i = 0; i < n; i++) {
+		int j = index_of(all, n_all, from[i]);
+
+		if (j < 0)
+			return -1;
+		to[i] = (uint8_t)j;
+	}
+	*n_to = n;
+	return 0;
+}
+
+static void tpl_clear(tpl *t)
+{
+	free(t->block);
+	t->block = NULL;
+}
+
+/* Fills t from s (t->block still NULL); -1 when s does not fit a template. */
+static int tpl_fill(tpl *t, const kb_rkey *k, const kb_replay_src *s)
+{
+	const kb_cmd *c = s->cmd;
+	kb_hslot *all[TPL_MAX_ALL];
+	uint32_t n_all = k->nh + s->n_alloc;
+	size_t names = 0, off;
+
+	memcpy(all, k->h, k->nh * sizeof(all[0]));
+	memcpy(all + k->nh, s->alloc, s->n_alloc * sizeof(all[0]));
+	t->n_patch = 0;
+	for (uint32_t i = 0; i < c->n_ops; i++) {
+		const kb_opspec *op = &c->ops[i];
+
+		for (int o = -1; o < op->n_operands; o++) {
+			const kb_tview *v = o < 0 ? &op->out : &op->operands[o].t;
+			int j;
+
+			if (o < 0 && !v->id)
+				continue;   /* an op without an output of its own */
+			j = id_index(all, n_all, v->id);
+			if (j < 0 || all[j]->view.addr != v->addr)
+				return -1;
+			t->patch[t->n_patch].op = (uint8_t)i;
+			t->patch[t->n_patch].operand = (int8_t)o;
+			t->patch[t->n_patch].h = (uint8_t)j;
+			t->n_patch++;
+		}
+	}
+	if (set_of(t->reads, &t->n_reads, s->reads, s->n_reads, all, n_all) ||
+	    set_of(t->rws, &t->n_rws, s->rw, s->n_rw, all, n_all) ||
+	    set_of(t->writes, &t->n_writes, s->writes, s->n_writes, all, n_all))
+		return -1;
+	t->result = -1;
+	if (s->result != k->out || !k->out) {
+		for (uint32_t i = 0; i < s->n_alloc && t->result < 0; i++)
+			if (s->alloc_t[i] == s->result)
+				t->result = (int)i;
+		if (t->result < 0)
+			return -1;
+	}
+	for (uint32_t i = 0; i < s->n_alloc; i++) {
+		t->alloc[i].dtype = s->alloc[i]->view.dtype;
+		t->alloc[i].rank = s->alloc[i]->view.rank;
+		for (int d = 0; d < s->alloc[i]->view.rank; d++)
+			t->alloc[i].shape[d] = s->alloc[i]->view.shape[d];
+	}
+	t->n_alloc = s->n_alloc;
+	for (uint32_t i = 0; i < k->nn; i++)
+		names += strlen(k->name[i]) + 1;
+	if (names > UINT16_MAX)
+		return -1;
+	/* ops, then the digest, the words and the names: alignment 8 first */
+	off = c->n_ops * sizeof(kb_opspec);
+	t->block = malloc(off + kb__cmd_dig_size(c->n_ops) + k->nw * sizeof(uint64_t) + names);
+	if (!t->block)
+		return -1;
+	t->ops = t->block;
+	memcpy(t->ops, c->ops, off);
+	t->dig = (kb_cmd_dig *)(void *)((char *)t->block + off);
+	memcpy(t->dig, c->dig, kb__cmd_dig_size(c->n_ops));
+	off += kb__cmd_dig_size(c->n_ops);
+	t->w = (uint64_t *)(void *)((char *)t->block + off);
+	memcpy(t->w, k->w, k->nw * sizeof(uint64_t));
+	off += k->nw * sizeof(uint64_t);
+	t->names = (char *)t->block + off;
+	for (uint32_t i = 0; i < k->nn; i++) {
+		size_t len = strlen(k->name[i]) + 1;
+
+		t->name_at[i] = (uint16_t)((char *)t->block + off - t->names);
+		memcpy((char *)t->block + off, k->name[i], len);
+		off += len;
+	}
+	t->hash = k->hash;
+	t->nw = k->nw;
+	t->nn = k->nn;
+	t->nh = k->nh;
+	t->max_ops = s->max_ops;
+	t->cap_ids = s->cap_ids;
+	t->n_ops = c->n_ops;
+	t->n_rw = c->n_rw;
+	t->lbytes = c->lbytes;
+	return 0;
+}
+
+void kb__replay_save(kb_replay **rp, const kb_rkey *k, const kb_replay_src *s)
+{
+	kb_replay *r = *rp;
+	tpl *t;
+	int seen = 0;
+
+	if (!k->ok || s->alloc_over || !s->cmd->dig || s->cmd->n_ops > TPL_MAX_OPS ||
+	    k->nh + s->n_alloc > TPL_MAX_ALL)
+		return;
+	if (!r && !(r = *rp = calloc(1, sizeof(*r))))
+		return;
+	for (int i = 0; i < N_SEEN && !seen; i++)
+		seen = r->seen[i] == k->hash;
+	if (!seen) {
+		r->seen[r->next_seen++ % N_SEEN] = k->hash;
+		return;
+	}
+	t = &r->t[r->next % N_TPL];
+	r->hash[r->next++ % N_TPL] = 0;
+	tpl_clear(t);
+	if (tpl_fill(t, k, s))
+		tpl_clear(t);
+	else
+		r->hash[(r->next - 1) % N_TPL] = k->hash;
+}
+
+void kb__replay_free(kb_replay *r)
+{
+	if (!r)
+		return;
+	for (int i = 0; i < N_TPL; i++)
+		tpl_clear(&r->t[i]);
+	free(r);
+}
