@@ -126,21 +126,19 @@ static int evheap_grow(kb_evheap *h)
 
 /* Pushes the event keyed (time, pair, seq) with body's type, aux and
  * payload. */
-static inline __attribute__((always_inline)) int evheap_put(kb_evheap *h, kb_time time,
-							   uint64_t pair, uint64_t seq,
-							   const kb_event *body)
+static inline __attribute__((always_inline)) void evheap_place(kb_evheap *h, kb_time time,
+							       uint64_t pair, uint64_t seq,
+							       const kb_event *body)
 {
 	kb_evkey k;
 	size_t i;
 
-	if (__builtin_expect(!h->n_free, 0) && evheap_grow(h))
-		return KB_ENOMEM;
 	k = (kb_evkey){ time, pair, seq, h->free[--h->n_free] };
 	ev_fill(&h->ev[k.slot], &k, body);
 	if (h->hole) {
 		h->hole = 0;
 		key_put(&h->key[evheap_down(h, 0, &k)], &k);
-		return KB_OK;
+		return;
 	}
 	for (i = h->n++; i > 0; i = (i - 1) / 2) {
 		size_t p = (i - 1) / 2;
@@ -150,6 +148,15 @@ static inline __attribute__((always_inline)) int evheap_put(kb_evheap *h, kb_tim
 		h->key[i] = h->key[p];
 	}
 	key_put(&h->key[i], &k);
+}
+
+static inline __attribute__((always_inline)) int evheap_put(kb_evheap *h, kb_time time,
+							   uint64_t pair, uint64_t seq,
+							   const kb_event *body)
+{
+	if (!h->n_free && evheap_grow(h))
+		return KB_ENOMEM;
+	evheap_place(h, time, pair, seq, body);
 	return KB_OK;
 }
 
@@ -361,16 +368,30 @@ kb_time kb__lp_link_latency(const kb_lp *lp, uint32_t dst)
 	return sim->cfg.lat_pe;
 }
 
-int kb__lp_self(kb_lp *lp, kb_time delay, const kb_event *ev)
+/* kb__lp_self's rare cases: time's end, or a heap to grow first. */
+static __attribute__((noinline)) int self_far(kb_lp *lp, kb_time delay, const kb_event *ev)
 {
-	kb_time t = lp->now + delay;
+	kb_time t = lp->now;
 
-	/* now <= KB_TIME_MAX: with delay there too the sum cannot wrap, and
-	 * passes KB_TIME_MAX exactly when kb__time_add would refuse it. */
-	if (__builtin_expect((t | delay) > KB_TIME_MAX, 0))
+	if (kb__time_add(&t, delay))
 		return time_end(lp, delay);
 	if (evheap_put(&lp->worker->heap, t, (uint64_t)lp->id << 32 | lp->id, lp->seq++, ev))
 		return kb__lp_fail(lp, KB_ENOMEM, "out of memory scheduling an event");
+	return KB_OK;
+}
+
+/* The common case calls nothing but tail calls, so that it needs no
+ * registers saved (a frame of six pushes and pops was a fifth of it). */
+int kb__lp_self(kb_lp *lp, kb_time delay, const kb_event *ev)
+{
+	kb_time t = lp->now + delay;
+	kb_evheap *h = &lp->worker->heap;
+
+	/* lp->now <= KB_TIME_MAX, so with delay there too the sum cannot
+	 * wrap, and it passes KB_TIME_MAX just when kb__time_add refuses. */
+	if (__builtin_expect((t | delay) > KB_TIME_MAX || !h->n_free, 0))
+		return self_far(lp, delay, ev);
+	evheap_place(h, t, (uint64_t)lp->id << 32 | lp->id, lp->seq++, ev);
 	return KB_OK;
 }
 
@@ -447,18 +468,19 @@ static __attribute__((noinline)) int send_far(kb_lp *lp, uint32_t dst, kb_time d
 int kb__lp_send(kb_lp *lp, uint32_t dst, kb_time delay, const kb_event *ev)
 {
 	kb_time t = lp->now + delay;
+	kb_worker *w = lp->worker;
 
 	/* The destination on this worker and the delay past any link to it
 	 * (kb_lp local_lo, local_n): no look at the destination LP (its
 	 * worker, PE, cluster). Unsigned: a dst below local_lo wraps past
-	 * local_n. A time past KB_TIME_MAX (as in kb__lp_self) goes the long
-	 * way too, which reports it as before. */
+	 * local_n. A time past KB_TIME_MAX (tested as in kb__lp_self), or a
+	 * heap to grow, goes the long way too, which reports or grows; as
+	 * there, the common case makes no call that needs a frame. */
 	if (__builtin_expect(dst - lp->local_lo >= lp->local_n || delay < lp->local_lat ||
-			     dst == lp->id || (t | delay) > KB_TIME_MAX, 0))
+			     dst == lp->id || (t | delay) > KB_TIME_MAX || !w->heap.n_free, 0))
 		return send_far(lp, dst, delay, ev);
-	lp->worker->messages++;
-	if (evheap_put(&lp->worker->heap, t, (uint64_t)dst << 32 | lp->id, lp->seq++, ev))
-		return kb__lp_fail(lp, KB_ENOMEM, "out of memory sending a message");
+	w->messages++;
+	evheap_place(&w->heap, t, (uint64_t)dst << 32 | lp->id, lp->seq++, ev);
 	return KB_OK;
 }
 
