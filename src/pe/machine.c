@@ -33,16 +33,6 @@ int kb__pe_after_fail(kb_lp *lp, const kb_machine *m, double cycles, const char 
 			   what, cycles, m->cost.clock_ghz, keys);
 }
 
-int kb__pe_log(const kb_pe_state *ps, int eng, const char *op, uint64_t cmd, kb_time t0,
-	       kb_time t1, int64_t bytes, const kb_oplog_field *fields, int n_fields)
-{
-	kb_oplog_lane *lane = ps->lane[eng];
-	kb_oplog_record r = { t0, t1, ps->pe, kb__eng_name(eng), op, cmd, NULL, -1, bytes, NULL, 0,
-			      sizeof(kb_oplog_record) };
-
-	return lane ? kb__oplog_emit(lane, &r, fields, n_fields) : KB_OK;
-}
-
 /* Staging slots reserve TCM for in-flight tiles: a, b and out tiles in fp32 size. */
 uint64_t kb__machine_staging_bytes(const kb_topo_params *tp)
 {

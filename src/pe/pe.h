@@ -153,8 +153,18 @@ extern const kb_lp_type kb__sched_type;
 extern const kb_lp_type kb__engine_types[KB_ENG_COUNT]; /* DMA, TCM, GEMM, MATH */
 extern const kb_lp_type kb__ipcq_type;
 
-/* A record in the op_log from inside the PE's LP of engine eng. */
-int kb__pe_log(const kb_pe_state *ps, int eng, const char *op, uint64_t cmd, kb_time t0,
-	       kb_time t1, int64_t bytes, const kb_oplog_field *fields, int n_fields);
+/* A record in the op_log from inside the PE's LP of engine eng (a valid
+ * kb_eng). Inline: every stage logs one, and as a call its nine
+ * arguments and the record were built twice. */
+static inline int kb__pe_log(const kb_pe_state *ps, int eng, const char *op, uint64_t cmd,
+			     kb_time t0, kb_time t1, int64_t bytes, const kb_oplog_field *fields,
+			     int n_fields)
+{
+	kb_oplog_lane *lane = ps->lane[eng];
+	kb_oplog_record r = { t0, t1, ps->pe, kb__eng_names[eng], op, cmd, NULL, -1, bytes, NULL, 0,
+			      sizeof(kb_oplog_record) };
+
+	return lane ? kb__oplog_emit(lane, &r, fields, n_fields) : KB_OK;
+}
 
 #endif
