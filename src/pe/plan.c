@@ -405,8 +405,10 @@ static inline __attribute__((always_inline)) double cycles_ceil(int64_t a, doubl
 	if ((u & ((UINT64_C(1) << 52) - 1)) == 0 && a >= 0 && a < (INT64_C(1) << 53)) {
 		int e = (int)(u >> 52) - 1023;     /* a negative b lands above 62 */
 
+		/* below 2^53 after the shift: a signed conversion, one
+		 * instruction, where an unsigned one branches */
 		if (e >= 0 && e < 63)
-			return (double)(((uint64_t)a + ((UINT64_C(1) << e) - 1)) >> e);
+			return (double)(int64_t)(((uint64_t)a + ((UINT64_C(1) << e) - 1)) >> e);
 	}
 	return cycles_ceil_div(a, b);
 }

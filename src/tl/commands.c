@@ -91,8 +91,17 @@ int kb__tl_emit(kb_tl *tl, kb_cmd *c)
 	/* A composite's were worked out against the cap already (never 0). */
 	if (!c->lbytes)
 		c->lbytes = kb__cmd_lbytes(c);
-	if (c->kind < KB_CMD_WAIT)
+	if (c->kind == KB_CMD_CPU) {
 		tl->dispatch_ps += kb__clock_ps(&tl->clock, kb__dispatch_cycles(&tl->cfg.cost, c));
+	} else if (c->kind < KB_CMD_WAIT) {
+		uint32_t i = (uint32_t)c->lbytes & 7u;
+
+		if (tl->disp_lbytes[i] != c->lbytes) {
+			tl->disp_lbytes[i] = c->lbytes;
+			tl->disp_ps[i] = kb__clock_ps(&tl->clock, kb__dispatch_cycles(&tl->cfg.cost, c));
+		}
+		tl->dispatch_ps += tl->disp_ps[i];
+	}
 	tl->next_cmd++;
 	if (tl->cfg.emit(tl->cfg.emit_ctx, c)) {
 		tl->cancelled = 1;

@@ -79,6 +79,7 @@ static inline void kname(kb_rkey *k, const char *s)
 static void khandle(kb_tl *tl, kb_rkey *k, const kb_tl_tensor *t, int optional)
 {
 	kb_hslot *h;
+	uint64_t *w;
 	uint32_t j;
 
 	if (!t) {
@@ -95,10 +96,12 @@ static void khandle(kb_tl *tl, kb_rkey *k, const kb_tl_tensor *t, int optional)
 		;
 	if (j == k->nh)
 		k->h[k->nh++] = h;
-	kw(k, 1u | (uint64_t)h->view.rank << 8 | (uint64_t)h->view.dtype << 16 |
-		      (uint64_t)h->view.space << 24 | (uint64_t)j << 32);
+	w = k->w + k->nw;
+	w[0] = 1u | (uint64_t)h->view.rank << 8 | (uint64_t)h->view.dtype << 16 |
+	       (uint64_t)h->view.space << 24 | (uint64_t)j << 32;
 	for (int i = 0; i < h->view.rank; i++)
-		kw(k, (uint64_t)h->view.shape[i]);
+		w[1 + i] = (uint64_t)h->view.shape[i];
+	k->nw += 1u + h->view.rank;
 }
 
 static void kargs(kb_tl *tl, kb_rkey *k, const kb_tl_arg *args)

@@ -19,6 +19,8 @@ kb_tl *kb__tl_create(const kb_tl_config *cfg)
 		return NULL;
 	tl->cfg = *cfg;
 	kb__clock_init(&tl->clock, cfg->cost.clock_ghz);
+	for (int i = 0; i < 8; i++)
+		tl->disp_lbytes[i] = UINT64_MAX;
 	tl->free_slot = UINT32_MAX;
 	if (kb__tcm_init(&tl->tcm, cfg->tcm_bytes)) {
 		free(tl);
