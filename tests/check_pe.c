@@ -4,6 +4,7 @@
  * D6.2), dispatch records (ADR-0064 Rev2) and the deadlock report.
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,6 +149,97 @@ START_TEST(test_plan_softmax_merge)
 	}
 	ck_assert_uint_eq(dma_reads, 1);
 	kb__plan_free(p);
+	fx_done(&f);
+}
+END_TEST
+
+/* Stage costs of one phase's stages, from two plans of one command. */
+static void same_costs(const kb_plan *a, const kb_plan *b, kb_phase ph, uint64_t step,
+		       const kb_stage_ref *sa, const kb_stage_ref *sb, uint32_t n, int cmd)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		kb_stage_cost x, y;
+
+		kb__plan_cost(a, ph, ph == KB_PH_LOOP ? step : i, &sa[i], &x);
+		kb__plan_cost(b, ph, ph == KB_PH_LOOP ? step : i, &sb[i], &y);
+		ck_assert_msg(memcmp(&x.cycles, &y.cycles, sizeof(double)) == 0 && x.bytes == y.bytes &&
+				      x.n == y.n && strcmp(x.op, y.op) == 0,
+			      "command %d phase %d stage %u: cost differs from a fresh plan's", cmd, ph, i);
+	}
+}
+
+/* A plan copied from the pool's memo of a digest key (the tl context's
+ * replays) has the stages, geometry and stage costs of a plan built
+ * from scratch, for every command of a decode-like kernel. */
+START_TEST(test_plan_memo_matches)
+{
+	fixture f;
+	kb_plan_pool pool = { NULL, NULL };
+	kb_tl_tensor *m, *l, *O, *q;
+	int keyed = 0;
+
+	fx_init(&f);
+	q = tcm2(f.tl, KB_FP16, 8, 128);
+	m = tcm2(f.tl, KB_FP32, 8, 1);
+	l = tcm2(f.tl, KB_FP32, 8, 1);
+	O = tcm2(f.tl, KB_FP32, 8, 128);
+	for (int j = 0; j < 6; j++) {
+		kb_tl_op scale = { .op = "scale", .extras = { { "scale", 0.125 } } };
+		kb_tl_op add = { .op = "add", .args = { { "other", O } } };
+		kb_tl_recipe_call merge;
+		kb_tl_composite_desc d;
+		kb_tl_tensor *S, *K = hbm2(f.tl, 0x10000 + (uint64_t)j * 0x8000, KB_FP16, 64, 128);
+
+		ck_assert_int_eq(kb_tl_scope_begin(f.tl), KB_OK);
+		d = (kb_tl_composite_desc){ .op = "gemm", .a = q, .b = K, .flags = KB_TL_TRANS_B,
+					    .epilogue = &scale, .n_epilogue = 1 };
+		S = kb_tl_composite(f.tl, &d);
+		ck_assert_ptr_nonnull(S);
+		merge = (kb_tl_recipe_call){ "softmax_merge", { { "s", S }, { "m", m }, { "l", l }, { "O", O } } };
+		d = (kb_tl_composite_desc){ .op = "gemm", .b = hbm2(f.tl, 0x80000, KB_FP16, 64, 128),
+					    .out = O, .prologue = &merge, .n_prologue = 1,
+					    .epilogue = &add, .n_epilogue = 1 };
+		ck_assert_ptr_nonnull(kb_tl_composite(f.tl, &d));
+		d = (kb_tl_composite_desc){ .op = "exp_diff", .a = S, .b = m };
+		ck_assert_ptr_nonnull(kb_tl_composite(f.tl, &d));
+		ck_assert_int_eq(kb_tl_scope_end(f.tl), KB_OK);
+	}
+	for (int i = 0; i < f.cp.n; i++) {
+		kb_cmd *c = f.cp.c[i];
+		kb_plan *a, *b;
+		kb_error err;
+
+		ck_assert_int_eq(kb__plan_create_from(&a, &pool, c, &f.m, &err), KB_OK);
+		ck_assert_int_eq(kb__plan_create(&b, c, &f.m, &err), KB_OK);
+		keyed += c->kind == KB_CMD_COMPOSITE && c->dig->key != 0;
+		ck_assert_int_eq(a->gemm, b->gemm);
+		ck_assert_uint_eq(a->n_pre, b->n_pre);
+		ck_assert_uint_eq(a->n_post, b->n_post);
+		ck_assert_uint_eq(a->n_mid, b->n_mid);
+		ck_assert_uint_eq(a->n_last, b->n_last);
+		ck_assert(memcmp(&a->M, &b->M, offsetof(kb_plan, mid) - offsetof(kb_plan, M)) == 0);
+		ck_assert(memcmp(a->pre, b->pre, a->n_pre * sizeof(a->pre[0])) == 0);
+		ck_assert(memcmp(a->post, b->post, a->n_post * sizeof(a->post[0])) == 0);
+		ck_assert(memcmp(a->mid, b->mid, a->n_mid * sizeof(a->mid[0])) == 0);
+		ck_assert(memcmp(a->last, b->last, a->n_last * sizeof(a->last[0])) == 0);
+		ck_assert_int_eq(a->phase, b->phase);
+		same_costs(a, b, KB_PH_PRE, 0, a->pre, b->pre, a->n_pre, i);
+		same_costs(a, b, KB_PH_POST, 0, a->post, b->post, a->n_post, i);
+		for (uint64_t s = 0; s < a->n_steps; s++) {
+			uint32_t na, nb;
+			const kb_stage_ref *sa = kb__plan_stages(a, KB_PH_LOOP, s, &na);
+			const kb_stage_ref *sb = kb__plan_stages(b, KB_PH_LOOP, s, &nb);
+
+			ck_assert_uint_eq(na, nb);
+			same_costs(a, b, KB_PH_LOOP, s, sa, sb, na, i);
+		}
+		kb__plan_recycle(a, &pool);
+		kb__plan_free(b);
+	}
+	/* templates from the second tile's calls on: tiles 3 to 6 replay */
+	ck_assert_int_ge(keyed, 12);
+	ck_assert_ptr_nonnull(pool.memo);
+	kb__plan_free_pool(&pool);
 	fx_done(&f);
 }
 END_TEST
@@ -974,6 +1066,7 @@ Suite *pe_suite(void)
 
 	tcase_add_test(plan, test_plan_softmax_merge);
 	tcase_add_test(plan, test_plan_gemm_multi_k);
+	tcase_add_test(plan, test_plan_memo_matches);
 	tcase_add_test(plan, test_plan_math_only);
 	tcase_add_test(plan, test_plan_simple_commands);
 	tcase_add_test(plan, test_plan_prologue_math_head);

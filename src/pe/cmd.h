@@ -105,6 +105,10 @@ typedef struct kb_opdig {
 #define KB_OPDIG_OUT_HBM 0x80u
 
 typedef struct kb_cmd_dig {
+	/* 0, or an id every command with this very digest shares (the tl
+	 * context's replays of one template): PE_SCHEDULER plans such a
+	 * command once and copies that plan for the others. */
+	uint64_t key;
 	int32_t gemm;            /* index of the first GEMM, -1 when none */
 	uint32_t n_ops;
 	int64_t M, K, N;         /* the GEMM's extras m, k, n (1 when absent) */

@@ -191,6 +191,7 @@ int kb__cmd_digest(kb_cmd *c)
 
 	if (!c->n_ops || (size_t)((char *)c->ops - (char *)d) < dig_size(c->n_ops))
 		return -1;
+	d->key = 0;
 	d->gemm = -1;
 	d->n_ops = c->n_ops;
 	for (uint32_t i = 0; i < c->n_ops; i++)

@@ -210,19 +210,134 @@ int kb__plan_create(kb_plan **out, kb_cmd *cmd, const kb_machine *m, kb_error *e
 	return kb__plan_create_from(out, NULL, cmd, m, err);
 }
 
-int kb__plan_create_from(kb_plan **out, kb_plan **spare, kb_cmd *cmd, const kb_machine *m,
+/*
+ * Plans of digest keys (kb_cmd_dig.key): every command the tl context
+ * replays from one template has the same stages and stage costs, so the
+ * first such command's plan, its costs worked out at once, is kept here
+ * and the others copy it (plan_gemm_stages, plan_math and a cost per stage
+ * were ~4% of decode opt2). A plan copies the costs it uses: an entry may
+ * be replaced while its plans are in flight.
+ */
+#define N_MEMO 16
+
+struct kb_plan_memo {
+	uint64_t key[N_MEMO];    /* 0: unused */
+	kb_plan *plan[N_MEMO];   /* stages and costs only: no command */
+	uint32_t last, next;     /* the entry last found: a loop's next is after it */
+};
+
+/* Where stage st of phase ph keeps its cost in p->cost. */
+static int cost_index(const kb_plan *p, kb_phase ph, const kb_stage_ref *st)
+{
+	const kb_stage_ref *base = ph == KB_PH_PRE ? p->pre : ph == KB_PH_POST ? p->post : p->last;
+	uint32_t n = ph == KB_PH_PRE ? p->n_pre : ph == KB_PH_POST ? p->n_post : p->n_last;
+	int at = ph == KB_PH_PRE ? 0 : ph == KB_PH_POST ? KB_PLAN_MAX_STEPS : 2 * KB_PLAN_MAX_STEPS;
+
+	return st >= base && st < base + n ? at + (int)(st - base) : -1;
+}
+
+static void cost_compute(const kb_plan *p, kb_phase ph, uint64_t step, const kb_stage_ref *st,
+			 kb_stage_cost *c);
+
+/* Works out every stage's cost of a single-step plan into p->cost. */
+static int cost_all(kb_plan *p)
+{
+	if (!p->cost && !(p->cost = malloc(KB_PLAN_COSTS * sizeof(*p->cost))))
+		return -1;
+	for (uint32_t i = 0; i < p->n_pre; i++)
+		cost_compute(p, KB_PH_PRE, i, &p->pre[i], &p->cost[i]);
+	for (uint32_t i = 0; i < p->n_post; i++)
+		cost_compute(p, KB_PH_POST, i, &p->post[i], &p->cost[KB_PLAN_MAX_STEPS + i]);
+	for (uint32_t i = 0; i < p->n_last; i++)
+		cost_compute(p, KB_PH_LOOP, 0, &p->last[i], &p->cost[2 * KB_PLAN_MAX_STEPS + i]);
+	p->cost_ok = 1;
+	return 0;
+}
+
+/* Copies from f (a plan of the same digest key) what planning derives
+ * from the digest: stages, loop geometry and stage costs. */
+static int plan_copy(kb_plan *p, const kb_plan *f)
+{
+	if (!p->cost && !(p->cost = malloc(KB_PLAN_COSTS * sizeof(*p->cost))))
+		return -1;
+	/* Loops, not memcpy calls: a few entries each. */
+	p->gemm = f->gemm;
+	p->n_pre = f->n_pre;
+	p->n_post = f->n_post;
+	for (uint32_t i = 0; i < f->n_pre; i++) {
+		p->pre[i] = f->pre[i];
+		p->cost[i] = f->cost[i];
+	}
+	for (uint32_t i = 0; i < f->n_post; i++) {
+		p->post[i] = f->post[i];
+		p->cost[KB_PLAN_MAX_STEPS + i] = f->cost[KB_PLAN_MAX_STEPS + i];
+	}
+	memcpy(&p->M, &f->M, offsetof(kb_plan, mid) - offsetof(kb_plan, M));
+	p->n_mid = f->n_mid;
+	p->n_last = f->n_last;
+	for (uint32_t i = 0; i < f->n_mid; i++)
+		p->mid[i] = f->mid[i];
+	for (uint32_t i = 0; i < f->n_last; i++) {
+		p->last[i] = f->last[i];
+		p->cost[2 * KB_PLAN_MAX_STEPS + i] = f->cost[2 * KB_PLAN_MAX_STEPS + i];
+	}
+	p->last_op = f->last_op;
+	p->cost_ok = 1;
+	return 0;
+}
+
+static const kb_plan *memo_find(kb_plan_memo *mo, uint64_t key)
+{
+	uint32_t used = mo->next < N_MEMO ? mo->next : N_MEMO;   /* entries filled */
+
+	for (uint32_t n = 0; n < used; n++) {
+		uint32_t i = (mo->last + n) % used;
+
+		if (mo->key[i] == key) {
+			mo->last = i + 1;
+			return mo->plan[i];
+		}
+	}
+	return NULL;
+}
+
+/* Keeps a copy of p (costs worked out) as the plan of key. */
+static void memo_keep(kb_plan_pool *pool, uint64_t key, const kb_plan *p)
+{
+	kb_plan_memo *mo = pool->memo;
+	kb_plan *f;
+	uint32_t i;
+
+	if (!mo && !(mo = pool->memo = calloc(1, sizeof(*mo))))
+		return;
+	i = mo->next++ % N_MEMO;
+	mo->key[i] = 0;
+	if (!(f = mo->plan[i]) && !(f = mo->plan[i] = calloc(1, sizeof(*f))))
+		return;
+	if (plan_copy(f, p))
+		return;
+	mo->key[i] = key;
+}
+
+int kb__plan_create_from(kb_plan **out, kb_plan_pool *pool, kb_cmd *cmd, const kb_machine *m,
 			 kb_error *err)
 {
-	kb_plan *p = spare && *spare ? *spare : malloc(sizeof(*p));
+	kb_plan *p = pool && pool->spare ? pool->spare : malloc(sizeof(*p));
+	const kb_plan *memo = NULL;
+	uint64_t key = 0;
 	int rc = 0;
 
 	*out = NULL;
 	if (!p)
 		return kb__err(err, KB_ENOMEM, "out of memory planning command %llu",
 			       (unsigned long long)cmd->id);
-	if (spare && *spare == p)
-		*spare = p->next;
+	if (pool && pool->spare == p)
+		pool->spare = p->next;
+	else
+		p->cost = NULL;   /* a new plan: no cost buffer yet */
 	plan_zero(p);
+	p->cost_ok = 0;
+	p->dig = NULL;
 	p->cmd = cmd;
 	p->pe = cmd->pe;
 	p->m = m;
@@ -241,8 +356,18 @@ int kb__plan_create_from(kb_plan **out, kb_plan **spare, kb_cmd *cmd, const kb_m
 				       (unsigned long long)cmd->id);
 		}
 		p->dig = d;
-		p->gemm = d->gemm;
-		rc = p->gemm >= 0 ? plan_gemm(p, d, p->gemm) : plan_math(p, d);
+		/* Not for a GEMM-less command of an op or three (opt3's MATH
+		 * commands), whose plan takes less to build than to find. */
+		key = pool && (d->gemm >= 0 || d->n_ops >= 4) ? d->key : 0;
+		if (key && pool->memo && (memo = memo_find(pool->memo, key)))
+			rc = plan_copy(p, memo) ? -2 : 0;
+		else {
+			p->gemm = d->gemm;
+			rc = p->gemm >= 0 ? plan_gemm(p, d, p->gemm) : plan_math(p, d);
+			/* a key's first plan: its costs now, for the others */
+			if (!rc && key && p->n_steps == 1 && !cost_all(p))
+				memo_keep(pool, key, p);
+		}
 	} else {
 		rc = plan_simple(p, cmd);
 	}
@@ -319,25 +444,36 @@ void kb__plan_free(kb_plan *p)
 	if (!p)
 		return;
 	free_data(p);
+	free(p->cost);
 	free(p);
 }
 
-void kb__plan_recycle(kb_plan *p, kb_plan **spare)
+void kb__plan_recycle(kb_plan *p, kb_plan_pool *pool)
 {
 	if (!p)
 		return;
 	free_data(p);
-	p->next = *spare;
-	*spare = p;
+	p->next = pool->spare;
+	pool->spare = p;
 }
 
-void kb__plan_free_spare(kb_plan **spare)
+void kb__plan_free_pool(kb_plan_pool *pool)
 {
-	while (*spare) {
-		kb_plan *p = *spare;
+	while (pool->spare) {
+		kb_plan *p = pool->spare;
 
-		*spare = p->next;
+		pool->spare = p->next;
+		free(p->cost);
 		free(p);
+	}
+	if (pool->memo) {
+		for (int i = 0; i < N_MEMO; i++)
+			if (pool->memo->plan[i]) {
+				free(pool->memo->plan[i]->cost);
+				free(pool->memo->plan[i]);
+			}
+		free(pool->memo);
+		pool->memo = NULL;
 	}
 }
 
@@ -507,6 +643,18 @@ const char *kb__stage_keys(int kind)
 
 void kb__plan_cost(const kb_plan *p, kb_phase ph, uint64_t step, const kb_stage_ref *st,
 		   kb_stage_cost *c)
+{
+	int i;
+
+	if (p->cost_ok && (i = cost_index(p, ph, st)) >= 0) {
+		*c = p->cost[i];
+		return;
+	}
+	cost_compute(p, ph, step, st, c);
+}
+
+static void cost_compute(const kb_plan *p, kb_phase ph, uint64_t step, const kb_stage_ref *st,
+			 kb_stage_cost *c)
 {
 	const kb_topo_params *tp = p->m->tp;
 	const kb_cmd *cmd = p->cmd;

@@ -52,6 +52,11 @@ typedef struct kb_plan {
 	/* The command's digest (composites; NULL otherwise): what stages
 	 * cost is read there, not from the ops (cold when a stage runs). */
 	const kb_cmd_dig *dig;
+	/* With a single step: every stage's cost, pre, post, then last
+	 * (KB_PLAN_COSTS entries, the plan's own), worked out once for a
+	 * digest key and copied; cost_ok says they are. */
+	struct kb_stage_cost *cost;
+	int cost_ok;
 	uint32_t n_mid, n_last;
 	int over_op;             /* op of the first stage over a limit, -1: none */
 	uint32_t over_max;       /* that limit */
@@ -77,13 +82,24 @@ typedef struct kb_plan {
 /* Builds the plan of a command (the scheduler calls it on admission). */
 int kb__plan_create(kb_plan **out, kb_cmd *cmd, const kb_machine *m, kb_error *err);
 void kb__plan_free(kb_plan *p);
-/* The same from a list of spare plans (linked by next; its owner's thread
- * only), which kb__plan_recycle fills: a decode run admits a plan per
- * command, and a kb_plan is too big for malloc's fast path. */
-int kb__plan_create_from(kb_plan **out, kb_plan **spare, kb_cmd *cmd, const kb_machine *m,
+
+typedef struct kb_plan_memo kb_plan_memo;
+
+/* A scheduler's plans (its owner's thread only): spare ones (linked by
+ * next), which kb__plan_recycle fills, since a decode run admits a plan
+ * per command and a kb_plan is too big for malloc's fast path; and the
+ * plans of the last digest keys met (plan.c's), copied for the next
+ * command with that key. Zeroed: empty. */
+typedef struct kb_plan_pool {
+	kb_plan *spare;
+	struct kb_plan_memo *memo;
+} kb_plan_pool;
+
+/* kb__plan_create from a pool. */
+int kb__plan_create_from(kb_plan **out, kb_plan_pool *pool, kb_cmd *cmd, const kb_machine *m,
 			 kb_error *err);
-void kb__plan_recycle(kb_plan *p, kb_plan **spare);
-void kb__plan_free_spare(kb_plan **spare);
+void kb__plan_recycle(kb_plan *p, kb_plan_pool *pool);
+void kb__plan_free_pool(kb_plan_pool *pool);
 
 /* Emit's check of a composite's ops, by their digest (kb__cmd_digest),
  * against the plan's limits (DDD §6.9): 0 when it fits; else -1, with *op
@@ -119,6 +135,8 @@ static inline uint32_t kb__stage_chan(const kb_stage_ref *st)
 {
 	return st->kind == KB_ST_DMA_WRITE;
 }
+
+#define KB_PLAN_COSTS (2 * KB_PLAN_MAX_STEPS + KB_PLAN_MAX_STAGES)
 
 /* What a stage costs and how it is logged. */
 typedef struct kb_stage_cost {

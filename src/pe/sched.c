@@ -39,7 +39,7 @@ typedef struct kb_sched {
 	 * their signatures here and their commands only when those meet */
 	flight *fl;
 	size_t n_fl, cap_fl;
-	kb_plan *spare;          /* finished plans, for the next ones */
+	kb_plan_pool pool;       /* finished plans, for the next ones */
 } kb_sched;
 
 static const kb_plan *blocker(const kb_sched *s, const kb_cmd *c, kb_hazard_sig sig)
@@ -117,7 +117,7 @@ static int finish_cmd(kb_lp *lp, kb_sched *s, kb_plan *p)
 		s->fl[i] = s->fl[i + 1];
 	rc = kb__lp_send(lp, kb__pe_lp(s->ps->pe, KB_ENG_CPU), s->ps->m->lat_pe, &ev);
 	kb__cmd_free(p->cmd);
-	kb__plan_recycle(p, &s->spare);
+	kb__plan_recycle(p, &s->pool);
 	return rc;
 }
 
@@ -231,7 +231,7 @@ static int try_admit(kb_lp *lp, kb_sched *s)
 		}
 		if (fl_room(s))
 			return kb__lp_fail(lp, KB_ENOMEM, "out of memory admitting a command");
-		rc = kb__plan_create_from(&p, &s->spare, q.cmd, m, &err);
+		rc = kb__plan_create_from(&p, &s->pool, q.cmd, m, &err);
 		if (rc)
 			return kb__lp_fail(lp, rc, "%s", err.message);
 		q_remove(s, i);
@@ -353,7 +353,7 @@ static void sched_final(void *st)
 	for (size_t i = 0; i < s->q_n; i++)
 		kb__cmd_free(q_at(s, i)->cmd);
 	free(s->q);
-	kb__plan_free_spare(&s->spare);
+	kb__plan_free_pool(&s->pool);
 }
 
 const kb_lp_type kb__sched_type = {

@@ -1,6 +1,7 @@
 /* Composite replay (see replay.h). */
 #include "tl/replay.h"
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -294,6 +295,9 @@ static int set_of(uint8_t *to, uint32_t *n_to, kb_hslot *const *from, uint32_t n
 	return 0;
 }
 
+/* Digest keys, unique in the process (contexts run on several threads). */
+static _Atomic uint64_t next_dig_key = 1;
+
 static void tpl_clear(tpl *t)
 {
 	free(t->block);
@@ -361,6 +365,8 @@ static int tpl_fill(tpl *t, const kb_rkey *k, const kb_replay_src *s)
 	memcpy(t->ops, c->ops, off);
 	t->dig = (kb_cmd_dig *)(void *)((char *)t->block + off);
 	memcpy(t->dig, c->dig, kb__cmd_dig_size(c->n_ops));
+	/* Its replays share the digest: PE_SCHEDULER plans them alike. */
+	t->dig->key = atomic_fetch_add_explicit(&next_dig_key, 1, memory_order_relaxed);
 	off += kb__cmd_dig_size(c->n_ops);
 	t->w = (uint64_t *)(void *)((char *)t->block + off);
 	memcpy(t->w, k->w, k->nw * sizeof(uint64_t));
