@@ -20,9 +20,8 @@ typedef struct chan {
 	 * to the next engine (finish). n counts the running stage too. */
 	kb_event *q;
 	uint32_t head, n, mask;
-	/* Of the running stage, found once when it starts: its plan, its
-	 * stage in the step's list (last: the step's last stage) and cost. */
-	uint32_t last;
+	/* Of the running stage, read once when it starts: its plan, its
+	 * stage (the message carries both) and its cost. */
 	kb_plan *p;
 	const kb_stage_ref *st;
 	kb_time t0;
@@ -56,15 +55,12 @@ static const kb_event done_ev[2] = {
 static __attribute__((noinline)) int start(kb_lp *lp, kb_engine *e, chan *c, int ch)
 {
 	const kb_event *ev = &c->q[c->head];
-	kb_phase ph = (kb_phase)ev->w[3];
-	uint32_t n_st;
 
 	c->t0 = kb__lp_now(lp);
 	kb__busy_start(&e->busy, c->t0);
 	c->p = (kb_plan *)(uintptr_t)ev->w[0];
-	c->st = &kb__plan_stages(c->p, ph, ev->w[1], &n_st)[ev->w[2]];
-	c->last = ev->w[2] + 1 >= n_st;
-	kb__plan_cost(c->p, ph, ev->w[1], c->st, &c->cost);
+	c->st = (const kb_stage_ref *)(uintptr_t)ev->w[2];
+	kb__plan_cost(c->p, (kb_phase)ev->w[3], ev->w[1], c->st, &c->cost);
 	return kb__pe_after(lp, e->m, c->cost.cycles, c->cost.op, kb__stage_keys(c->st->kind),
 			    &done_ev[ch]);
 }
@@ -113,11 +109,11 @@ static int finish(kb_lp *lp, kb_engine *e, int ch)
 	rc = log_stage(now, e, c, ev->w[1]);
 	if (rc)
 		return kb__lp_fail(lp, rc, "cannot buffer an op_log record");
-	if (!c->last) {
+	if (ev->aux >> 1) {
 		const kb_stage_ref *nx = c->st + 1;
 
-		ev->w[2]++;
-		ev->aux = kb__stage_chan(nx);
+		ev->w[2] = (uint64_t)(uintptr_t)nx;
+		ev->aux = kb__stage_aux(nx, (ev->aux >> 1) - 1);
 		dst = nx->eng;
 	} else {
 		ev->type = KB_EV_STEP_DONE;
@@ -157,7 +153,7 @@ static __attribute__((noinline)) int stage_in_grow(kb_lp *lp, kb_engine *e, cons
  * only: most stages come in without a stack frame. */
 static __attribute__((noinline)) int stage_in(kb_lp *lp, kb_engine *e, const kb_event *ev)
 {
-	int ch = ev->aux == 1;   /* kb__stage_chan */
+	int ch = ev->aux & 1;    /* kb__stage_chan */
 	chan *c = &e->ch[ch];
 
 	if (c->n > c->mask)

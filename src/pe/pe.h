@@ -38,8 +38,10 @@ enum {
 	KB_EV_CPU_DISPATCHED,    /* self: a dispatch finished */
 	KB_EV_CMD,               /* cpu -> sched: w[0] = kb_cmd* */
 	KB_EV_CMD_DONE,          /* sched -> cpu: w[0] = command id */
-	KB_EV_STAGE,             /* -> engine: w[0] plan, w[1] step, w[2] stage, w[3] phase, w[4] slot, w[5] acc;
-				  * aux: the engine's channel (kb__stage_chan) */
+	KB_EV_STAGE,             /* -> engine: w[0] plan, w[1] step, w[2] the stage (a kb_stage_ref * into
+				  * the plan's list for the step), w[3] phase, w[4] slot, w[5] acc;
+				  * aux: the engine's channel (kb__stage_chan) | the stages after
+				  * this one in the step << 1 (kb__stage_aux) */
 	KB_EV_STEP_DONE,         /* engine -> sched: same payload */
 	KB_EV_ENG_DONE,          /* self: an engine channel finished (aux = channel) */
 	KB_EV_IPCQ_DATA,         /* ipcq -> remote ipcq: w[0] payload*, aux = tag */

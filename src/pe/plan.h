@@ -138,6 +138,14 @@ static inline uint32_t kb__stage_chan(const kb_stage_ref *st)
 
 #define KB_PLAN_COSTS (2 * KB_PLAN_MAX_STEPS + KB_PLAN_MAX_STAGES)
 
+/* A STAGE message's aux for stage st with `after` stages after it in its
+ * step: the engine needs no look-up of the step's list to start it or to
+ * pass the step on. */
+static inline uint32_t kb__stage_aux(const kb_stage_ref *st, uint32_t after)
+{
+	return kb__stage_chan(st) | after << 1;
+}
+
 /* What a stage costs and how it is logged. */
 typedef struct kb_stage_cost {
 	double cycles;

@@ -54,8 +54,9 @@ static int send_stage(kb_lp *lp, kb_plan *p, kb_phase ph, uint64_t step, uint32_
 {
 	uint32_t n;
 	const kb_stage_ref *st = kb__plan_stages(p, ph, step, &n);
-	kb_event ev = { .type = KB_EV_STAGE, .aux = kb__stage_chan(&st[0]),
-			.w = { (uint64_t)(uintptr_t)p, step, 0, (uint64_t)ph, slot, acc } };
+	kb_event ev = { .type = KB_EV_STAGE, .aux = kb__stage_aux(st, n - 1),
+			.w = { (uint64_t)(uintptr_t)p, step, (uint64_t)(uintptr_t)st, (uint64_t)ph, slot,
+			       acc } };
 
 	return kb__lp_send(lp, kb__pe_lp(p->pe, st[0].eng), p->m->lat_pe, &ev);
 }
