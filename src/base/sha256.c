@@ -155,6 +155,26 @@ void kb__sha256_update(kb_sha256 *s, const void *data, size_t len)
 	sha256_update(&s->ctx, len, p);
 }
 
+size_t kb__sha256_step(kb_sha256 *s, const void *data, size_t len)
+{
+	size_t n = len < 64 ? len : 64;
+
+	if (s->ctx.index) {
+		n = 64 - s->ctx.index;
+		if (n > len)
+			n = len;
+	}
+#ifdef KB_SHA_NI
+	else if (s->ni && len >= 64) {
+		ni_blocks(s->ctx.state, data, 1);
+		s->ctx.count++;
+		return 64;
+	}
+#endif
+	sha256_update(&s->ctx, n, data);
+	return n;
+}
+
 void kb__sha256_hex(kb_sha256 *s, char hex[65])
 {
 	static const char digits[] = "0123456789abcdef";

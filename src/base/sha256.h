@@ -12,6 +12,11 @@ typedef struct kb_sha256 {
 
 void kb__sha256_init(kb_sha256 *s);
 void kb__sha256_update(kb_sha256 *s, const void *data, size_t len);
+/* Hashes the first bytes of data[0..len), at most one block: what
+ * completes a partly filled block, else one whole block (by the SHA-NI
+ * loop where there is one), else all len < 64 bytes; returns how many.
+ * For a caller that spreads a long update over other work (oplog.c). */
+size_t kb__sha256_step(kb_sha256 *s, const void *data, size_t len);
 /* Writes 64 hex digits and a NUL into hex[65]. */
 void kb__sha256_hex(kb_sha256 *s, char hex[65]);
 /* Tests: whether this machine has the SHA-NI path, and turning it off

@@ -56,6 +56,20 @@ typedef struct rec_tpl {
 	char text[72];
 } rec_tpl;
 
+/* A serial run's flushed bytes that the hash has not taken yet (issue
+ * 13): they stay in the text buffer they were formatted in while the
+ * shared lane writes on into another, and each record that the shared
+ * lane takes hashes a block of them. The hash is a chain of dependent
+ * SHA-NI rounds (2 cycles a byte here, a second stream would run beside
+ * it for free): a block hashed between records overlaps the record's
+ * formatting, where the same block hashed in a run of blocks does not.
+ * Whatever is left is hashed first when bytes are next sunk. */
+typedef struct oplog_pend {
+	kb_sha256 *sha;
+	const char *p;
+	size_t n;
+} oplog_pend;
+
 /* A lane is written by its LP's thread (cur) and read by the sink: either
  * in place up to a time bound (sequential executor), or as a sealed buffer
  * (ready) that the sink merges while the LP goes on writing cur. */
@@ -72,6 +86,7 @@ struct kb_oplog_lane {
 	 * head: the shared lane's test reads it there, not through ent. */
 	uint32_t last_key;
 	kb_time last_t1;
+	oplog_pend *pend;        /* the shared lane's: the log's pend; else NULL */
 	lane_buf cur, ready;
 	atomic_int oom;          /* set by the writer, read by the sink */
 };
@@ -110,6 +125,11 @@ struct kb_oplog {
 	 * their final order, lie there as the op_log's bytes with nothing to
 	 * merge (issue 13). */
 	kb_oplog_lane *shared;
+	/* The shared lane's flushed bytes not hashed yet, and the buffer it
+	 * writes into next (the one that held them before, once hashed). */
+	oplog_pend pend;
+	char *spare_text;
+	size_t spare_cap;
 	/* The lanes a planned merge reads (those with records in it). */
 	uint32_t *active;
 	size_t n_active;
@@ -302,6 +322,8 @@ int kb__oplog_serial(kb_oplog *log)
 		return KB_ENOMEM;
 	for (size_t i = 0; i < log->n_lanes; i++)
 		log->lanes[i]->shared = log->lanes[i] == sh ? NULL : sh;
+	log->pend.sha = &log->sha;
+	sh->pend = &log->pend;
 	log->shared = sh;
 	return KB_OK;
 }
@@ -758,8 +780,16 @@ int kb__oplog_emit(kb_oplog_lane *lane, const kb_oplog_record *rec, const kb_opl
 	e->key = key;
 	b->text_n += (size_t)n;
 	if (!(key & 1)) {   /* the shared lane's */
-		lane->shared->last_t1 = rec->t1_ps;
-		lane->shared->last_key = key;
+		kb_oplog_lane *sh = lane->shared;
+
+		sh->last_t1 = rec->t1_ps;
+		sh->last_key = key;
+		if (sh->pend->n) {
+			size_t k = kb__sha256_step(sh->pend->sha, sh->pend->p, sh->pend->n);
+
+			sh->pend->p += k;
+			sh->pend->n -= k;
+		}
 	}
 	return KB_OK;
 }
@@ -988,11 +1018,29 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The pending bytes of a serial run, hashed now: before any later bytes
+ * and before the digest. */
+static void pend_drain(kb_oplog *log)
+{
+	if (log->pend.n)
+		kb__sha256_update(&log->sha, log->pend.p, log->pend.n);
+	log->pend.n = 0;
+}
+
+/* To the byte sinks (not the hash), in order. */
+static void sink_only(kb_oplog *log, const char *text, size_t n)
+{
+	for (int k = 0; k < log->n_sinks && !log->failed && n; k++)
+		if (log->sinks[k].bytes && log->sinks[k].bytes(log->sinks[k].self, text, n))
+			sink_failed(log, &log->sinks[k]);
+}
+
 /* Hands bytes of merged slices to the hash and the byte sinks, in order. */
 static void sink_bytes(kb_oplog *log, const char *text, size_t n)
 {
 	uint64_t t0 = now_ns();
 
+	pend_drain(log);
 	kb__sha256_update(&log->sha, text, n);
 	for (int k = 0; k < log->n_sinks && !log->failed && n; k++)
 		if (log->sinks[k].bytes && log->sinks[k].bytes(log->sinks[k].self, text, n))
@@ -1278,6 +1326,39 @@ static int sink_queue(kb_oplog *log, const atomic_uint *busy, size_t keep, kb_er
 	return rc;
 }
 
+/* The shared lane's records before z were sunk, and their text [from,
+ * from + len) goes to the hash as pending, where it is: the lane goes on
+ * in the spare buffer, the records from z on moved there (consume drops
+ * the others). -1, nothing changed, without memory for it. */
+static int pend_keep(kb_oplog *log, lane_buf *b, size_t z, size_t from, size_t len)
+{
+	size_t off = z < b->n ? b->ent[z].text_off : b->text_n, rest = b->text_n - off, cap;
+	char *t;
+
+	pend_drain(log);   /* the rest of the last ones: the spare is free */
+	if (log->spare_cap < b->text_cap) {
+		free(log->spare_text);
+		log->spare_cap = 0;
+		if (!(log->spare_text = malloc(b->text_cap)))
+			return -1;
+		log->spare_cap = b->text_cap;
+	}
+	if (rest)
+		memcpy(log->spare_text, b->text + off, rest);
+	for (size_t i = z; i < b->n; i++)
+		b->ent[i].text_off -= off;
+	t = b->text;
+	b->text = log->spare_text;
+	log->spare_text = t;
+	cap = b->text_cap;
+	b->text_cap = log->spare_cap;
+	log->spare_cap = cap;
+	b->text_n = rest;
+	log->pend.p = t + from;
+	log->pend.n = len;
+	return 0;
+}
+
 /* Writes every record of the cur buffers with t1 < bound, on this thread
  * (the queue is empty). */
 static int flush_cur(kb_oplog *log, kb_time bound, kb_error *err)
@@ -1290,13 +1371,24 @@ static int flush_cur(kb_oplog *log, kb_time bound, kb_error *err)
 		/* One buffer holds them all (a sequential run's shared lane):
 		 * its text is the op_log's bytes as they are, hashed and
 		 * written from where they were formatted, in one piece. */
-		const lane_buf *b = lane_of(log, log->active[0], 0);
+		lane_buf *b = lane_of(log, log->active[0], 0);
 		size_t z = bound == KB_TIME_INF ? b->n : lower_bound(b, b->head, bound);
 		size_t from = b->ent[b->head].text_off;
+		size_t len = b->ent[z - 1].text_off + b->ent[z - 1].text_len - from;
 
 		if (!log->failed) {
-			sink_bytes(log, b->text + from,
-				   b->ent[z - 1].text_off + b->ent[z - 1].text_len - from);
+			/* The shared lane's bytes go to the hash a block per
+			 * record from now on (oplog_pend), unless out of memory. */
+			if (log->lanes[log->active[0]] == log->shared) {
+				uint64_t t0 = now_ns();
+
+				sink_only(log, b->text + from, len);
+				if (pend_keep(log, b, z, from, len))
+					kb__sha256_update(&log->sha, b->text + from, len);
+				log->sink_ns += now_ns() - t0;
+			} else {
+				sink_bytes(log, b->text + from, len);
+			}
 			log->records += z - b->head;
 		}
 		n = 0;
@@ -1442,6 +1534,7 @@ int kb__oplog_finish(kb_oplog *log, char sha_hex[65], uint64_t *records, kb_erro
 	}
 	log->n_sinks = 0;
 	log->trace = NULL;
+	pend_drain(log);
 	kb__sha256_hex(&log->sha, sha_hex);
 	if (records)
 		*records = log->records;
@@ -1483,6 +1576,7 @@ void kb__oplog_destroy(kb_oplog *log)
 	}
 	free(log->q);
 	free(log->spare);
+	free(log->spare_text);
 	free(log->lanes);
 	free(log->active);
 	free(log->path);
