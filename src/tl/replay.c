@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "num/math_op.h"
+#include "tl/recipes.h"
 
 #define N_TPL 16                 /* templates kept (opt3 lowers ten kinds a tile) */
 _Static_assert(KB_RKEY_HANDLES + KB_REPLAY_ALLOCS <= 255, "patch handle indices are 8 bits");
@@ -22,6 +24,9 @@ typedef struct tpl {
 	uint64_t *w;             /* the key's words */
 	char *names;             /* its names, each NUL-terminated, in order */
 	uint16_t name_at[KB_RKEY_NAMES];   /* where each starts in names */
+	/* The name's address where it is one of this library's own strings
+	 * (read-only: the same address is the same text); NULL otherwise. */
+	const char *fixed[KB_RKEY_NAMES];
 	void *block;             /* w, names, ops and dig in one allocation; NULL: unused */
 	kb_opspec *ops;
 	kb_cmd_dig *dig;
@@ -166,13 +171,39 @@ void kb__replay_key(kb_tl *tl, const kb_tl_composite_desc *d, kb_rkey *k)
 
 /* ---- templates ---- */
 
-/* Names as strings: a kernel may pass the same buffer with other text. */
+/* Names as strings: a kernel may pass the same buffer with other text;
+ * but not the same address of one of the library's strings, which a
+ * kernel built with it passes (the linker merges equal literals). */
 static int names_equal(const tpl *t, const kb_rkey *k)
 {
 	for (uint32_t i = 0; i < k->nn; i++)
-		if (strcmp(k->name[i], t->names + t->name_at[i]) != 0)
+		if (k->name[i] != t->fixed[i] && strcmp(k->name[i], t->names + t->name_at[i]) != 0)
 			return 0;
 	return 1;
+}
+
+/* Whether s is the address of one of the names the library itself
+ * holds: op kinds, recipes and their operands, epilogue operands, extras. */
+static int library_name(const char *s)
+{
+	static const char *const own[] = { "gemm", "other", "bias", "src_b", "src_c", "scale" };
+
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+		if (s == own[i])
+			return 1;
+	for (int k = 0; k < KB_MATH_KIND_COUNT; k++)
+		if (s == kb__math_kind_name((kb_math_kind)k))
+			return 1;
+	for (size_t i = 0; i < kb__recipe_count(); i++) {
+		const kb_recipe *r = kb__recipe_get(i);
+
+		if (s == r->name)
+			return 1;
+		for (int k = 0; k < KB_RECIPE_MAX_OPERANDS && r->operands[k].name; k++)
+			if (s == r->operands[k].name)
+				return 1;
+	}
+	return 0;
 }
 
 static const tpl *find(kb_replay *r, const kb_rkey *k)
@@ -376,6 +407,7 @@ static int tpl_fill(tpl *t, const kb_rkey *k, const kb_replay_src *s)
 		size_t len = strlen(k->name[i]) + 1;
 
 		t->name_at[i] = (uint16_t)((char *)t->block + off - t->names);
+		t->fixed[i] = library_name(k->name[i]) ? k->name[i] : NULL;
 		memcpy((char *)t->block + off, k->name[i], len);
 		off += len;
 	}
