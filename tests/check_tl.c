@@ -1249,6 +1249,39 @@ START_TEST(test_replay_tcm_exhausted)
 }
 END_TEST
 
+/* A kernel that cycles through more composites than replay keeps
+ * templates for (twenty shapes of one op, one name): templates evicted
+ * and made again, some calls replayed, and every command the full
+ * lowering's. */
+START_TEST(test_replay_cycle_past_templates)
+{
+	capture rp = { .n = 0 }, full = { .n = 0 };
+	kb_tl *tl[2] = { new_tl(&rp), new_tl(&full) };
+
+	tl[1]->replay_off = 1;
+	for (int w = 0; w < 2; w++) {
+		kb_tl_tensor *x[20];
+
+		for (int i = 0; i < 20; i++)
+			x[i] = tcm2(tl[w], KB_FP32, 1, 1 + i);
+		for (int j = 0; j < 10; j++)
+			for (int i = 0; i < 20; i++) {
+				kb_tl_composite_desc d = { .op = "relu", .a = x[i], .out = x[i] };
+
+				ck_assert_ptr_eq(kb_tl_composite(tl[w], &d), x[i]);
+			}
+	}
+	ck_assert_uint_gt(tl[0]->replays, 0);
+	ck_assert_int_eq(rp.n, full.n);
+	for (int i = 0; i < rp.n; i++)
+		same_cmd(rp.c[i], full.c[i], i);
+	cap_clear(&rp);
+	cap_clear(&full);
+	kb__tl_destroy(tl[0]);
+	kb__tl_destroy(tl[1]);
+}
+END_TEST
+
 Suite *tl_suite(void)
 {
 	Suite *s = suite_create("tl");
@@ -1269,6 +1302,7 @@ Suite *tl_suite(void)
 	tcase_add_test(rec, test_recipe_shape_memo);
 	tcase_add_test(rec, test_replay_matches_full);
 	tcase_add_test(rec, test_replay_tcm_exhausted);
+	tcase_add_test(rec, test_replay_cycle_past_templates);
 	tcase_add_test(val, test_err_autobind_conflict);
 	tcase_add_test(val, test_err_prologue_hbm);
 	tcase_add_test(val, test_err_two_gemms);

@@ -13,6 +13,7 @@
 #define N_TPL 16                 /* templates kept (opt3 lowers ten kinds a tile) */
 _Static_assert(KB_RKEY_HANDLES + KB_REPLAY_ALLOCS <= 255, "patch handle indices are 8 bits");
 #define N_SEEN 32
+#define MAX_THRASH 64
 #define TPL_MAX_OPS 16
 #define TPL_MAX_PATCH (TPL_MAX_OPS * (KB_OP_MAX_OPERANDS + 1))
 #define TPL_MAX_SET 64
@@ -54,10 +55,15 @@ struct kb_replay {
 	uint32_t last;           /* the template last replayed: a loop's next is the one after */
 	tpl t[N_TPL];
 	uint32_t next;
-	/* Keys seen once: a template is made on the second full lowering of
-	 * a key, so a kernel whose composites never repeat makes none. */
+	/* Keys seen once (their words' hash too): a template is made on the
+	 * second full lowering of a key, so a kernel whose composites never
+	 * repeat makes none. */
 	uint64_t seen[N_SEEN];
 	uint32_t next_seen;
+	/* Templates made and replays: a kernel that cycles through more
+	 * composites than N_TPL evicts each template before its next call;
+	 * past MAX_THRASH fills with few replays it makes no more. */
+	uint64_t fills, hits;
 };
 
 /* ---- keys ---- */
@@ -231,6 +237,7 @@ int kb__replay_run(kb_replay **rp, kb_tl *tl, const kb_rkey *k, kb_tl_tensor **r
 
 	if (!t)
 		return 0;
+	(*rp)->hits++;
 	*res = NULL;
 	/* In the full lowering's order: the command, then the allocations. */
 	c = kb__tl_cmd_new_n(tl, KB_CMD_COMPOSITE, t->max_ops, t->cap_ids);
@@ -426,6 +433,7 @@ static int tpl_fill(tpl *t, const kb_rkey *k, const kb_replay_src *s)
 void kb__replay_save(kb_replay **rp, const kb_rkey *k, const kb_replay_src *s)
 {
 	kb_replay *r = *rp;
+	uint64_t full = k->hash;
 	tpl *t;
 	int seen = 0;
 
@@ -434,12 +442,19 @@ void kb__replay_save(kb_replay **rp, const kb_rkey *k, const kb_replay_src *s)
 		return;
 	if (!r && !(r = *rp = calloc(1, sizeof(*r))))
 		return;
+	if (r->fills >= MAX_THRASH && r->hits < 4 * r->fills)
+		return;
+	/* k->hash covers the names only (enough to find a template); a key
+	 * seen is its words too: one shape after another is not a repeat. */
+	for (uint32_t i = 0; i < k->nw; i++)
+		full = (full ^ k->w[i]) * FNV_PRIME;
 	for (int i = 0; i < N_SEEN && !seen; i++)
-		seen = r->seen[i] == k->hash;
+		seen = r->seen[i] == full;
 	if (!seen) {
-		r->seen[r->next_seen++ % N_SEEN] = k->hash;
+		r->seen[r->next_seen++ % N_SEEN] = full;
 		return;
 	}
+	r->fills++;
 	t = &r->t[r->next % N_TPL];
 	r->hash[r->next++ % N_TPL] = 0;
 	tpl_clear(t);
