@@ -20,6 +20,7 @@ typedef struct chan {
 	 * to the next engine (finish). n counts the running stage too. */
 	kb_event *q;
 	uint32_t head, n, mask;
+	uint32_t id;             /* 0 or 1: which of its engine's channels */
 	/* Of the running stage, read once when it starts: its plan, its
 	 * stage (the message carries both) and its cost. */
 	kb_plan *p;
@@ -52,7 +53,7 @@ static const kb_event done_ev[2] = {
 /* Starts the stage at the head of channel c (busy from now). Out of
  * line: both handlers call it, and inlined it gave engine_event a stack
  * frame that every event paid for. */
-static __attribute__((noinline)) int start(kb_lp *lp, kb_engine *e, chan *c, int ch)
+static __attribute__((noinline)) int start(kb_lp *lp, kb_engine *e, chan *c)
 {
 	const kb_event *ev = &c->q[c->head];
 
@@ -61,8 +62,8 @@ static __attribute__((noinline)) int start(kb_lp *lp, kb_engine *e, chan *c, int
 	c->p = (kb_plan *)(uintptr_t)ev->w[0];
 	c->st = (const kb_stage_ref *)(uintptr_t)ev->w[2];
 	kb__plan_cost(c->p, (kb_phase)ev->w[3], ev->w[1], c->st, &c->cost);
-	return kb__pe_after(lp, e->m, c->cost.cycles, c->cost.op, kb__stage_keys(c->st->kind),
-			    &done_ev[ch]);
+	return kb__pe_after_ps(lp, e->m, c->cost.ps, c->cost.cycles, c->cost.op,
+			       kb__stage_keys(c->st->kind), &done_ev[c->id]);
 }
 
 static int log_stage(kb_time now, kb_engine *e, const chan *c, uint64_t step)
@@ -83,9 +84,8 @@ static int log_stage(kb_time now, kb_engine *e, const chan *c, uint64_t step)
 
 /* The stage at the head of channel ch ended: its message goes on to the
  * engine of the step's next stage, or back to PE_SCHEDULER. */
-static int finish(kb_lp *lp, kb_engine *e, int ch)
+static int finish(kb_lp *lp, kb_engine *e, chan *c)
 {
-	chan *c = &e->ch[ch];
 	kb_event *ev = &c->q[c->head];
 	kb_time now = kb__lp_now(lp);
 	uint32_t dst;
@@ -125,7 +125,7 @@ static int finish(kb_lp *lp, kb_engine *e, int ch)
 	c->n--;
 	if (rc)
 		return rc;
-	return c->n ? start(lp, e, c, ch) : KB_OK;
+	return c->n ? start(lp, e, c) : KB_OK;
 }
 
 static int stage_in(kb_lp *lp, kb_engine *e, const kb_event *ev);
@@ -133,7 +133,7 @@ static int stage_in(kb_lp *lp, kb_engine *e, const kb_event *ev);
 /* stage_in on a full ring: doubles it first (out of line: it seldom grows). */
 static __attribute__((noinline)) int stage_in_grow(kb_lp *lp, kb_engine *e, const kb_event *ev)
 {
-	chan *c = &e->ch[ev->aux == 1];
+	chan *c = &e->ch[ev->aux & 1];   /* kb__stage_chan */
 	uint32_t cap = 2 * (c->mask + 1);
 	kb_event *q = malloc(cap * sizeof(*q));
 
@@ -153,13 +153,12 @@ static __attribute__((noinline)) int stage_in_grow(kb_lp *lp, kb_engine *e, cons
  * only: most stages come in without a stack frame. */
 static __attribute__((noinline)) int stage_in(kb_lp *lp, kb_engine *e, const kb_event *ev)
 {
-	int ch = ev->aux & 1;    /* kb__stage_chan */
-	chan *c = &e->ch[ch];
+	chan *c = &e->ch[ev->aux & 1];   /* kb__stage_chan */
 
 	if (c->n > c->mask)
 		return stage_in_grow(lp, e, ev);
 	c->q[(c->head + c->n++) & c->mask] = *ev;
-	return c->n == 1 ? start(lp, e, c, ch) : KB_OK;
+	return c->n == 1 ? start(lp, e, c) : KB_OK;
 }
 
 static int engine_event(kb_lp *lp, const kb_event *ev)
@@ -167,7 +166,7 @@ static int engine_event(kb_lp *lp, const kb_event *ev)
 	kb_engine *e = kb__lp_state(lp);
 
 	if (ev->type == KB_EV_ENG_DONE)
-		return finish(lp, e, (int)ev->aux);
+		return finish(lp, e, &e->ch[ev->aux]);
 	if (ev->type == KB_EV_STAGE)
 		return stage_in(lp, e, ev);
 	return kb__lp_fail(lp, KB_EINTERNAL, "engine got event type %u", ev->type);
@@ -204,6 +203,7 @@ static int engine_init(void *st, void *arg)
 		if (!e->ch[i].q)
 			return KB_ENOMEM;
 		e->ch[i].mask = 15;
+		e->ch[i].id = (uint32_t)i;
 	}
 	return KB_OK;
 }

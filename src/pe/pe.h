@@ -89,15 +89,22 @@ int kb__pe_after_fail(kb_lp *lp, const kb_machine *m, double cycles, const char 
 /* Schedules ev on lp itself after cycles; when that passes the end of
  * simulated time (KB_TIME_MAX) the LP fails with KB_ERANGE naming what
  * took so long (what) and the topology keys its cycles come from (keys).
- * Inline: every stage and dispatch comes through here. */
-static inline int kb__pe_after(kb_lp *lp, const kb_machine *m, double cycles, const char *what,
-			       const char *keys, const kb_event *ev)
+ * Inline: every stage and dispatch comes through here. _ps: the same with
+ * the cycles already converted (d = kb__pe_ps(m, cycles)). */
+static inline int kb__pe_after_ps(kb_lp *lp, const kb_machine *m, kb_time d, double cycles,
+				  const char *what, const char *keys, const kb_event *ev)
 {
-	kb_time d = kb__pe_ps(m, cycles), t = kb__lp_now(lp);
+	kb_time t = kb__lp_now(lp);
 
 	if (kb__time_add(&t, d))
 		return kb__pe_after_fail(lp, m, cycles, what, keys);
 	return kb__lp_self(lp, d, ev);
+}
+
+static inline int kb__pe_after(kb_lp *lp, const kb_machine *m, double cycles, const char *what,
+			       const char *keys, const kb_event *ev)
+{
+	return kb__pe_after_ps(lp, m, kb__pe_ps(m, cycles), cycles, what, keys, ev);
 }
 
 /* Busy time of an engine with several channels (PE_DMA's read and write,

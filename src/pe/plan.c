@@ -653,8 +653,20 @@ void kb__plan_cost(const kb_plan *p, kb_phase ph, uint64_t step, const kb_stage_
 	cost_compute(p, ph, step, st, c);
 }
 
+static void cost_cycles(const kb_plan *p, kb_phase ph, uint64_t step, const kb_stage_ref *st,
+			kb_stage_cost *c);
+
+/* The cost and its time at the machine's clock: worked out here, the
+ * conversion is done once per memoised plan, not at every stage. */
 static void cost_compute(const kb_plan *p, kb_phase ph, uint64_t step, const kb_stage_ref *st,
 			 kb_stage_cost *c)
+{
+	cost_cycles(p, ph, step, st, c);
+	c->ps = kb__pe_ps(p->m, c->cycles);
+}
+
+static void cost_cycles(const kb_plan *p, kb_phase ph, uint64_t step, const kb_stage_ref *st,
+			kb_stage_cost *c)
 {
 	const kb_topo_params *tp = p->m->tp;
 	const kb_cmd *cmd = p->cmd;

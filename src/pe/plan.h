@@ -149,6 +149,7 @@ static inline uint32_t kb__stage_aux(const kb_stage_ref *st, uint32_t after)
 /* What a stage costs and how it is logged. */
 typedef struct kb_stage_cost {
 	double cycles;
+	kb_time ps;              /* cycles at the machine's clock (kb__pe_ps) */
 	int64_t bytes;           /* -1 when it moves no data */
 	const char *op;          /* op_log "op" */
 	int64_t n;               /* MATH elements / GEMM MACs, for the log */
