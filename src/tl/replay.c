@@ -19,41 +19,49 @@ _Static_assert(KB_RKEY_HANDLES + KB_REPLAY_ALLOCS <= 255, "patch handle indices 
 #define TPL_MAX_SET 64
 #define TPL_MAX_ALL (KB_RKEY_HANDLES + KB_REPLAY_ALLOCS)
 
+typedef struct tpl_alloc {
+	uint8_t dtype, rank;
+	int64_t shape[KB_TL_MAX_RANK];
+} tpl_alloc;
+
+/* A view to give a handle's id and address: op, operand (-1: out),
+ * handle (the key's handles, then the allocations). */
+typedef struct tpl_patch {
+	uint8_t op, h;
+	int8_t operand;
+} tpl_patch;
+
+/*
+ * A template: one allocation, its arrays sized to it and laid out in the
+ * order a replay reads them (the key's words and names' addresses, the
+ * allocations, patches and hazard sets, the digest, the ops), so that a
+ * replay touches a few consecutive cache lines; templates whole, with
+ * fixed-size arrays and the ops at ~420 bytes each, doubled opt3's L1
+ * misses. The ops are packed: each op's header and operands, its extras,
+ * its output, only as many operands and extras as it has.
+ */
 typedef struct tpl {
-	uint64_t hash;
-	uint32_t nw, nn, nh;
-	uint64_t *w;             /* the key's words */
-	char *names;             /* its names, each NUL-terminated, in order */
-	uint16_t name_at[KB_RKEY_NAMES];   /* where each starts in names */
-	/* The name's address where it is one of this library's own strings
-	 * (read-only: the same address is the same text); NULL otherwise. */
-	const char *fixed[KB_RKEY_NAMES];
-	void *block;             /* w, names, ops and dig in one allocation; NULL: unused */
-	kb_opspec *ops;
-	kb_cmd_dig *dig;
+	uint32_t nw, nn, nh, n_alloc, n_patch, n_reads, n_rws, n_writes;
 	uint32_t max_ops, cap_ids, n_ops, n_rw;
-	uint64_t lbytes;
-	uint32_t n_alloc;
-	struct {
-		uint8_t dtype, rank;
-		int64_t shape[KB_TL_MAX_RANK];
-	} alloc[KB_REPLAY_ALLOCS];
 	int result;              /* alloc that is the result; -1: the call's out */
-	/* Views to give a handle's id and address: op, operand (-1: out),
-	 * handle (the key's handles, then the allocations). */
-	uint32_t n_patch;
-	struct {
-		uint8_t op, h;
-		int8_t operand;
-	} patch[TPL_MAX_PATCH];
-	uint32_t n_reads, n_rws, n_writes;
-	uint8_t reads[TPL_MAX_SET], rws[TPL_MAX_SET], writes[TPL_MAX_SET];
+	uint64_t lbytes;
+	const uint64_t *w;       /* the key's words */
+	/* Each name's address where it is one of this library's own strings
+	 * (read-only: the same address is the same text); NULL otherwise. */
+	const char *const *fixed;
+	const tpl_alloc *alloc;
+	const tpl_patch *patch;
+	const uint8_t *set;      /* reads, then rws, then writes */
+	const kb_cmd_dig *dig;
+	const unsigned char *ops;
+	const uint16_t *name_at; /* where each name starts in names */
+	const char *names;       /* the names, each NUL-terminated, in order */
 } tpl;
 
 struct kb_replay {
-	uint64_t hash[N_TPL];    /* t[i]'s key hash; 0 with t[i] unused */
+	uint64_t hash[N_TPL];    /* t[i]'s key hash */
 	uint32_t last;           /* the template last replayed: a loop's next is the one after */
-	tpl t[N_TPL];
+	tpl *t[N_TPL];           /* NULL: unused */
 	uint32_t next;
 	/* Keys seen once (their words' hash too): a template is made on the
 	 * second full lowering of a key, so a kernel whose composites never
@@ -216,9 +224,9 @@ static const tpl *find(kb_replay *r, const kb_rkey *k)
 {
 	for (uint32_t n = 1; n <= N_TPL; n++) {
 		uint32_t i = (r->last + n) % N_TPL;
-		const tpl *t = &r->t[i];
+		const tpl *t = r->t[i];
 
-		if (r->hash[i] == k->hash && t->block && t->nw == k->nw && t->nn == k->nn &&
+		if (r->hash[i] == k->hash && t && t->nw == k->nw && t->nn == k->nn &&
 		    t->nh == k->nh && memcmp(t->w, k->w, k->nw * sizeof(k->w[0])) == 0 &&
 		    names_equal(t, k)) {
 			r->last = i;
@@ -232,6 +240,7 @@ int kb__replay_run(kb_replay **rp, kb_tl *tl, const kb_rkey *k, kb_tl_tensor **r
 {
 	const tpl *t = *rp ? find(*rp, k) : NULL;
 	kb_hslot *hs[TPL_MAX_ALL], *reads[TPL_MAX_SET], *rws[TPL_MAX_SET], *writes[TPL_MAX_SET];
+	const unsigned char *from;
 	kb_tl_tensor *tt;
 	kb_cmd *c;
 
@@ -258,13 +267,19 @@ int kb__replay_run(kb_replay **rp, kb_tl *tl, const kb_rkey *k, kb_tl_tensor **r
 		*res = k->out;
 	/* Only what each op uses (as the full lowering writes it): an op is
 	 * ~420 bytes, and copying them whole was 2% of decode opt2. */
+	from = t->ops;
 	for (uint32_t i = 0; i < t->n_ops; i++) {
-		const kb_opspec *from = &t->ops[i];
 		kb_opspec *to = &c->ops[i];
+		size_t n;
 
-		memcpy(to, from, offsetof(kb_opspec, operands) + from->n_operands * sizeof(kb_operand));
-		memcpy(to->extras, from->extras, from->n_extras * sizeof(kb_scalar));
-		to->out = from->out;
+		memcpy(to, from, offsetof(kb_opspec, operands));
+		n = to->n_operands * sizeof(kb_operand);
+		memcpy(to->operands, from + offsetof(kb_opspec, operands), n);
+		from += offsetof(kb_opspec, operands) + n;
+		memcpy(to->extras, from, to->n_extras * sizeof(kb_scalar));
+		from += to->n_extras * sizeof(kb_scalar);
+		memcpy(&to->out, from, sizeof(to->out));
+		from += sizeof(to->out);
 	}
 	for (uint32_t i = 0; i < t->n_patch; i++) {
 		kb_opspec *op = &c->ops[t->patch[i].op];
@@ -284,11 +299,11 @@ int kb__replay_run(kb_replay **rp, kb_tl *tl, const kb_rkey *k, kb_tl_tensor **r
 		return 1;
 	}
 	for (uint32_t i = 0; i < t->n_reads; i++)
-		reads[i] = hs[t->reads[i]];
+		reads[i] = hs[t->set[i]];
 	for (uint32_t i = 0; i < t->n_rws; i++)
-		rws[i] = hs[t->rws[i]];
+		rws[i] = hs[t->set[t->n_reads + i]];
 	for (uint32_t i = 0; i < t->n_writes; i++)
-		writes[i] = hs[t->writes[i]];
+		writes[i] = hs[t->set[t->n_reads + t->n_rws + i]];
 	if (kb__cmd_sets(c, reads, t->n_reads, rws, t->n_rws, writes, t->n_writes)) {
 		kb__cmd_free(c);
 		kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory");
@@ -317,11 +332,9 @@ static int id_index(kb_hslot *const *all, uint32_t n, uint64_t id)
 	return -1;
 }
 
-static int set_of(uint8_t *to, uint32_t *n_to, kb_hslot *const *from, uint32_t n,
-		  kb_hslot *const *all, uint32_t n_all)
+static int set_of(uint8_t *to, kb_hslot *const *from, uint32_t n, kb_hslot *const *all,
+		  uint32_t n_all)
 {
-	if (n > TPL_MAX_SET)
-		return -1;
 	for (uint32_t i = 0; i < n; i++) {
 		int j = index_of(all, n_all, from[i]);
 
@@ -329,30 +342,39 @@ static int set_of(uint8_t *to, uint32_t *n_to, kb_hslot *const *from, uint32_t n
 			return -1;
 		to[i] = (uint8_t)j;
 	}
-	*n_to = n;
 	return 0;
+}
+
+/* The packed size of op (see tpl). */
+static size_t packed_size(const kb_opspec *op)
+{
+	return offsetof(kb_opspec, operands) + op->n_operands * sizeof(kb_operand) +
+	       op->n_extras * sizeof(kb_scalar) + sizeof(kb_tview);
+}
+
+static size_t align8(size_t n)
+{
+	return (n + 7) & ~(size_t)7;
 }
 
 /* Digest keys, unique in the process (contexts run on several threads). */
 static _Atomic uint64_t next_dig_key = 1;
 
-static void tpl_clear(tpl *t)
-{
-	free(t->block);
-	t->block = NULL;
-}
-
-/* Fills t from s (t->block still NULL); -1 when s does not fit a template. */
-static int tpl_fill(tpl *t, const kb_rkey *k, const kb_replay_src *s)
+/* A template of the call keyed k, lowered as s says; NULL when s does
+ * not fit one (or out of memory). */
+static tpl *tpl_make(const kb_rkey *k, const kb_replay_src *s)
 {
 	const kb_cmd *c = s->cmd;
 	kb_hslot *all[TPL_MAX_ALL];
-	uint32_t n_all = k->nh + s->n_alloc;
-	size_t names = 0, off;
+	uint32_t n_all = k->nh + s->n_alloc, n_patch = 0, n_set = s->n_reads + s->n_rw + s->n_writes;
+	tpl_patch patch[TPL_MAX_PATCH];
+	size_t names = 0, ops = 0, off, size;
+	int result = -1;
+	unsigned char *b;
+	tpl *t;
 
 	memcpy(all, k->h, k->nh * sizeof(all[0]));
 	memcpy(all + k->nh, s->alloc, s->n_alloc * sizeof(all[0]));
-	t->n_patch = 0;
 	for (uint32_t i = 0; i < c->n_ops; i++) {
 		const kb_opspec *op = &c->ops[i];
 
@@ -364,77 +386,123 @@ static int tpl_fill(tpl *t, const kb_rkey *k, const kb_replay_src *s)
 				continue;   /* an op without an output of its own */
 			j = id_index(all, n_all, v->id);
 			if (j < 0 || all[j]->view.addr != v->addr)
-				return -1;
-			t->patch[t->n_patch].op = (uint8_t)i;
-			t->patch[t->n_patch].operand = (int8_t)o;
-			t->patch[t->n_patch].h = (uint8_t)j;
-			t->n_patch++;
+				return NULL;
+			patch[n_patch++] = (tpl_patch){ (uint8_t)i, (uint8_t)j, (int8_t)o };
 		}
+		ops += packed_size(op);
 	}
-	if (set_of(t->reads, &t->n_reads, s->reads, s->n_reads, all, n_all) ||
-	    set_of(t->rws, &t->n_rws, s->rw, s->n_rw, all, n_all) ||
-	    set_of(t->writes, &t->n_writes, s->writes, s->n_writes, all, n_all))
-		return -1;
-	t->result = -1;
 	if (s->result != k->out || !k->out) {
-		for (uint32_t i = 0; i < s->n_alloc && t->result < 0; i++)
+		for (uint32_t i = 0; i < s->n_alloc && result < 0; i++)
 			if (s->alloc_t[i] == s->result)
-				t->result = (int)i;
-		if (t->result < 0)
-			return -1;
+				result = (int)i;
+		if (result < 0)
+			return NULL;
 	}
-	for (uint32_t i = 0; i < s->n_alloc; i++) {
-		t->alloc[i].dtype = s->alloc[i]->view.dtype;
-		t->alloc[i].rank = s->alloc[i]->view.rank;
-		for (int d = 0; d < s->alloc[i]->view.rank; d++)
-			t->alloc[i].shape[d] = s->alloc[i]->view.shape[d];
-	}
-	t->n_alloc = s->n_alloc;
 	for (uint32_t i = 0; i < k->nn; i++)
 		names += strlen(k->name[i]) + 1;
-	if (names > UINT16_MAX)
-		return -1;
-	/* ops, then the digest, the words and the names: alignment 8 first */
-	off = c->n_ops * sizeof(kb_opspec);
-	t->block = malloc(off + kb__cmd_dig_size(c->n_ops) + k->nw * sizeof(uint64_t) + names);
-	if (!t->block)
-		return -1;
-	t->ops = t->block;
-	memcpy(t->ops, c->ops, off);
-	t->dig = (kb_cmd_dig *)(void *)((char *)t->block + off);
-	memcpy(t->dig, c->dig, kb__cmd_dig_size(c->n_ops));
-	/* Its replays share the digest: PE_SCHEDULER plans them alike. */
-	t->dig->key = atomic_fetch_add_explicit(&next_dig_key, 1, memory_order_relaxed);
-	off += kb__cmd_dig_size(c->n_ops);
-	t->w = (uint64_t *)(void *)((char *)t->block + off);
-	memcpy(t->w, k->w, k->nw * sizeof(uint64_t));
+	if (names > UINT16_MAX || n_set > 3 * TPL_MAX_SET)
+		return NULL;
+	/* the header, then each array in the order a replay reads them */
+	size = align8(sizeof(tpl)) + k->nw * sizeof(uint64_t) + k->nn * sizeof(char *) +
+	       s->n_alloc * sizeof(tpl_alloc) + align8(n_patch * sizeof(tpl_patch) + n_set) +
+	       kb__cmd_dig_size(c->n_ops) + ops + align8(k->nn * sizeof(uint16_t)) + names;
+	if (!(b = malloc(size)))
+		return NULL;
+	t = (tpl *)(void *)b;
+	off = align8(sizeof(tpl));
+	t->w = memcpy(b + off, k->w, k->nw * sizeof(uint64_t));
 	off += k->nw * sizeof(uint64_t);
-	t->names = (char *)t->block + off;
-	for (uint32_t i = 0; i < k->nn; i++) {
-		size_t len = strlen(k->name[i]) + 1;
+	{
+		const char **fixed = (const char **)(void *)(b + off);
 
-		t->name_at[i] = (uint16_t)((char *)t->block + off - t->names);
-		t->fixed[i] = library_name(k->name[i]) ? k->name[i] : NULL;
-		memcpy((char *)t->block + off, k->name[i], len);
-		off += len;
+		for (uint32_t i = 0; i < k->nn; i++)
+			fixed[i] = library_name(k->name[i]) ? k->name[i] : NULL;
+		t->fixed = fixed;
+		off += k->nn * sizeof(char *);
 	}
-	t->hash = k->hash;
+	{
+		tpl_alloc *al = (tpl_alloc *)(void *)(b + off);
+
+		for (uint32_t i = 0; i < s->n_alloc; i++) {
+			al[i].dtype = s->alloc[i]->view.dtype;
+			al[i].rank = s->alloc[i]->view.rank;
+			for (int d = 0; d < s->alloc[i]->view.rank; d++)
+				al[i].shape[d] = s->alloc[i]->view.shape[d];
+		}
+		t->alloc = al;
+		off += s->n_alloc * sizeof(tpl_alloc);
+	}
+	t->patch = memcpy(b + off, patch, n_patch * sizeof(tpl_patch));
+	off += n_patch * sizeof(tpl_patch);
+	{
+		uint8_t *set = b + off;
+
+		if (set_of(set, s->reads, s->n_reads, all, n_all) ||
+		    set_of(set + s->n_reads, s->rw, s->n_rw, all, n_all) ||
+		    set_of(set + s->n_reads + s->n_rw, s->writes, s->n_writes, all, n_all)) {
+			free(b);
+			return NULL;
+		}
+		t->set = set;
+		off = align8(off + n_set);
+	}
+	{
+		kb_cmd_dig *dig = memcpy(b + off, c->dig, kb__cmd_dig_size(c->n_ops));
+
+		/* Its replays share the digest: PE_SCHEDULER plans them alike. */
+		dig->key = atomic_fetch_add_explicit(&next_dig_key, 1, memory_order_relaxed);
+		t->dig = dig;
+		off += kb__cmd_dig_size(c->n_ops);
+	}
+	t->ops = b + off;
+	for (uint32_t i = 0; i < c->n_ops; i++) {
+		const kb_opspec *op = &c->ops[i];
+		size_t n = offsetof(kb_opspec, operands) + op->n_operands * sizeof(kb_operand);
+
+		memcpy(b + off, op, n);
+		off += n;
+		memcpy(b + off, op->extras, op->n_extras * sizeof(kb_scalar));
+		off += op->n_extras * sizeof(kb_scalar);
+		memcpy(b + off, &op->out, sizeof(op->out));
+		off += sizeof(op->out);
+	}
+	{
+		uint16_t *at = (uint16_t *)(void *)(b + off);
+		char *text = (char *)b + off + align8(k->nn * sizeof(uint16_t));
+		size_t used = 0;
+
+		for (uint32_t i = 0; i < k->nn; i++) {
+			size_t len = strlen(k->name[i]) + 1;
+
+			at[i] = (uint16_t)used;
+			memcpy(text + used, k->name[i], len);
+			used += len;
+		}
+		t->name_at = at;
+		t->names = text;
+	}
 	t->nw = k->nw;
 	t->nn = k->nn;
 	t->nh = k->nh;
+	t->n_alloc = s->n_alloc;
+	t->n_patch = n_patch;
+	t->n_reads = s->n_reads;
+	t->n_rws = s->n_rw;
+	t->n_writes = s->n_writes;
 	t->max_ops = s->max_ops;
 	t->cap_ids = s->cap_ids;
 	t->n_ops = c->n_ops;
 	t->n_rw = c->n_rw;
+	t->result = result;
 	t->lbytes = c->lbytes;
-	return 0;
+	return t;
 }
 
 void kb__replay_save(kb_replay **rp, const kb_rkey *k, const kb_replay_src *s)
 {
 	kb_replay *r = *rp;
 	uint64_t full = k->hash;
-	tpl *t;
+	uint32_t i;
 	int seen = 0;
 
 	if (!k->ok || s->alloc_over || !s->cmd->dig || s->cmd->n_ops > TPL_MAX_OPS ||
@@ -446,22 +514,19 @@ void kb__replay_save(kb_replay **rp, const kb_rkey *k, const kb_replay_src *s)
 		return;
 	/* k->hash covers the names only (enough to find a template); a key
 	 * seen is its words too: one shape after another is not a repeat. */
-	for (uint32_t i = 0; i < k->nw; i++)
+	for (i = 0; i < k->nw; i++)
 		full = (full ^ k->w[i]) * FNV_PRIME;
-	for (int i = 0; i < N_SEEN && !seen; i++)
+	for (i = 0; i < N_SEEN && !seen; i++)
 		seen = r->seen[i] == full;
 	if (!seen) {
 		r->seen[r->next_seen++ % N_SEEN] = full;
 		return;
 	}
 	r->fills++;
-	t = &r->t[r->next % N_TPL];
-	r->hash[r->next++ % N_TPL] = 0;
-	tpl_clear(t);
-	if (tpl_fill(t, k, s))
-		tpl_clear(t);
-	else
-		r->hash[(r->next - 1) % N_TPL] = k->hash;
+	i = r->next++ % N_TPL;
+	free(r->t[i]);
+	r->t[i] = tpl_make(k, s);
+	r->hash[i] = k->hash;
 }
 
 void kb__replay_free(kb_replay *r)
@@ -469,6 +534,6 @@ void kb__replay_free(kb_replay *r)
 	if (!r)
 		return;
 	for (int i = 0; i < N_TPL; i++)
-		tpl_clear(&r->t[i]);
+		free(r->t[i]);
 	free(r);
 }
