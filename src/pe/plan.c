@@ -220,10 +220,12 @@ int kb__plan_create(kb_plan **out, kb_cmd *cmd, const kb_machine *m, kb_error *e
  */
 #define N_MEMO 16
 
+/* Direct-mapped by key: the tl context numbers its templates in turn, so
+ * a kernel's composites (opt3: ten a tile) take consecutive entries, and
+ * a look-up is one comparison, cheap enough for a plan of one stage. */
 struct kb_plan_memo {
 	uint64_t key[N_MEMO];    /* 0: unused */
 	kb_plan *plan[N_MEMO];   /* stages and costs only: no command */
-	uint32_t last, next;     /* the entry last found: a loop's next is after it */
 };
 
 /* Where stage st of phase ph keeps its cost in p->cost. */
@@ -286,19 +288,9 @@ static int plan_copy(kb_plan *p, const kb_plan *f)
 	return 0;
 }
 
-static const kb_plan *memo_find(kb_plan_memo *mo, uint64_t key)
+static const kb_plan *memo_find(const kb_plan_memo *mo, uint64_t key)
 {
-	uint32_t used = mo->next < N_MEMO ? mo->next : N_MEMO;   /* entries filled */
-
-	for (uint32_t n = 0; n < used; n++) {
-		uint32_t i = (mo->last + n) % used;
-
-		if (mo->key[i] == key) {
-			mo->last = i + 1;
-			return mo->plan[i];
-		}
-	}
-	return NULL;
+	return mo->key[key % N_MEMO] == key ? mo->plan[key % N_MEMO] : NULL;
 }
 
 /* Keeps a copy of p (costs worked out) as the plan of key. */
@@ -310,7 +302,7 @@ static void memo_keep(kb_plan_pool *pool, uint64_t key, const kb_plan *p)
 
 	if (!mo && !(mo = pool->memo = calloc(1, sizeof(*mo))))
 		return;
-	i = mo->next++ % N_MEMO;
+	i = (uint32_t)(key % N_MEMO);
 	mo->key[i] = 0;
 	if (!(f = mo->plan[i]) && !(f = mo->plan[i] = calloc(1, sizeof(*f))))
 		return;
@@ -356,9 +348,7 @@ int kb__plan_create_from(kb_plan **out, kb_plan_pool *pool, kb_cmd *cmd, const k
 				       (unsigned long long)cmd->id);
 		}
 		p->dig = d;
-		/* Not for a GEMM-less command of an op or three (opt3's MATH
-		 * commands), whose plan takes less to build than to find. */
-		key = pool && (d->gemm >= 0 || d->n_ops >= 4) ? d->key : 0;
+		key = pool ? d->key : 0;
 		if (key && pool->memo && (memo = memo_find(pool->memo, key)))
 			rc = plan_copy(p, memo) ? -2 : 0;
 		else {
