@@ -373,7 +373,8 @@ END_TEST
  * where the CPU has it, the rest through nettle. Both paths against the
  * FIPS 180-2 examples, then against nettle alone over lengths 0 to 9000
  * fed in pseudo-random pieces (partial blocks before, between and after
- * runs of whole ones), some of them a block at a time (kb__sha256_step). */
+ * runs of whole ones), some of them half a block at a time
+ * (kb__sha256_spread). */
 static void sha256_hex_of(int ni, const void *data, size_t n, char hex[65])
 {
 	kb_sha256 h;
@@ -436,16 +437,26 @@ START_TEST(sha256_paths)
 				if (n > len - at)
 					n = len - at;
 				if (x % 5 == 1) {
-					/* a block at a time, as a serial op_log's
-					 * flushed bytes go between records */
-					while (n) {
-						size_t k = kb__sha256_step(&h, buf + at, n);
+					/* half a block at a time, as a serial
+					 * op_log's flushed bytes go between
+					 * records: a few pieces, then the rest
+					 * piece by piece or at once (from the
+					 * middle of a block or its start) */
+					kb_sha256_spread r;
+					unsigned some = (unsigned)(x >> 40 & 15);
 
-						ck_assert_uint_ge(k, 1);
-						ck_assert_uint_le(k, n < 64 ? n : 64);
-						at += k;
-						n -= k;
+					kb__sha256_spread(&h, &r, buf + at, n);
+					ck_assert(ni || !r.left);
+					ck_assert_uint_le(r.left, n / 32);
+					while (r.left && (some-- || x >> 50 & 1)) {
+						size_t left = r.left;
+
+						kb__sha256_piece(&r);
+						ck_assert_uint_eq(r.left, left - 1);
 					}
+					kb__sha256_spread_end(&r);
+					ck_assert_uint_eq(r.left, 0);
+					at += n;
 				} else {
 					kb__sha256_update(&h, buf + at, n);
 					at += n;

@@ -50,46 +50,120 @@ static const uint32_t round_k[64] = {
 			prev = _mm_sha256msg1_epu32(prev, cur);                             \
 	} while (0)
 
-/* Compresses n whole blocks into state (nettle's layout: a..h). */
-__attribute__((target("sha,sse4.1,ssse3"))) static void ni_blocks(uint32_t state[8],
-								 const uint8_t *p, size_t n)
+/* Rounds 32h to 32h+31 of a block (h 0 or 1: the spread below runs the
+ * two halves apart). */
+#define HALF_ROUNDS(h, m0, m1, m2, m3)             \
+	do {                                       \
+		QROUND(8 * (h) + 0, m0, m1, m3);   \
+		QROUND(8 * (h) + 1, m1, m2, m0);   \
+		QROUND(8 * (h) + 2, m2, m3, m1);   \
+		QROUND(8 * (h) + 3, m3, m0, m2);   \
+		QROUND(8 * (h) + 4, m0, m1, m3);   \
+		QROUND(8 * (h) + 5, m1, m2, m0);   \
+		QROUND(8 * (h) + 6, m2, m3, m1);   \
+		QROUND(8 * (h) + 7, m3, m0, m2);   \
+	} while (0)
+
+#define NI_TARGET __attribute__((target("sha,sse4.1,ssse3")))
+/* Message words 4i..4i+3 of the block at p, big-endian (bswap in scope). */
+#define NI_WORDS(p, i) _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)((p) + 16 * (i))), bswap)
+#define NI_BSWAP _mm_set_epi64x(0x0c0d0e0f08090a0bLL, 0x0405060700010203LL)
+
+/* nettle's state (a..h) into the SHA-NI registers (abef, cdgh), and back. */
+static inline NI_TARGET void ni_load(const uint32_t state[8], __m128i *s0, __m128i *s1)
 {
-	const __m128i bswap = _mm_set_epi64x(0x0c0d0e0f08090a0bLL, 0x0405060700010203LL);
 	__m128i t = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)&state[0]), 0xb1);
-	__m128i s1 = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)&state[4]), 0x1b);
-	__m128i s0 = _mm_alignr_epi8(t, s1, 8);  /* abef */
+	__m128i u = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)&state[4]), 0x1b);
 
-	s1 = _mm_blend_epi16(s1, t, 0xf0);       /* cdgh */
-	for (; n > 0; n--, p += 64) {
-		__m128i abef = s0, cdgh = s1;
-		__m128i m0 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(p + 0)), bswap);
-		__m128i m1 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(p + 16)), bswap);
-		__m128i m2 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(p + 32)), bswap);
-		__m128i m3 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(p + 48)), bswap);
+	*s0 = _mm_alignr_epi8(t, u, 8);          /* abef */
+	*s1 = _mm_blend_epi16(u, t, 0xf0);       /* cdgh */
+}
 
-		QROUND(0, m0, m1, m3);
-		QROUND(1, m1, m2, m0);
-		QROUND(2, m2, m3, m1);
-		QROUND(3, m3, m0, m2);
-		QROUND(4, m0, m1, m3);
-		QROUND(5, m1, m2, m0);
-		QROUND(6, m2, m3, m1);
-		QROUND(7, m3, m0, m2);
-		QROUND(8, m0, m1, m3);
-		QROUND(9, m1, m2, m0);
-		QROUND(10, m2, m3, m1);
-		QROUND(11, m3, m0, m2);
-		QROUND(12, m0, m1, m3);
-		QROUND(13, m1, m2, m0);
-		QROUND(14, m2, m3, m1);
-		QROUND(15, m3, m0, m2);
-		s0 = _mm_add_epi32(s0, abef);
-		s1 = _mm_add_epi32(s1, cdgh);
-	}
-	t = _mm_shuffle_epi32(s0, 0x1b);         /* feba */
+static inline NI_TARGET void ni_store(uint32_t state[8], __m128i s0, __m128i s1)
+{
+	__m128i t = _mm_shuffle_epi32(s0, 0x1b); /* feba */
+
 	s1 = _mm_shuffle_epi32(s1, 0xb1);        /* dchg */
 	_mm_storeu_si128((__m128i *)&state[0], _mm_blend_epi16(t, s1, 0xf0));
 	_mm_storeu_si128((__m128i *)&state[4], _mm_alignr_epi8(s1, t, 8));
+}
+
+/* Compresses n whole blocks into state (nettle's layout: a..h). */
+NI_TARGET static void ni_blocks(uint32_t state[8], const uint8_t *p, size_t n)
+{
+	const __m128i bswap = NI_BSWAP;
+	__m128i s0, s1;
+
+	ni_load(state, &s0, &s1);
+	for (; n > 0; n--, p += 64) {
+		__m128i abef = s0, cdgh = s1;
+		__m128i m0 = NI_WORDS(p, 0), m1 = NI_WORDS(p, 1), m2 = NI_WORDS(p, 2), m3 = NI_WORDS(p, 3);
+
+		HALF_ROUNDS(0, m0, m1, m2, m3);
+		HALF_ROUNDS(1, m0, m1, m2, m3);
+		s0 = _mm_add_epi32(s0, abef);
+		s1 = _mm_add_epi32(s1, cdgh);
+	}
+	ni_store(state, s0, s1);
+}
+
+/* A spread's registers between pieces: the state, the message schedule
+ * and the state at the block's start (kb_sha256_spread.v). */
+enum { V_S0, V_S1, V_M0, V_M1, V_M2, V_M3, V_ABEF, V_CDGH };
+#define V_LOAD(r, i) _mm_load_si128((const __m128i *)(r)->v[i])
+#define V_STORE(r, i, x) _mm_store_si128((__m128i *)(r)->v[i], x)
+
+/* Rounds 0-31 of r's block (r->phase 0), reading the block, or rounds
+ * 32-63 (phase 1), adding the block's start and moving on. */
+static inline NI_TARGET void ni_piece(kb_sha256_spread *r)
+{
+	__m128i s0 = V_LOAD(r, V_S0), s1 = V_LOAD(r, V_S1);
+	__m128i m0, m1, m2, m3;
+
+	if (!r->phase) {
+		const __m128i bswap = NI_BSWAP;
+		const uint8_t *p = r->p;
+
+		V_STORE(r, V_ABEF, s0);
+		V_STORE(r, V_CDGH, s1);
+		m0 = NI_WORDS(p, 0);
+		m1 = NI_WORDS(p, 1);
+		m2 = NI_WORDS(p, 2);
+		m3 = NI_WORDS(p, 3);
+		HALF_ROUNDS(0, m0, m1, m2, m3);
+		V_STORE(r, V_M0, m0);
+		V_STORE(r, V_M1, m1);
+		V_STORE(r, V_M2, m2);
+		V_STORE(r, V_M3, m3);
+		r->phase = 1;
+	} else {
+		m0 = V_LOAD(r, V_M0);
+		m1 = V_LOAD(r, V_M1);
+		m2 = V_LOAD(r, V_M2);
+		m3 = V_LOAD(r, V_M3);
+		HALF_ROUNDS(1, m0, m1, m2, m3);
+		s0 = _mm_add_epi32(s0, V_LOAD(r, V_ABEF));
+		s1 = _mm_add_epi32(s1, V_LOAD(r, V_CDGH));
+		r->p += 64;
+		r->s->ctx.count++;
+		r->phase = 0;
+	}
+	V_STORE(r, V_S0, s0);
+	V_STORE(r, V_S1, s1);
+}
+
+NI_TARGET static void ni_spread_load(kb_sha256_spread *r)
+{
+	__m128i s0, s1;
+
+	ni_load(r->s->ctx.state, &s0, &s1);
+	V_STORE(r, V_S0, s0);
+	V_STORE(r, V_S1, s1);
+}
+
+NI_TARGET static void ni_spread_store(kb_sha256_spread *r)
+{
+	ni_store(r->s->ctx.state, V_LOAD(r, V_S0), V_LOAD(r, V_S1));
 }
 
 /* CPUID leaf 7 EBX bit 29 (SHA), leaf 1 ECX bits 9 (SSSE3) and 19
@@ -155,24 +229,66 @@ void kb__sha256_update(kb_sha256 *s, const void *data, size_t len)
 	sha256_update(&s->ctx, len, p);
 }
 
-size_t kb__sha256_step(kb_sha256 *s, const void *data, size_t len)
+void kb__sha256_spread(kb_sha256 *s, kb_sha256_spread *r, const void *data, size_t len)
 {
-	size_t n = len < 64 ? len : 64;
+	const uint8_t *p = data;
 
-	if (s->ctx.index) {
-		n = 64 - s->ctx.index;
-		if (n > len)
-			n = len;
-	}
+	r->s = s;
+	r->left = 0;
 #ifdef KB_SHA_NI
-	else if (s->ni && len >= 64) {
-		ni_blocks(s->ctx.state, data, 1);
-		s->ctx.count++;
-		return 64;
+	if (s->ni && len >= 64 + (s->ctx.index ? 64 - s->ctx.index : 0)) {
+		if (s->ctx.index) {
+			size_t n = 64 - s->ctx.index;
+
+			sha256_update(&s->ctx, n, p);
+			p += n;
+			len -= n;
+		}
+		r->p = p;
+		r->left = len / 64 * 2;
+		r->tail = len % 64;
+		r->phase = 0;
+		ni_spread_load(r);
+		return;
 	}
 #endif
-	sha256_update(&s->ctx, n, data);
-	return n;
+	sha256_update(&s->ctx, len, p);
+}
+
+#ifdef KB_SHA_NI
+NI_TARGET
+#endif
+void kb__sha256_piece(kb_sha256_spread *r)
+{
+#ifdef KB_SHA_NI
+	ni_piece(r);
+	if (--r->left == 0) {
+		ni_spread_store(r);
+		sha256_update(&r->s->ctx, r->tail, r->p);
+	}
+#else
+	(void)r;
+#endif
+}
+
+void kb__sha256_spread_end(kb_sha256_spread *r)
+{
+#ifdef KB_SHA_NI
+	/* The block begun, piece by piece; the others in one run. */
+	while (r->left && r->phase)
+		kb__sha256_piece(r);
+	if (r->left) {
+		size_t n = r->left / 2;
+
+		ni_spread_store(r);
+		ni_blocks(r->s->ctx.state, r->p, n);
+		r->s->ctx.count += n;
+		sha256_update(&r->s->ctx, r->tail, r->p + 64 * n);
+		r->left = 0;
+	}
+#else
+	(void)r;
+#endif
 }
 
 void kb__sha256_hex(kb_sha256 *s, char hex[65])

@@ -4,6 +4,7 @@
 
 #include <nettle/sha2.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct kb_sha256 {
 	struct sha256_ctx ctx;
@@ -12,11 +13,36 @@ typedef struct kb_sha256 {
 
 void kb__sha256_init(kb_sha256 *s);
 void kb__sha256_update(kb_sha256 *s, const void *data, size_t len);
-/* Hashes the first bytes of data[0..len), at most one block: what
- * completes a partly filled block, else one whole block (by the SHA-NI
- * loop where there is one), else all len < 64 bytes; returns how many.
- * For a caller that spreads a long update over other work (oplog.c). */
-size_t kb__sha256_step(kb_sha256 *s, const void *data, size_t len);
+/*
+ * A long update hashed a piece at a time between other work (the op_log
+ * of a serial run, issue 13). The hash is one chain of dependent SHA-NI
+ * rounds: hashed in a run of blocks it overlaps nothing, and a whole
+ * block between two pieces of other work still held them up (its ~190
+ * instructions crowd the core's out-of-order window). Half a block (32
+ * rounds) per piece, called where independent work follows, runs beside
+ * that work; quarters cost more in loads, stores and calls than they hid
+ * (issue 13's measurements in the commit). Between pieces the mid-block
+ * state waits here, in the SHA-NI layout: while left is nonzero, the
+ * kb_sha256 is used only through kb__sha256_piece and
+ * kb__sha256_spread_end.
+ */
+typedef struct kb_sha256_spread {
+	uint32_t v[8][4] __attribute__((aligned(16))); /* state, schedule, block start */
+	kb_sha256 *s;
+	const uint8_t *p;        /* the next block */
+	size_t left;             /* pieces left, then 0: nothing pending */
+	size_t tail;             /* bytes after the last whole block */
+	unsigned phase;          /* the next piece: 0 the block's first half, 1 its second */
+} kb_sha256_spread;
+
+/* Hashes data[0..len) into s: at once what completes a partly filled
+ * block, and all of it without the SHA-NI path or a whole block; the
+ * rest a piece per kb__sha256_piece. r must be done (left 0). */
+void kb__sha256_spread(kb_sha256 *s, kb_sha256_spread *r, const void *data, size_t len);
+/* One piece of r (left > 0); the last one also takes the tail. */
+void kb__sha256_piece(kb_sha256_spread *r);
+/* All that r has left, now. */
+void kb__sha256_spread_end(kb_sha256_spread *r);
 /* Writes 64 hex digits and a NUL into hex[65]. */
 void kb__sha256_hex(kb_sha256 *s, char hex[65]);
 /* Tests: whether this machine has the SHA-NI path, and turning it off

@@ -59,16 +59,10 @@ typedef struct rec_tpl {
 /* A serial run's flushed bytes that the hash has not taken yet (issue
  * 13): they stay in the text buffer they were formatted in while the
  * shared lane writes on into another, and each record that the shared
- * lane takes hashes a block of them. The hash is a chain of dependent
- * SHA-NI rounds (2 cycles a byte here, a second stream would run beside
- * it for free): a block hashed between records overlaps the record's
- * formatting, where the same block hashed in a run of blocks does not.
- * Whatever is left is hashed first when bytes are next sunk. */
-typedef struct oplog_pend {
-	kb_sha256 *sha;
-	const char *p;
-	size_t n;
-} oplog_pend;
+ * lane takes, and each event of the sequential executor, hashes a piece
+ * of them (half a block: kb_sha256_spread says why). Whatever is
+ * left is hashed first when bytes are next sunk, and before the digest. */
+typedef kb_sha256_spread oplog_pend;
 
 /* A lane is written by its LP's thread (cur) and read by the sink: either
  * in place up to a time bound (sequential executor), or as a sealed buffer
@@ -322,7 +316,6 @@ int kb__oplog_serial(kb_oplog *log)
 		return KB_ENOMEM;
 	for (size_t i = 0; i < log->n_lanes; i++)
 		log->lanes[i]->shared = log->lanes[i] == sh ? NULL : sh;
-	log->pend.sha = &log->sha;
 	sh->pend = &log->pend;
 	log->shared = sh;
 	return KB_OK;
@@ -784,14 +777,23 @@ int kb__oplog_emit(kb_oplog_lane *lane, const kb_oplog_record *rec, const kb_opl
 
 		sh->last_t1 = rec->t1_ps;
 		sh->last_key = key;
-		if (sh->pend->n) {
-			size_t k = kb__sha256_step(sh->pend->sha, sh->pend->p, sh->pend->n);
-
-			sh->pend->p += k;
-			sh->pend->n -= k;
-		}
+		if (sh->pend->left)
+			kb__sha256_piece(sh->pend);
 	}
 	return KB_OK;
+}
+
+const size_t *kb__oplog_pending(const kb_oplog *log)
+{
+	return &log->pend.left;
+}
+
+void kb__oplog_hash_step(void *log)
+{
+	oplog_pend *pd = &((kb_oplog *)log)->pend;
+
+	if (pd->left)
+		kb__sha256_piece(pd);
 }
 
 /* ---- merging: slices of the final records, in the fixed total order ----
@@ -1022,9 +1024,8 @@ static uint64_t now_ns(void)
  * and before the digest. */
 static void pend_drain(kb_oplog *log)
 {
-	if (log->pend.n)
-		kb__sha256_update(&log->sha, log->pend.p, log->pend.n);
-	log->pend.n = 0;
+	if (log->pend.left)
+		kb__sha256_spread_end(&log->pend);
 }
 
 /* To the byte sinks (not the hash), in order. */
@@ -1354,8 +1355,7 @@ static int pend_keep(kb_oplog *log, lane_buf *b, size_t z, size_t from, size_t l
 	b->text_cap = log->spare_cap;
 	log->spare_cap = cap;
 	b->text_n = rest;
-	log->pend.p = t + from;
-	log->pend.n = len;
+	kb__sha256_spread(&log->sha, &log->pend, t + from, len);
 	return 0;
 }
 

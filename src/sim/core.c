@@ -497,6 +497,10 @@ static inline __attribute__((always_inline)) void worker_run(kb_worker *w, kb_ti
 	kb_evheap *h = &w->heap;
 	uint64_t ran = 0;
 	kb_time last = w->last_time;
+	/* A sequential run's spread work (kb_sim_config): one predictable
+	 * test per event, a call while there is some. */
+	static const size_t none;
+	const size_t *step_n = !bounded && w->sim->cfg.step_n ? w->sim->cfg.step_n : &none;
 
 	free(h->retired);
 	h->retired = NULL;
@@ -521,6 +525,8 @@ static inline __attribute__((always_inline)) void worker_run(kb_worker *w, kb_ti
 		rc = lp->event(lp, &h->ev[slot]);
 		evheap_settle(h);
 		evheap_release(h, slot);
+		if (!bounded && *step_n)
+			w->sim->cfg.on_step(w->sim->cfg.step_ctx);
 		if (__builtin_expect(rc | h->attn, 0)) {
 			h->attn = 0;
 			free(h->retired);

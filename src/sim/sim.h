@@ -118,6 +118,14 @@ typedef struct kb_sim_config {
 	 * thread in order). May be NULL. */
 	void (*on_threads)(void *ctx, unsigned threads);
 	void *hook_ctx;
+	/* Work the owner spreads over a sequential run's events (the
+	 * op_log's hash, issue 13): after each event, while *step_n reads
+	 * nonzero, on_step(step_ctx) does a small piece of it, which the
+	 * next events' work overlaps. Only on the executor's one thread,
+	 * never in a parallel run. Both NULL: none. */
+	const size_t *step_n;
+	void (*on_step)(void *step_ctx);
+	void *step_ctx;
 } kb_sim_config;
 
 /* Figures of a finished run. */
