@@ -155,7 +155,12 @@ kb_hslot *kb__tl_new_handle(kb_tl *tl, kb_space space, uint64_t addr, kb_dtype d
 			if (!c)
 				goto oom;
 			tl->chunks = c;
-			c[nc - 1] = calloc(KB_TL_CHUNK, sizeof(kb_hslot));
+			/* Not zeroed: a slot is written in full below before
+			 * anything reads it (lookups stop at n_slots), so only
+			 * the slots a kernel uses are touched. calloc faulted
+			 * in the whole chunk (~60 KB, 16 pages) at a kernel's
+			 * first handle, most of a small run's heap faults. */
+			c[nc - 1] = malloc(KB_TL_CHUNK * sizeof(kb_hslot));
 			if (!c[nc - 1])
 				goto oom;
 			tl->cap_slots += KB_TL_CHUNK;
