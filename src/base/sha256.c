@@ -1,21 +1,29 @@
 /*
- * SHA-256 by nettle, except that runs of whole 64-byte blocks go through a
- * loop of the x86 SHA extensions here when the CPU has them.
+ * SHA-256 (FIPS 180-4): whole 64-byte blocks go through a loop of the x86
+ * SHA extensions when the CPU has them, else through the plain C rounds
+ * below; padding and the tail are here too.
  *
- * Why: the op_log's hash is the largest single cost of a --threads 1 run
- * (8.8 MB for gqa_decode_opt2 at S_kv=262144; issue 13). Debian 12's
- * nettle (3.8) uses SHA-NI but calls its compress function once per
- * block, reloading and shuffling the state each time: 6.9 ms for those
- * bytes, 1.28 GB/s. OpenSSL's libcrypto does 1.43 GB/s (6.1 ms), but
- * loading it costs a process ~1.1 ms at start, more than it saves. This
- * loop keeps the state in registers across blocks: 6.15 ms, 1.43 GB/s.
- * Same bytes in, same digest out (nettle pads and finishes); the tests
- * compare both paths with nettle over many lengths and splits.
+ * Why the SHA-NI loop: the op_log's hash is the largest single cost of a
+ * --threads 1 run (8.8 MB for gqa_decode_opt2 at S_kv=262144; issue 13).
+ * Debian 12's nettle (3.8) uses SHA-NI but calls its compress function
+ * once per block, reloading and shuffling the state each time: 6.9 ms
+ * for those bytes, 1.28 GB/s. OpenSSL's libcrypto does 1.43 GB/s
+ * (6.1 ms), but loading it costs a process ~1.1 ms at start, more than
+ * it saves. This loop keeps the state in registers across blocks:
+ * 6.15 ms, 1.43 GB/s.
+ *
+ * Why not nettle for the rest (it did the tail, padding and the machines
+ * without SHA-NI until issue 13's start-up work): loading libnettle cost
+ * every process ~355,000 instructions of symbol relocations (465 of a
+ * run's 783 bindings, nettle's own tables) and ~7 page faults, about a
+ * sixth of a small run's instructions, for ~60 lines of C. The tests
+ * still compare both paths with nettle over many lengths and splits.
  */
 #include "base/sha256.h"
 
 #include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define KB_SHA_NI 1
@@ -23,7 +31,6 @@
 #include <immintrin.h>
 #endif
 
-#ifdef KB_SHA_NI
 static const uint32_t round_k[64] = {
 	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
 	0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
@@ -34,6 +41,36 @@ static const uint32_t round_k[64] = {
 	0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
 	0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
 };
+
+#define ROR(x, n) ((x) >> (n) | (x) << (32 - (n)))
+
+/* Compresses n whole blocks into state: the plain rounds of FIPS 180-4. */
+static void c_blocks(uint32_t state[8], const uint8_t *p, size_t n)
+{
+	for (; n > 0; n--, p += 64) {
+		uint32_t w[64], a, b, c, d, e, f, g, h, t1, t2;
+
+		for (int i = 0; i < 16; i++)
+			w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
+			       (uint32_t)p[4 * i + 2] << 8 | (uint32_t)p[4 * i + 3];
+		for (int i = 16; i < 64; i++)
+			w[i] = w[i - 16] + (ROR(w[i - 15], 7) ^ ROR(w[i - 15], 18) ^ w[i - 15] >> 3) +
+			       w[i - 7] + (ROR(w[i - 2], 17) ^ ROR(w[i - 2], 19) ^ w[i - 2] >> 10);
+		a = state[0], b = state[1], c = state[2], d = state[3];
+		e = state[4], f = state[5], g = state[6], h = state[7];
+		for (int i = 0; i < 64; i++) {
+			t1 = h + (ROR(e, 6) ^ ROR(e, 11) ^ ROR(e, 25)) + ((e & f) ^ (~e & g)) +
+			     round_k[i] + w[i];
+			t2 = (ROR(a, 2) ^ ROR(a, 13) ^ ROR(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+			h = g, g = f, f = e, e = d + t1;
+			d = c, c = b, b = a, a = t1 + t2;
+		}
+		state[0] += a, state[1] += b, state[2] += c, state[3] += d;
+		state[4] += e, state[5] += f, state[6] += g, state[7] += h;
+	}
+}
+
+#ifdef KB_SHA_NI
 
 /* Rounds 4i to 4i+3 (i a constant 0-15): cur holds message words 4i..4i+3;
  * next and prev, the schedule's registers after and before it, are
@@ -69,7 +106,7 @@ static const uint32_t round_k[64] = {
 #define NI_WORDS(p, i) _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)((p) + 16 * (i))), bswap)
 #define NI_BSWAP _mm_set_epi64x(0x0c0d0e0f08090a0bLL, 0x0405060700010203LL)
 
-/* nettle's state (a..h) into the SHA-NI registers (abef, cdgh), and back. */
+/* The state (a..h) into the SHA-NI registers (abef, cdgh), and back. */
 static inline NI_TARGET void ni_load(const uint32_t state[8], __m128i *s0, __m128i *s1)
 {
 	__m128i t = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)&state[0]), 0xb1);
@@ -88,7 +125,7 @@ static inline NI_TARGET void ni_store(uint32_t state[8], __m128i s0, __m128i s1)
 	_mm_storeu_si128((__m128i *)&state[4], _mm_alignr_epi8(s1, t, 8));
 }
 
-/* Compresses n whole blocks into state (nettle's layout: a..h). */
+/* Compresses n whole blocks into state (a..h). */
 NI_TARGET static void ni_blocks(uint32_t state[8], const uint8_t *p, size_t n)
 {
 	const __m128i bswap = NI_BSWAP;
@@ -191,9 +228,93 @@ int kb__sha256_ni_available(void)
 }
 #endif
 
+/* Compresses n whole blocks into state, by SHA-NI where s may. */
+static void compress(const kb_sha256 *s, uint32_t state[8], const uint8_t *p, size_t n)
+{
+#ifdef KB_SHA_NI
+	if (s->ni) {
+		ni_blocks(state, p, n);
+		return;
+	}
+#else
+	(void)s;
+#endif
+	c_blocks(state, p, n);
+}
+
+static void ctx_init(kb_sha256_ctx *c)
+{
+	static const uint32_t h0[8] = {
+		0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+		0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
+	};
+
+	memcpy(c->state, h0, sizeof(h0));
+	c->count = 0;
+	c->index = 0;
+}
+
+/* Completes a partly filled block first, then whole blocks in one run,
+ * and keeps the tail (as nettle's sha256_update). */
+static void ctx_update(kb_sha256 *s, const uint8_t *p, size_t len)
+{
+	kb_sha256_ctx *c = &s->ctx;
+	size_t n;
+
+	if (c->index) {
+		n = 64 - c->index;
+		if (len < n) {
+			memcpy(c->block + c->index, p, len);
+			c->index += (unsigned)len;
+			return;
+		}
+		memcpy(c->block + c->index, p, n);
+		compress(s, c->state, c->block, 1);
+		c->count++;
+		c->index = 0;
+		p += n;
+		len -= n;
+	}
+	n = len / 64;
+	if (n) {
+		compress(s, c->state, p, n);
+		c->count += n;
+		p += 64 * n;
+		len -= 64 * n;
+	}
+	memcpy(c->block, p, len);
+	c->index = (unsigned)len;
+}
+
+/* Pads (0x80, zeros, the length in bits, big-endian), finishes, writes
+ * the digest and starts s over (as nettle's sha256_digest). */
+static void ctx_digest(kb_sha256 *s, uint8_t d[32])
+{
+	kb_sha256_ctx *c = &s->ctx;
+	uint64_t bits = (c->count * 64 + c->index) * 8;
+
+	c->block[c->index++] = 0x80;
+	if (c->index > 56) {
+		memset(c->block + c->index, 0, 64 - c->index);
+		compress(s, c->state, c->block, 1);
+		c->index = 0;
+	}
+	memset(c->block + c->index, 0, 56 - c->index);
+	for (int i = 0; i < 8; i++)
+		c->block[56 + i] = (uint8_t)(bits >> (56 - 8 * i));
+	compress(s, c->state, c->block, 1);
+	for (int i = 0; i < 8; i++) {
+		d[4 * i] = (uint8_t)(c->state[i] >> 24);
+		d[4 * i + 1] = (uint8_t)(c->state[i] >> 16);
+		d[4 * i + 2] = (uint8_t)(c->state[i] >> 8);
+		d[4 * i + 3] = (uint8_t)c->state[i];
+	}
+	ctx_init(c);
+}
+
 void kb__sha256_init(kb_sha256 *s)
 {
-	sha256_init(&s->ctx);
+	ctx_init(&s->ctx);
 	s->ni = kb__sha256_ni_available();
 }
 
@@ -204,29 +325,7 @@ void kb__sha256_set_ni(kb_sha256 *s, int on)
 
 void kb__sha256_update(kb_sha256 *s, const void *data, size_t len)
 {
-	const uint8_t *p = data;
-
-#ifdef KB_SHA_NI
-	/* nettle completes a partly filled block first (after which its
-	 * index is 0), the loop takes the whole blocks and counts them as
-	 * nettle does (ctx.count: blocks done), nettle keeps the tail. */
-	if (s->ni && len >= 64 + (s->ctx.index ? 64 - s->ctx.index : 0)) {
-		size_t n;
-
-		if (s->ctx.index) {
-			n = 64 - s->ctx.index;
-			sha256_update(&s->ctx, n, p);
-			p += n;
-			len -= n;
-		}
-		n = len / 64;
-		ni_blocks(s->ctx.state, p, n);
-		s->ctx.count += n;
-		p += 64 * n;
-		len -= 64 * n;
-	}
-#endif
-	sha256_update(&s->ctx, len, p);
+	ctx_update(s, data, len);
 }
 
 void kb__sha256_spread(kb_sha256 *s, kb_sha256_spread *r, const void *data, size_t len)
@@ -240,7 +339,7 @@ void kb__sha256_spread(kb_sha256 *s, kb_sha256_spread *r, const void *data, size
 		if (s->ctx.index) {
 			size_t n = 64 - s->ctx.index;
 
-			sha256_update(&s->ctx, n, p);
+			ctx_update(s, p, n);
 			p += n;
 			len -= n;
 		}
@@ -252,7 +351,7 @@ void kb__sha256_spread(kb_sha256 *s, kb_sha256_spread *r, const void *data, size
 		return;
 	}
 #endif
-	sha256_update(&s->ctx, len, p);
+	ctx_update(s, p, len);
 }
 
 #ifdef KB_SHA_NI
@@ -264,7 +363,7 @@ void kb__sha256_piece(kb_sha256_spread *r)
 	ni_piece(r);
 	if (--r->left == 0) {
 		ni_spread_store(r);
-		sha256_update(&r->s->ctx, r->tail, r->p);
+		ctx_update(r->s, r->p, r->tail);
 	}
 #else
 	(void)r;
@@ -283,7 +382,7 @@ void kb__sha256_spread_end(kb_sha256_spread *r)
 		ni_spread_store(r);
 		ni_blocks(r->s->ctx.state, r->p, n);
 		r->s->ctx.count += n;
-		sha256_update(&r->s->ctx, r->tail, r->p + 64 * n);
+		ctx_update(r->s, r->p + 64 * n, r->tail);
 		r->left = 0;
 	}
 #else
@@ -294,10 +393,10 @@ void kb__sha256_spread_end(kb_sha256_spread *r)
 void kb__sha256_hex(kb_sha256 *s, char hex[65])
 {
 	static const char digits[] = "0123456789abcdef";
-	uint8_t d[SHA256_DIGEST_SIZE];
+	uint8_t d[32];
 
-	sha256_digest(&s->ctx, sizeof(d), d);
-	for (int i = 0; i < SHA256_DIGEST_SIZE; i++) {
+	ctx_digest(s, d);
+	for (int i = 0; i < 32; i++) {
 		hex[2 * i] = digits[d[i] >> 4];
 		hex[2 * i + 1] = digits[d[i] & 15];
 	}

@@ -1,13 +1,20 @@
-/* SHA-256 of a byte stream (nettle), as lowercase hex. */
+/* SHA-256 of a byte stream, as lowercase hex. */
 #ifndef KB_BASE_SHA256_H
 #define KB_BASE_SHA256_H
 
-#include <nettle/sha2.h>
 #include <stddef.h>
 #include <stdint.h>
 
+/* The running hash, laid out as nettle's struct sha256_ctx. */
+typedef struct kb_sha256_ctx {
+	uint32_t state[8];       /* a..h */
+	uint64_t count;          /* whole blocks compressed */
+	unsigned index;          /* bytes waiting in block */
+	uint8_t block[64];
+} kb_sha256_ctx;
+
 typedef struct kb_sha256 {
-	struct sha256_ctx ctx;
+	kb_sha256_ctx ctx;
 	int ni;                  /* whole blocks by the SHA-NI loop (sha256.c) */
 } kb_sha256;
 
