@@ -7,6 +7,7 @@
  */
 #include <check.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +41,8 @@ static void mm_kernel(kb_tl *tl, void *p)
 	kb_tl_composite(tl, &d);
 }
 
-static int mm_checks;
+/* Counted by mm_check, which sweep tests run on their worker threads. */
+static atomic_int mm_checks;
 
 static int mm_check(kb_bench_ctx *ctx, kb_simulation *sim, void *state, kb_result *res,
 		    kb_error *err)
@@ -59,7 +61,7 @@ static int mm_check(kb_bench_ctx *ctx, kb_simulation *sim, void *state, kb_resul
 				want[i * g->n + j] += g->ha[i * g->k + k] * g->hb[k * g->n + j];
 	rc = kb_bench_compare(sim, KB_FP32, g->c, want, n, res, err);
 	free(want);
-	mm_checks++;
+	atomic_fetch_add(&mm_checks, 1);
 	return rc;
 }
 
