@@ -175,14 +175,16 @@ START_TEST(test_plan_memo_matches)
 {
 	fixture f;
 	kb_plan_pool pool = { NULL, NULL };
-	kb_tl_tensor *m, *l, *O, *q;
-	int keyed = 0;
+	kb_tl_tensor *m, *l, *O, *q, *q96, *Kt;
+	int keyed = 0, multi = 0;
 
 	fx_init(&f);
 	q = tcm2(f.tl, KB_FP16, 8, 128);
 	m = tcm2(f.tl, KB_FP32, 8, 1);
 	l = tcm2(f.tl, KB_FP32, 8, 1);
 	O = tcm2(f.tl, KB_FP32, 8, 128);
+	q96 = tcm2(f.tl, KB_FP16, 8, 96);
+	Kt = tcm2(f.tl, KB_FP16, 64, 96);
 	for (int j = 0; j < 6; j++) {
 		kb_tl_op scale = { .op = "scale", .extras = { { "scale", 0.125 } } };
 		kb_tl_op add = { .op = "add", .args = { { "other", O } } };
@@ -202,6 +204,10 @@ START_TEST(test_plan_memo_matches)
 		ck_assert_ptr_nonnull(kb_tl_composite(f.tl, &d));
 		d = (kb_tl_composite_desc){ .op = "exp_diff", .a = S, .b = m };
 		ck_assert_ptr_nonnull(kb_tl_composite(f.tl, &d));
+		/* opt3's Q.K^T on a K tile in TCM: two k-steps (64, then 32) */
+		d = (kb_tl_composite_desc){ .op = "gemm", .a = q96, .b = Kt, .flags = KB_TL_TRANS_B,
+					    .epilogue = &scale, .n_epilogue = 1 };
+		ck_assert_ptr_nonnull(kb_tl_composite(f.tl, &d));
 		ck_assert_int_eq(kb_tl_scope_end(f.tl), KB_OK);
 	}
 	for (int i = 0; i < f.cp.n; i++) {
@@ -212,6 +218,8 @@ START_TEST(test_plan_memo_matches)
 		ck_assert_int_eq(kb__plan_create_from(&a, &pool, c, &f.m, &err), KB_OK);
 		ck_assert_int_eq(kb__plan_create(&b, c, &f.m, &err), KB_OK);
 		keyed += c->kind == KB_CMD_COMPOSITE && c->dig->key != 0;
+		/* a replay of several loop steps takes its costs from the memo */
+		multi += c->kind == KB_CMD_COMPOSITE && c->dig->key != 0 && a->n_steps > 1 && a->cost_ok;
 		ck_assert_int_eq(a->gemm, b->gemm);
 		ck_assert_uint_eq(a->n_pre, b->n_pre);
 		ck_assert_uint_eq(a->n_post, b->n_post);
@@ -237,7 +245,8 @@ START_TEST(test_plan_memo_matches)
 		kb__plan_free(b);
 	}
 	/* templates from the second tile's calls on: tiles 3 to 6 replay */
-	ck_assert_int_ge(keyed, 12);
+	ck_assert_int_ge(keyed, 16);
+	ck_assert_int_ge(multi, 4);
 	ck_assert_ptr_nonnull(pool.memo);
 	kb__plan_free_pool(&pool);
 	fx_done(&f);

@@ -228,20 +228,42 @@ struct kb_plan_memo {
 	kb_plan *plan[N_MEMO];   /* stages and costs only: no command */
 };
 
-/* Where stage st of phase ph keeps its cost in p->cost. */
-static int cost_index(const kb_plan *p, kb_phase ph, const kb_stage_ref *st)
+/* Whether a plan's stage costs fit its cost buffer: those of every step
+ * of the loop too, n_last a step (decode opt3's GEMMs on a loaded K or V
+ * tile are two steps). */
+static int costs_fit(const kb_plan *p)
 {
-	const kb_stage_ref *base = ph == KB_PH_PRE ? p->pre : ph == KB_PH_POST ? p->post : p->last;
-	uint32_t n = ph == KB_PH_PRE ? p->n_pre : ph == KB_PH_POST ? p->n_post : p->n_last;
-	int at = ph == KB_PH_PRE ? 0 : ph == KB_PH_POST ? KB_PLAN_MAX_STEPS : 2 * KB_PLAN_MAX_STEPS;
+	return p->n_steps <= KB_PLAN_MAX_STAGES && p->n_steps * p->n_last <= KB_PLAN_MAX_STAGES;
+}
 
-	return st >= base && st < base + n ? at + (int)(st - base) : -1;
+/*
+ * Where stage st of phase ph (loop step `step`) keeps its cost in p->cost.
+ * A loop step keeps n_last entries, its stage's place in mid or last: the
+ * first n_mid stages of last are mid's (plan_gemm_stages), so the same
+ * entry serves either list, and no step % kt tells a k-step's list apart.
+ */
+static inline int cost_index(const kb_plan *p, kb_phase ph, uint64_t step, const kb_stage_ref *st)
+{
+	if (ph == KB_PH_LOOP) {
+		/* by address: st may be in either array */
+		uintptr_t i = ((uintptr_t)st - (uintptr_t)p->last) / sizeof(*st);
+
+		if (step >= p->n_steps)
+			return -1;
+		if (i >= p->n_last && (i = ((uintptr_t)st - (uintptr_t)p->mid) / sizeof(*st)) >= p->n_mid)
+			return -1;
+		return 2 * KB_PLAN_MAX_STEPS + (int)step * (int)p->n_last + (int)i;
+	}
+	if (ph == KB_PH_PRE)
+		return st >= p->pre && st < p->pre + p->n_pre ? (int)(st - p->pre) : -1;
+	return st >= p->post && st < p->post + p->n_post ? KB_PLAN_MAX_STEPS + (int)(st - p->post) : -1;
 }
 
 static void cost_compute(const kb_plan *p, kb_phase ph, uint64_t step, const kb_stage_ref *st,
 			 kb_stage_cost *c);
 
-/* Works out every stage's cost of a single-step plan into p->cost. */
+/* Works out every stage's cost of a plan whose costs fit (costs_fit)
+ * into p->cost. */
 static int cost_all(kb_plan *p)
 {
 	if (!p->cost && !(p->cost = malloc(KB_PLAN_COSTS * sizeof(*p->cost))))
@@ -250,8 +272,11 @@ static int cost_all(kb_plan *p)
 		cost_compute(p, KB_PH_PRE, i, &p->pre[i], &p->cost[i]);
 	for (uint32_t i = 0; i < p->n_post; i++)
 		cost_compute(p, KB_PH_POST, i, &p->post[i], &p->cost[KB_PLAN_MAX_STEPS + i]);
-	for (uint32_t i = 0; i < p->n_last; i++)
-		cost_compute(p, KB_PH_LOOP, 0, &p->last[i], &p->cost[2 * KB_PLAN_MAX_STEPS + i]);
+	/* each step's as if it were a last k-step (see cost_index) */
+	for (uint64_t s = 0; s < p->n_steps; s++)
+		for (uint32_t i = 0; i < p->n_last; i++)
+			cost_compute(p, KB_PH_LOOP, s, &p->last[i],
+				     &p->cost[2 * KB_PLAN_MAX_STEPS + s * p->n_last + i]);
 	p->cost_ok = 1;
 	return 0;
 }
@@ -279,10 +304,10 @@ static int plan_copy(kb_plan *p, const kb_plan *f)
 	p->n_last = f->n_last;
 	for (uint32_t i = 0; i < f->n_mid; i++)
 		p->mid[i] = f->mid[i];
-	for (uint32_t i = 0; i < f->n_last; i++) {
+	for (uint32_t i = 0; i < f->n_last; i++)
 		p->last[i] = f->last[i];
+	for (uint32_t i = 0; i < (uint32_t)f->n_steps * f->n_last; i++)
 		p->cost[2 * KB_PLAN_MAX_STEPS + i] = f->cost[2 * KB_PLAN_MAX_STEPS + i];
-	}
 	p->last_op = f->last_op;
 	p->cost_ok = 1;
 	return 0;
@@ -355,7 +380,7 @@ int kb__plan_create_from(kb_plan **out, kb_plan_pool *pool, kb_cmd *cmd, const k
 			p->gemm = d->gemm;
 			rc = p->gemm >= 0 ? plan_gemm(p, d, p->gemm) : plan_math(p, d);
 			/* a key's first plan: its costs now, for the others */
-			if (!rc && key && p->n_steps == 1 && !cost_all(p))
+			if (!rc && key && costs_fit(p) && !cost_all(p))
 				memo_keep(pool, key, p);
 		}
 	} else {
@@ -636,7 +661,7 @@ void kb__plan_cost(const kb_plan *p, kb_phase ph, uint64_t step, const kb_stage_
 {
 	int i;
 
-	if (p->cost_ok && (i = cost_index(p, ph, st)) >= 0) {
+	if (p->cost_ok && (i = cost_index(p, ph, step, st)) >= 0) {
 		*c = p->cost[i];
 		return;
 	}

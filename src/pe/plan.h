@@ -52,9 +52,10 @@ typedef struct kb_plan {
 	/* The command's digest (composites; NULL otherwise): what stages
 	 * cost is read there, not from the ops (cold when a stage runs). */
 	const kb_cmd_dig *dig;
-	/* With a single step: every stage's cost, pre, post, then last
-	 * (KB_PLAN_COSTS entries, the plan's own), worked out once for a
-	 * digest key and copied; cost_ok says they are. */
+	/* With few steps: every stage's cost, pre, post, then each loop
+	 * step's at n_last entries apart (KB_PLAN_COSTS entries, the plan's
+	 * own), worked out once for a digest key and copied; cost_ok says
+	 * they are. */
 	struct kb_stage_cost *cost;
 	int cost_ok;
 	uint32_t n_mid, n_last;
