@@ -6,7 +6,7 @@
 #include "kernbench/tl.h"
 #include "pe/cmd.h"
 
-#define MAX_CAP 256
+#define MAX_CAP 512
 
 typedef struct capture {
 	kb_cmd *c[MAX_CAP];

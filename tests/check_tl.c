@@ -1231,7 +1231,8 @@ START_TEST(test_replay_tcm_exhausted)
 		capture cp = { .n = 0 };
 		kb_tl *tl = new_tl(&cp);
 		kb_tl_tensor *a = tcm2(tl, KB_FP32, 64, 64), *w = tcm2(tl, KB_FP32, 64, 64);
-		kb_tl_composite_desc d = { .op = "gemm", .a = a, .b = w };
+		/* a GEMM (a template), or one MATH op (kb__replay_math) */
+		kb_tl_composite_desc d = { .op = _i ? "add" : "gemm", .a = a, .b = w };
 		int i = 0;
 
 		tl->replay_off = off;
@@ -1264,10 +1265,15 @@ START_TEST(test_replay_cycle_past_templates)
 
 		for (int i = 0; i < 20; i++)
 			x[i] = tcm2(tl[w], KB_FP32, 1, 1 + i);
+		/* one op (kb__replay_math's 32 calls), and two (templates) */
 		for (int j = 0; j < 10; j++)
 			for (int i = 0; i < 20; i++) {
+				kb_tl_op add = { .op = "add", .args = { { "other", x[i] } } };
 				kb_tl_composite_desc d = { .op = "relu", .a = x[i], .out = x[i] };
 
+				ck_assert_ptr_eq(kb_tl_composite(tl[w], &d), x[i]);
+				d.epilogue = &add;
+				d.n_epilogue = 1;
 				ck_assert_ptr_eq(kb_tl_composite(tl[w], &d), x[i]);
 			}
 	}
@@ -1301,7 +1307,7 @@ Suite *tl_suite(void)
 	tcase_add_test(rec, test_type_of_handles);
 	tcase_add_test(rec, test_recipe_shape_memo);
 	tcase_add_test(rec, test_replay_matches_full);
-	tcase_add_test(rec, test_replay_tcm_exhausted);
+	tcase_add_loop_test(rec, test_replay_tcm_exhausted, 0, 2);
 	tcase_add_test(rec, test_replay_cycle_past_templates);
 	tcase_add_test(val, test_err_autobind_conflict);
 	tcase_add_test(val, test_err_prologue_hbm);

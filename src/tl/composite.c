@@ -64,6 +64,7 @@ typedef struct lowering {
 	kb_rkey key;
 	kb_replay *replay;
 	kb_replay_src src;
+	const kb_tl_composite_desc *math_call;   /* a one-op MATH call (replay.h), else NULL */
 } lowering;
 
 #define OP_GEMM (-1)
@@ -756,7 +757,8 @@ static int build_cmd(lowering *lw, kb_hslot *out, kb_tl_tensor *result)
 	}
 	if (kb__cmd_sets(c, lw->reads, lw->n_reads, lw->rw, lw->n_rw, lw->writes, lw->n_writes))
 		return kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory");
-	if (lw->key.ok) {
+	/* a one-op MATH command is kept for kb__replay_math, not as a template */
+	if (!(lw->math_call && kb__replay_math_save(&lw->replay, lw->math_call, c)) && lw->key.ok) {
 		kb_replay_src *s = &lw->src;
 
 		s->cmd = c;
@@ -805,6 +807,11 @@ KB_API kb_tl_tensor *kb_tl_composite_at(kb_tl *tl, const kb_tl_composite_desc *d
 	lw = tl->lowering;
 	/* A call like one lowered before is that lowering replayed. */
 	lw->key.ok = 0;
+	lw->math_call = !tl->replay_off && kb__replay_math_call(d) ? d : NULL;
+	if (lw->math_call && kb__replay_math(&lw->replay, tl, d, &result)) {
+		tl->replays++;
+		return result;
+	}
 	if (!tl->replay_off)
 		kb__replay_key(tl, d, &lw->key);
 	if (lw->key.ok && kb__replay_run(&lw->replay, tl, &lw->key, &result)) {

@@ -58,7 +58,32 @@ typedef struct tpl {
 	const char *names;       /* the names, each NUL-terminated, in order */
 } tpl;
 
+/* A one-op MATH call (kb__replay_math): a handle as its lowering read it. */
+typedef struct msig {
+	uint8_t rank, space, dtype;
+	int64_t shape[KB_TL_MAX_RANK];
+} msig;
+
+#define N_MATH 32                /* opt3: seven a tile, a merge's more */
+
+typedef struct mcall {
+	uint16_t kind;           /* kb_math_kind */
+	uint8_t n_in;            /* operands: a, or a and b */
+	uint8_t auto_out;        /* no out given: a new TCM tensor like sig[2] */
+	uint8_t fixed;           /* the name is the library's own for kind */
+	unsigned flags;
+	msig sig[3];             /* a, b (n_in 2), out (given or made) */
+	const char *name[2];     /* operand names, as the full lowering set them */
+	uint64_t lbytes;
+	uint64_t dig[(sizeof(kb_cmd_dig) + sizeof(kb_opdig) + 7) / 8];   /* a kb_cmd_dig of one op */
+} mcall;
+
 struct kb_replay {
+	/* one-op MATH calls: their head names (by address) apart, scanned first */
+	const char *mop[N_MATH];
+	uint32_t mlast, mnext;
+	uint64_t mfills, mhits;
+	mcall m[N_MATH];
 	uint64_t hash[N_TPL];    /* t[i]'s key hash */
 	uint32_t last;           /* the template last replayed: a loop's next is the one after */
 	tpl *t[N_TPL];           /* NULL: unused */
@@ -527,6 +552,152 @@ void kb__replay_save(kb_replay **rp, const kb_rkey *k, const kb_replay_src *s)
 	free(r->t[i]);
 	r->t[i] = tpl_make(k, s);
 	r->hash[i] = k->hash;
+}
+
+/* ---- one-op MATH calls ---- */
+
+static inline int sig_eq(const msig *s, const kb_tview *v)
+{
+	if (s->rank != v->rank || s->space != v->space || s->dtype != v->dtype)
+		return 0;
+	for (int i = 0; i < v->rank; i++)
+		if (s->shape[i] != v->shape[i])
+			return 0;
+	return 1;
+}
+
+static void sig_set(msig *s, const kb_tview *v)
+{
+	s->rank = v->rank;
+	s->space = v->space;
+	s->dtype = v->dtype;
+	for (int i = 0; i < v->rank; i++)
+		s->shape[i] = v->shape[i];
+}
+
+/* The call a full lowering found valid with these very shapes, dtypes
+ * and spaces: everything it checks (the name, the operand count, the
+ * broadcast, out's shape, the plan's limits, the logical bytes' cap)
+ * follows from them, and a handle repeated in a call changes only the
+ * hazard sets, which are built as the full lowering builds them. */
+static const mcall *math_find(kb_replay *r, const kb_tl_composite_desc *d, const kb_hslot *a,
+			      const kb_hslot *b, const kb_hslot *o)
+{
+	for (uint32_t n = 1; n <= N_MATH; n++) {
+		uint32_t i = (r->mlast + n) % N_MATH;
+		const mcall *m = &r->m[i];
+
+		if (r->mop[i] != d->op || m->flags != d->flags || m->n_in != (b ? 2 : 1) ||
+		    m->auto_out != !o || !sig_eq(&m->sig[0], &a->view) ||
+		    (b && !sig_eq(&m->sig[1], &b->view)) || (o && !sig_eq(&m->sig[2], &o->view)))
+			continue;
+		/* a kernel's own buffer may hold other text by now */
+		if (!m->fixed && strcmp(d->op, kb__math_kind_name((kb_math_kind)m->kind)) != 0)
+			continue;
+		r->mlast = i;
+		return m;
+	}
+	return NULL;
+}
+
+int kb__replay_math(kb_replay **rp, kb_tl *tl, const kb_tl_composite_desc *d, kb_tl_tensor **res)
+{
+	kb_replay *r = *rp;
+	kb_hslot *a, *b = NULL, *o = NULL, *reads[2];
+	const mcall *m;
+	kb_opspec *op;
+	kb_cmd *c;
+	uint32_t n_reads = 1;
+
+	/* an invalid handle: the full lowering says which */
+	if (!r || !(a = kb__tl_slot_find(tl, d->a)) || (d->b && !(b = kb__tl_slot_find(tl, d->b))) ||
+	    (d->out && !(o = kb__tl_slot_find(tl, d->out))) || !(m = math_find(r, d, a, b, o)))
+		return 0;
+	r->mhits++;
+	*res = NULL;
+	/* in the full lowering's order: the command, then the output */
+	c = kb__tl_cmd_new_n(tl, KB_CMD_COMPOSITE, 1, 3);
+	if (!c)
+		return 1;
+	if (m->auto_out) {
+		kb_tl_tensor *t;
+
+		o = kb__tl_new_tcm(tl, (kb_dtype)m->sig[2].dtype, m->sig[2].rank, m->sig[2].shape, &t);
+		if (!o) {
+			kb__cmd_free(c);
+			return 1;
+		}
+		*res = t;
+	} else {
+		*res = d->out;
+	}
+	op = &c->ops[0];
+	op->kind = m->kind;
+	op->scope = KB_SCOPE_KERNEL;
+	op->n_operands = m->n_in;
+	op->n_extras = 0;
+	op->has_out = 1;
+	op->trans_b = 0;
+	op->operands[0].name = m->name[0];
+	op->operands[0].t = a->view;
+	reads[0] = a;
+	if (b) {
+		op->operands[1].name = m->name[1];
+		op->operands[1].t = b->view;
+		if (b != a)
+			reads[n_reads++] = b;
+	}
+	op->out = o->view;
+	c->n_ops = 1;
+	c->n_rw = 0;
+	c->lbytes = m->lbytes;
+	if (kb__cmd_set_digest(c, (const kb_cmd_dig *)(const void *)m->dig) ||
+	    kb__cmd_sets(c, reads, n_reads, NULL, 0, &o, 1)) {
+		kb__cmd_free(c);
+		kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory");
+		*res = NULL;
+		return 1;
+	}
+	if (kb__tl_emit(tl, c))
+		*res = NULL;
+	return 1;
+}
+
+int kb__replay_math_save(kb_replay **rp, const kb_tl_composite_desc *d, const kb_cmd *c)
+{
+	const kb_opspec *op = c->n_ops == 1 ? &c->ops[0] : NULL;
+	kb_replay *r = *rp;
+	kb_cmd_dig *dig;
+	mcall *m;
+	uint32_t i;
+
+	if (!op || op->kind == KB_OP_GEMM || !c->dig || c->n_rw || op->n_extras ||
+	    op->n_operands != (d->b ? 2 : 1))
+		return 0;
+	if (!r && !(r = *rp = calloc(1, sizeof(*r))))
+		return 1;
+	/* as templates (kb__replay_save): no more once they thrash */
+	if (r->mfills >= MAX_THRASH && r->mhits < 4 * r->mfills)
+		return 1;
+	r->mfills++;
+	i = r->mnext++ % N_MATH;
+	m = &r->m[i];
+	r->mop[i] = d->op;
+	m->kind = op->kind;
+	m->n_in = op->n_operands;
+	m->auto_out = !d->out;
+	m->fixed = d->op == kb__math_kind_name((kb_math_kind)op->kind);
+	m->flags = d->flags;
+	for (int k = 0; k < op->n_operands; k++) {
+		sig_set(&m->sig[k], &op->operands[k].t);
+		m->name[k] = op->operands[k].name;
+	}
+	sig_set(&m->sig[2], &op->out);
+	m->lbytes = c->lbytes;
+	dig = memcpy(m->dig, c->dig, kb__cmd_dig_size(1));
+	/* its commands share the digest: PE_SCHEDULER plans them alike */
+	dig->key = atomic_fetch_add_explicit(&next_dig_key, 1, memory_order_relaxed);
+	return 1;
 }
 
 void kb__replay_free(kb_replay *r)

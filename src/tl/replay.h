@@ -70,4 +70,27 @@ int kb__replay_run(kb_replay **rp, kb_tl *tl, const kb_rkey *k, kb_tl_tensor **r
 void kb__replay_save(kb_replay **rp, const kb_rkey *k, const kb_replay_src *s);
 void kb__replay_free(kb_replay *r);
 
+/*
+ * One-op MATH composites: a MATH head on a (and b), with neither prologue,
+ * epilogue, head extras nor out_hbm; decode opt3 lowers seven a tile. A
+ * template of these costs what their lowering does (a key of every word,
+ * the ops copied and patched), so they have a path of their own: the
+ * head's name by address and each handle's rank, dtype, space and shape,
+ * compared in place with what a full lowering of the call found valid;
+ * the command written from the handles (issue 13).
+ */
+static inline int kb__replay_math_call(const kb_tl_composite_desc *d)
+{
+	return d->a && !d->n_prologue && !d->n_epilogue && !d->out_hbm && !d->extras[0].name;
+}
+
+/* Lowers and emits d (kb__replay_math_call) like a full lowering of a
+ * call that matched it: 1 when one did, *res as kb__replay_run's; 0 when
+ * none matches. */
+int kb__replay_math(kb_replay **rp, kb_tl *tl, const kb_tl_composite_desc *d, kb_tl_tensor **res);
+/* Remembers c, the command a full lowering of d (kb__replay_math_call)
+ * made, before its emit: 1 when it is a one-op MATH command (kept, or
+ * not kept after thrashing), 0 when not one. */
+int kb__replay_math_save(kb_replay **rp, const kb_tl_composite_desc *d, const kb_cmd *c);
+
 #endif
