@@ -485,6 +485,66 @@ static int keep_one(const kb_oplog_record *rec, void *payload)
 	return 0;
 }
 
+/* An engine stage's record (kb__oplog_emit_stage) is the record that
+ * kb__oplog_emit writes with the fields step, n (when n >= 0) and operand
+ * (when there is one), byte for byte: steps below and past 100, n absent,
+ * 0 and large, operands absent, empty and in need of escapes, bytes
+ * absent and present. */
+static void one_record(int stage, const kb_oplog_record *r, const kb_oplog_stage *st,
+		       char json[ONE_RECORD])
+{
+	kb_oplog_options oo = { 0 };
+	kb_oplog *log = NULL;
+	kb_oplog_lane *lane;
+	kb_oplog_field f[3];
+	kb_error err;
+	char hex[65];
+	int n = 0;
+
+	oo.callback = keep_one;
+	oo.payload = json;
+	ck_assert_int_eq(kb__oplog_create(&log, &oo, &err), 0);
+	lane = kb__oplog_lane(log, 0);
+	ck_assert_ptr_nonnull(lane);
+	f[n++] = KB_FIELD_U("step", st->step);
+	if (st->n >= 0)
+		f[n++] = KB_FIELD_I("n", st->n);
+	if (st->operand)
+		f[n++] = KB_FIELD_S("operand", st->operand);
+	if (stage)
+		ck_assert_int_eq(kb__oplog_emit_stage(lane, r, st), 0);
+	else
+		ck_assert_int_eq(kb__oplog_emit(lane, r, f, n), 0);
+	ck_assert_int_eq(kb__oplog_finish(log, hex, NULL, &err), 0);
+	kb__oplog_destroy(log);
+}
+
+START_TEST(stage_records)
+{
+	static const uint64_t steps[] = { 0, 9, 10, 99, 100, 12345, UINT64_MAX };
+	static const int64_t ns[] = { -1, 0, 7, 4096, INT64_MAX };
+	static const char *const operands[] = { NULL, "", "K", "q\"\\\n" };
+	int checked = 0;
+
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
+		for (size_t j = 0; j < sizeof(ns) / sizeof(ns[0]); j++)
+			for (size_t k = 0; k < 4; k++) {
+				kb_oplog_record r = { 850516250, 850612250, 0, "dma", "dma_read", 2052,
+						      NULL, -1, k & 1 ? 2048 : -1, NULL, 0,
+						      sizeof(kb_oplog_record) };
+				kb_oplog_stage st = { steps[i], ns[j], operands[k] };
+				char a[ONE_RECORD] = "", b[ONE_RECORD] = "";
+
+				one_record(0, &r, &st, a);
+				one_record(1, &r, &st, b);
+				ck_assert_str_eq(b, a);
+				ck_assert_ptr_nonnull(strstr(a, "\"step\":"));
+				checked++;
+			}
+	ck_assert_int_eq(checked, 7 * 5 * 4);
+}
+END_TEST
+
 /* Typed record fields: the op_log formats them after the fixed keys, in
  * order, numbers in full range and strings escaped. */
 
@@ -1647,6 +1707,7 @@ Suite *oplog_suite(void)
 	tcase_add_test(format, sha256_empty);
 	tcase_add_test(format, sha256_paths);
 	tcase_add_test(format, typed_fields);
+	tcase_add_test(format, stage_records);
 	tcase_add_test(format, number_edges);
 	tcase_add_test(format, number_sweep);
 	tcase_add_test(format, time_pairs);

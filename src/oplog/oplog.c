@@ -321,7 +321,7 @@ int kb__oplog_serial(kb_oplog *log)
 	return KB_OK;
 }
 
-static int lane_reserve(lane_buf *lane, size_t text_len, int keep_fields)
+static inline __attribute__((always_inline)) int lane_reserve(lane_buf *lane, size_t text_len, int keep_fields)
 {
 	if (lane->n == lane->cap) {
 		size_t cap = lane->cap ? 2 * lane->cap : 64;
@@ -608,7 +608,7 @@ static inline __m128i digits8x2(uint32_t a, uint32_t b)
  * first one or two as t1 (the same multiple of 10^8): then both are that
  * prefix, once divided out, and eight digits each, the two chunks
  * independent of each other (issue 13). Else each number by itself. */
-static inline char *put_times(char *p, const char *end, uint64_t t0, uint64_t t1)
+static inline __attribute__((always_inline)) char *put_times(char *p, const char *end, uint64_t t0, uint64_t t1)
 {
 	if (p && (size_t)(end - p) >= 2 * FMT_U64_ROOM + 6 && t1 >= E8 && t1 < 100 * E8 &&
 	    t0 <= t1) {
@@ -656,7 +656,7 @@ static inline char *put_times(char *p, const char *end, uint64_t t0, uint64_t t1
 
 /* `,"pe":P,"eng":"E","op":"O","cmd":` of r: from the lane's cache, or
  * formatted (and kept when it fits a slot). */
-static inline char *put_middle(char *p, const char *end, kb_oplog_lane *lane,
+static inline __attribute__((always_inline)) char *put_middle(char *p, const char *end, kb_oplog_lane *lane,
 			       const kb_oplog_record *r)
 {
 	rec_tpl *t = NULL;
@@ -702,10 +702,36 @@ static inline char *put_middle(char *p, const char *end, kb_oplog_lane *lane,
 	return p;
 }
 
-/* Formats the fixed keys in their contract order, then the optional ones,
- * and the newline; returns the length, or -1 past len. */
-static int format_record(kb_oplog_lane *lane, char *buf, size_t len, const kb_oplog_record *r,
-			 const kb_oplog_field *fields, int n_fields)
+/* An engine stage's members (kb_oplog_stage): those that the same record
+ * with the fields step, n (n >= 0) and operand (when there is one) gets,
+ * with the keys as literals. */
+static inline char *put_stage(char *p, const char *end, const kb_oplog_stage *st)
+{
+	p = PUT_LIT(p, end, ",\"step\":");
+	/* a step is a stage's place in its command: under 100, inline */
+	if (st->step < 100 && p && end - p >= 2)
+		p = put_small(p, (uint32_t)st->step);
+	else
+		p = put_u64(p, end, st->step);
+	if (st->n >= 0) {
+		p = PUT_LIT(p, end, ",\"n\":");
+		p = put_u64(p, end, (uint64_t)st->n);
+	}
+	if (st->operand) {
+		p = PUT_LIT(p, end, ",\"operand\":\"");
+		p = put_json_str(p, end, st->operand);
+		p = PUT_LIT(p, end, "\"");
+	}
+	return p;
+}
+
+/* Formats the fixed keys in their contract order, then the optional ones
+ * (the fields, or an engine stage's: st), and the newline; returns the
+ * length, or -1 past len. */
+static inline __attribute__((always_inline)) int format_record(kb_oplog_lane *lane, char *buf, size_t len,
+							       const kb_oplog_record *r,
+							       const kb_oplog_field *fields, int n_fields,
+							       const kb_oplog_stage *st)
 {
 	const char *end = buf + len;
 	char *p = PUT_LIT(buf, end, "{\"t0\":");
@@ -723,7 +749,7 @@ static int format_record(kb_oplog_lane *lane, char *buf, size_t len, const kb_op
 		p = PUT_LIT(p, end, ",\"bytes\":");
 		p = put_i64(p, end, r->bytes);
 	}
-	p = put_fields(p, end, fields, n_fields);
+	p = st ? put_stage(p, end, st) : put_fields(p, end, fields, n_fields);
 	p = PUT_LIT(p, end, "}\n");
 	return p ? (int)(p - buf) : -1;
 }
@@ -732,8 +758,10 @@ static int format_record(kb_oplog_lane *lane, char *buf, size_t len, const kb_op
  * past it. */
 #define MAX_RECORD 1024
 
-int kb__oplog_emit(kb_oplog_lane *lane, const kb_oplog_record *rec, const kb_oplog_field *fields,
-		   int n_fields)
+/* kb__oplog_emit and kb__oplog_emit_stage: one of fields and st. */
+static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const kb_oplog_record *rec,
+						      const kb_oplog_field *fields, int n_fields,
+						      const kb_oplog_stage *st)
 {
 	lane_buf *b = &lane->cur;
 	uint32_t key = lane->order << 1 | 1;
@@ -758,7 +786,7 @@ int kb__oplog_emit(kb_oplog_lane *lane, const kb_oplog_record *rec, const kb_opl
 		lane->tpl = calloc(TPL_SLOTS, sizeof(*lane->tpl));
 	/* Room for the longest record, then it is formatted in place. */
 	if (lane_reserve(b, MAX_RECORD + 1, lane->keep_fields) ||
-	    (n = format_record(lane, b->text + b->text_n, MAX_RECORD + 1, rec, fields, n_fields)) < 0) {
+	    (n = format_record(lane, b->text + b->text_n, MAX_RECORD + 1, rec, fields, n_fields, st)) < 0) {
 		atomic_store_explicit(&lane->oom, 1, memory_order_relaxed);
 		return KB_ENOMEM;
 	}
@@ -781,6 +809,17 @@ int kb__oplog_emit(kb_oplog_lane *lane, const kb_oplog_record *rec, const kb_opl
 			kb__sha256_piece(sh->pend);
 	}
 	return KB_OK;
+}
+
+int kb__oplog_emit(kb_oplog_lane *lane, const kb_oplog_record *rec, const kb_oplog_field *fields,
+		   int n_fields)
+{
+	return emit(lane, rec, fields, n_fields, NULL);
+}
+
+int kb__oplog_emit_stage(kb_oplog_lane *lane, const kb_oplog_record *rec, const kb_oplog_stage *st)
+{
+	return emit(lane, rec, NULL, 0, st);
 }
 
 const size_t *kb__oplog_pending(const kb_oplog *log)

@@ -88,6 +88,15 @@ typedef struct kb_oplog_field {
  * the text they format to by their address. */
 int kb__oplog_emit(kb_oplog_lane *lane, const kb_oplog_record *rec, const kb_oplog_field *fields,
 		   int n_fields);
+/* An engine stage's record (pe/engines.c): the bytes kb__oplog_emit
+ * writes with the fields step, n when n >= 0, and operand when it is not
+ * NULL, in that order, with no list of fields to walk (issue 13). */
+typedef struct kb_oplog_stage {
+	uint64_t step;
+	int64_t n;
+	const char *operand;
+} kb_oplog_stage;
+int kb__oplog_emit_stage(kb_oplog_lane *lane, const kb_oplog_record *rec, const kb_oplog_stage *st);
 /* Merges and writes every record with t1 < bound (KB_TIME_INF: all). */
 int kb__oplog_flush(kb_oplog *log, kb_time bound, kb_error *err);
 /* Parallel executor: when every buffered record is final (a window has

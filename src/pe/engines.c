@@ -71,15 +71,14 @@ static int log_stage(kb_time now, kb_engine *e, const chan *c, uint64_t step)
 	const kb_stage_cost *cost = &c->cost;
 	const kb_stage_ref *st = c->st;
 	const kb_cmd *cmd = c->p->cmd;
-	kb_oplog_field f[3];
-	int n = 0;
+	kb_oplog_stage f = { step, cost->n, NULL };
 
-	f[n++] = KB_FIELD_U("step", step);
-	if (cost->n >= 0)
-		f[n++] = KB_FIELD_I("n", cost->n);
-	if (st->kind == KB_ST_DMA_READ && st->op >= 0)
-		f[n++] = KB_FIELD_S("operand", cmd->ops[st->op].operands[st->operand].name);
-	return kb__pe_log(e->ps, e->eng, cost->op, cmd->id, c->t0, now, cost->bytes, f, n);
+	if (st->kind == KB_ST_DMA_READ && st->op >= 0) {
+		f.operand = cmd->ops[st->op].operands[st->operand].name;
+		if (!f.operand)
+			f.operand = "";
+	}
+	return kb__pe_log_stage(e->ps, e->eng, cost->op, cmd->id, c->t0, now, cost->bytes, &f);
 }
 
 /* The stage at the head of channel ch ended: its message goes on to the
