@@ -94,7 +94,10 @@ int kb__tl_emit(kb_tl *tl, kb_cmd *c)
 	if (c->kind == KB_CMD_CPU) {
 		tl->dispatch_ps += kb__clock_ps(&tl->clock, kb__dispatch_cycles(&tl->cfg.cost, c));
 	} else if (c->kind < KB_CMD_WAIT) {
-		uint32_t i = (uint32_t)c->lbytes & 7u;
+		/* Logical bytes go in steps of 4 and 8 (doc/commands.md): their
+		 * low bits alone put decode opt3's 26, 34, 58 and 66 in one
+		 * entry, which missed for half its commands. */
+		uint32_t i = (uint32_t)(c->lbytes ^ c->lbytes >> 3) & 7u;
 
 		if (tl->disp_lbytes[i] != c->lbytes) {
 			tl->disp_lbytes[i] = c->lbytes;

@@ -583,8 +583,11 @@ static void sig_set(msig *s, const kb_tview *v)
 static const mcall *math_find(kb_replay *r, const kb_tl_composite_desc *d, const kb_hslot *a,
 			      const kb_hslot *b, const kb_hslot *o)
 {
-	for (uint32_t n = 1; n <= N_MATH; n++) {
-		uint32_t i = (r->mlast + n) % N_MATH;
+	/* from the one after the last found: a kernel calls them in turn */
+	uint32_t used = r->mfills < N_MATH ? (uint32_t)r->mfills : N_MATH;
+
+	for (uint32_t n = 1; n <= used; n++) {
+		uint32_t i = r->mlast + n < used ? r->mlast + n : r->mlast + n - used;
 		const mcall *m = &r->m[i];
 
 		if (r->mop[i] != d->op || m->flags != d->flags || m->n_in != (b ? 2 : 1) ||

@@ -29,7 +29,8 @@ struct kb_tl {
 	kb_tl_config cfg;
 	kb_clock clock;          /* cfg.cost.clock_ghz: dispatch_ps without a division */
 	/* Dispatch ps of a command by its logical bytes (all but CPU
-	 * overhead): a kernel emits a few sizes over and over. */
+	 * overhead): a kernel emits a few sizes over and over (kb__tl_emit
+	 * says which entry). */
 	uint64_t disp_lbytes[8], disp_ps[8];
 	int failed, cancelled;
 	kb_error error;
