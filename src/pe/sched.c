@@ -199,6 +199,22 @@ static int conflicts_queued(kb_sched *s, size_t i)
 	return 0;
 }
 
+/* Plans cmd with room for it in s->fl; on failure the LP fails and cmd
+ * stays the caller's. Out of line: its kb_error (1 KiB) would otherwise
+ * be in the frame of every admission. */
+static __attribute__((noinline)) int plan_for(kb_lp *lp, kb_sched *s, kb_cmd *cmd, kb_plan **p)
+{
+	kb_error err;
+	int rc;
+
+	if (fl_room(s))
+		return kb__lp_fail(lp, KB_ENOMEM, "out of memory admitting a command");
+	rc = kb__plan_create_from(p, &s->pool, cmd, s->ps->m, &err);
+	if (rc)
+		return kb__lp_fail(lp, rc, "%s", err.message);
+	return KB_OK;
+}
+
 /*
  * Admits what the policy allows. strict_fifo (the seeds' behaviour, DDD
  * §8): the queue's head, while it conflicts with no in-flight command;
@@ -209,34 +225,32 @@ static int conflicts_queued(kb_sched *s, size_t i)
  */
 static int try_admit(kb_lp *lp, kb_sched *s)
 {
-	kb_machine *m = s->ps->m;
 	size_t i = 0;
 
 	while (i < s->q_n) {
-		queued q = *q_at(s, i);
+		const queued *q = q_at(s, i);
+		kb_cmd *cmd = q->cmd;
+		kb_hazard_sig sig = q->sig;
 		kb_plan *p;
-		kb_error err;
 		int rc;
 
-		if (blocker(s, q.cmd, q.sig) || (i && conflicts_queued(s, i))) {
+		if (blocker(s, cmd, sig) || (i && conflicts_queued(s, i))) {
 			if (!s->rw_aware)
 				return KB_OK;
 			i++;
 			continue;
 		}
-		if (kb__lp_now(lp) > q.arrived) {
-			rc = kb__pe_log(s->ps, KB_ENG_SCHED, "hazard_wait", q.cmd->id, q.arrived,
+		if (kb__lp_now(lp) > q->arrived) {
+			rc = kb__pe_log(s->ps, KB_ENG_SCHED, "hazard_wait", cmd->id, q->arrived,
 					kb__lp_now(lp), -1, NULL, 0);
 			if (rc)
 				return kb__lp_fail(lp, rc, "cannot buffer an op_log record");
 		}
-		if (fl_room(s))
-			return kb__lp_fail(lp, KB_ENOMEM, "out of memory admitting a command");
-		rc = kb__plan_create_from(&p, &s->pool, q.cmd, m, &err);
+		rc = plan_for(lp, s, cmd, &p);
 		if (rc)
-			return kb__lp_fail(lp, rc, "%s", err.message);
+			return rc;
 		q_remove(s, i);
-		rc = start_plan(lp, s, p, q.sig);
+		rc = start_plan(lp, s, p, sig);
 		if (rc)
 			return rc;
 	}
@@ -245,6 +259,21 @@ static int try_admit(kb_lp *lp, kb_sched *s)
 
 static int enqueue(kb_lp *lp, kb_sched *s, kb_cmd *cmd)
 {
+	kb_hazard_sig sig = kb__hazard_sign(cmd);
+
+	/* An empty queue: the command is the head try_admit would look at,
+	 * admitted now (no hazard wait) unless an in-flight command blocks
+	 * it; taken straight, not through a queue entry read back at once. */
+	if (!s->q_n && !blocker(s, cmd, sig)) {
+		kb_plan *p;
+		int rc = plan_for(lp, s, cmd, &p);
+
+		if (rc) {
+			kb__cmd_free(cmd);
+			return rc;
+		}
+		return start_plan(lp, s, p, sig);
+	}
 	if (s->q_n == s->q_cap) {
 		size_t cap = s->q_cap ? 2 * s->q_cap : 16;
 		queued *q = malloc(cap * sizeof(*q));
@@ -260,8 +289,13 @@ static int enqueue(kb_lp *lp, kb_sched *s, kb_cmd *cmd)
 		s->q_head = 0;
 		s->q_cap = cap;
 	}
-	*q_at(s, s->q_n) = (queued){ cmd, kb__lp_now(lp), kb__hazard_sign(cmd) };
+	*q_at(s, s->q_n) = (queued){ cmd, kb__lp_now(lp), sig };
 	s->q_n++;
+	/* Alone in the queue, it is blocked (above). Behind others, under
+	 * strict FIFO, it waits behind the head, which try_admit left blocked
+	 * with nothing in flight changed since. */
+	if (s->q_n == 1 || !s->rw_aware)
+		return KB_OK;
 	return try_admit(lp, s);
 }
 
