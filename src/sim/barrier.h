@@ -10,20 +10,25 @@
 #include <linux/futex.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include <urcu/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
-/* Sleep while *addr == val / wake n sleepers, with liburcu's futex
- * wrapper. The ops are the _PRIVATE ones of linux/futex.h: the word never
- * leaves the process, which spares the kernel a lookup; on Linux
- * futex_noasync hands the op to the system call as it is. */
+/* Sleep while *addr == val / wake n sleepers: the futex system call
+ * itself. The ops are the _PRIVATE ones of linux/futex.h: the word never
+ * leaves the process, which spares the kernel a lookup. (liburcu's
+ * futex_noasync did the same call, but its fallback for kernels without
+ * futexes was the library's only symbol from liburcu-cds, and loading
+ * that library cost every process ~60 symbol relocations and a mapping:
+ * issue 13.) A failed wait (EAGAIN: the word moved; EINTR) or wake is
+ * harmless: callers re-check the word. */
 static inline void kb__futex_wait(_Atomic unsigned *addr, unsigned val)
 {
-	futex_noasync((int32_t *)addr, FUTEX_WAIT_PRIVATE, (int32_t)val, NULL, NULL, 0);
+	syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
 }
 
 static inline void kb__futex_wake(_Atomic unsigned *addr, int n)
 {
-	futex_noasync((int32_t *)addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+	syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
 }
 
 typedef struct kb_barrier {
