@@ -215,10 +215,27 @@ int kb__plan_create(kb_plan **out, kb_cmd *cmd, const kb_machine *m, kb_error *e
  * replays from one template has the same stages and stage costs, so the
  * first such command's plan, its costs worked out at once, is kept here
  * and the others copy it (plan_gemm_stages, plan_math and a cost per stage
- * were ~4% of decode opt2). A plan copies the costs it uses: an entry may
- * be replaced while its plans are in flight.
+ * were ~4% of decode opt2). The costs are one block the key's plans
+ * share, counted: an entry may be replaced while its plans are in flight.
+ * Copied, they were a ~5 KB buffer a plan, each cold where a stage read
+ * it (issue 13).
  */
 #define N_MEMO 16
+
+typedef struct kb_cost_block {
+	uint32_t refs;           /* the memo's entry and the plans using it */
+	kb_stage_cost c[KB_PLAN_COSTS];
+} kb_cost_block;
+
+/* Drops p's use of its cost block (the last one frees it). */
+static void cost_release(kb_plan *p)
+{
+	if (p->cost_blk && --p->cost_blk->refs == 0)
+		free(p->cost_blk);
+	p->cost_blk = NULL;
+	p->cost = NULL;
+	p->cost_ok = 0;
+}
 
 /* Direct-mapped by key: the tl context numbers its templates in turn, so
  * a kernel's composites (opt3: ten a tile) take consecutive entries, and
@@ -266,39 +283,38 @@ static void cost_compute(const kb_plan *p, kb_phase ph, uint64_t step, const kb_
  * into p->cost. */
 static int cost_all(kb_plan *p)
 {
-	if (!p->cost && !(p->cost = malloc(KB_PLAN_COSTS * sizeof(*p->cost))))
+	kb_cost_block *b = malloc(sizeof(*b));
+
+	if (!b)
 		return -1;
+	b->refs = 1;
 	for (uint32_t i = 0; i < p->n_pre; i++)
-		cost_compute(p, KB_PH_PRE, i, &p->pre[i], &p->cost[i]);
+		cost_compute(p, KB_PH_PRE, i, &p->pre[i], &b->c[i]);
 	for (uint32_t i = 0; i < p->n_post; i++)
-		cost_compute(p, KB_PH_POST, i, &p->post[i], &p->cost[KB_PLAN_MAX_STEPS + i]);
+		cost_compute(p, KB_PH_POST, i, &p->post[i], &b->c[KB_PLAN_MAX_STEPS + i]);
 	/* each step's as if it were a last k-step (see cost_index) */
 	for (uint64_t s = 0; s < p->n_steps; s++)
 		for (uint32_t i = 0; i < p->n_last; i++)
 			cost_compute(p, KB_PH_LOOP, s, &p->last[i],
-				     &p->cost[2 * KB_PLAN_MAX_STEPS + s * p->n_last + i]);
+				     &b->c[2 * KB_PLAN_MAX_STEPS + s * p->n_last + i]);
+	p->cost_blk = b;
+	p->cost = b->c;
 	p->cost_ok = 1;
 	return 0;
 }
 
 /* Copies from f (a plan of the same digest key) what planning derives
- * from the digest: stages, loop geometry and stage costs. */
-static int plan_copy(kb_plan *p, const kb_plan *f)
+ * from the digest: stages and loop geometry; and shares its costs. */
+static void plan_copy(kb_plan *p, const kb_plan *f)
 {
-	if (!p->cost && !(p->cost = malloc(KB_PLAN_COSTS * sizeof(*p->cost))))
-		return -1;
 	/* Loops, not memcpy calls: a few entries each. */
 	p->gemm = f->gemm;
 	p->n_pre = f->n_pre;
 	p->n_post = f->n_post;
-	for (uint32_t i = 0; i < f->n_pre; i++) {
+	for (uint32_t i = 0; i < f->n_pre; i++)
 		p->pre[i] = f->pre[i];
-		p->cost[i] = f->cost[i];
-	}
-	for (uint32_t i = 0; i < f->n_post; i++) {
+	for (uint32_t i = 0; i < f->n_post; i++)
 		p->post[i] = f->post[i];
-		p->cost[KB_PLAN_MAX_STEPS + i] = f->cost[KB_PLAN_MAX_STEPS + i];
-	}
 	memcpy(&p->M, &f->M, offsetof(kb_plan, mid) - offsetof(kb_plan, M));
 	p->n_mid = f->n_mid;
 	p->n_last = f->n_last;
@@ -306,11 +322,11 @@ static int plan_copy(kb_plan *p, const kb_plan *f)
 		p->mid[i] = f->mid[i];
 	for (uint32_t i = 0; i < f->n_last; i++)
 		p->last[i] = f->last[i];
-	for (uint32_t i = 0; i < (uint32_t)f->n_steps * f->n_last; i++)
-		p->cost[2 * KB_PLAN_MAX_STEPS + i] = f->cost[2 * KB_PLAN_MAX_STEPS + i];
 	p->last_op = f->last_op;
+	f->cost_blk->refs++;
+	p->cost_blk = f->cost_blk;
+	p->cost = f->cost;
 	p->cost_ok = 1;
-	return 0;
 }
 
 static const kb_plan *memo_find(const kb_plan_memo *mo, uint64_t key)
@@ -331,8 +347,8 @@ static void memo_keep(kb_plan_pool *pool, uint64_t key, const kb_plan *p)
 	mo->key[i] = 0;
 	if (!(f = mo->plan[i]) && !(f = mo->plan[i] = calloc(1, sizeof(*f))))
 		return;
-	if (plan_copy(f, p))
-		return;
+	cost_release(f);
+	plan_copy(f, p);
 	mo->key[i] = key;
 }
 
@@ -349,10 +365,11 @@ int kb__plan_create_from(kb_plan **out, kb_plan_pool *pool, kb_cmd *cmd, const k
 		return kb__err(err, KB_ENOMEM, "out of memory planning command %llu",
 			       (unsigned long long)cmd->id);
 	if (pool && pool->spare == p)
-		pool->spare = p->next;
+		pool->spare = p->next;   /* its costs released when recycled */
 	else
-		p->cost = NULL;   /* a new plan: no cost buffer yet */
+		p->cost_blk = NULL;
 	plan_zero(p);
+	p->cost = NULL;
 	p->cost_ok = 0;
 	p->dig = NULL;
 	p->cmd = cmd;
@@ -375,7 +392,7 @@ int kb__plan_create_from(kb_plan **out, kb_plan_pool *pool, kb_cmd *cmd, const k
 		p->dig = d;
 		key = pool ? d->key : 0;
 		if (key && pool->memo && (memo = memo_find(pool->memo, key)))
-			rc = plan_copy(p, memo) ? -2 : 0;
+			plan_copy(p, memo);
 		else {
 			p->gemm = d->gemm;
 			rc = p->gemm >= 0 ? plan_gemm(p, d, p->gemm) : plan_math(p, d);
@@ -459,7 +476,7 @@ void kb__plan_free(kb_plan *p)
 	if (!p)
 		return;
 	free_data(p);
-	free(p->cost);
+	cost_release(p);
 	free(p);
 }
 
@@ -468,6 +485,7 @@ void kb__plan_recycle(kb_plan *p, kb_plan_pool *pool)
 	if (!p)
 		return;
 	free_data(p);
+	cost_release(p);
 	p->next = pool->spare;
 	pool->spare = p;
 }
@@ -478,13 +496,12 @@ void kb__plan_free_pool(kb_plan_pool *pool)
 		kb_plan *p = pool->spare;
 
 		pool->spare = p->next;
-		free(p->cost);
 		free(p);
 	}
 	if (pool->memo) {
 		for (int i = 0; i < N_MEMO; i++)
 			if (pool->memo->plan[i]) {
-				free(pool->memo->plan[i]->cost);
+				cost_release(pool->memo->plan[i]);
 				free(pool->memo->plan[i]);
 			}
 		free(pool->memo);

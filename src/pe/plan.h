@@ -53,10 +53,11 @@ typedef struct kb_plan {
 	 * cost is read there, not from the ops (cold when a stage runs). */
 	const kb_cmd_dig *dig;
 	/* With few steps: every stage's cost, pre, post, then each loop
-	 * step's at n_last entries apart (KB_PLAN_COSTS entries, the plan's
-	 * own), worked out once for a digest key and copied; cost_ok says
-	 * they are. */
-	struct kb_stage_cost *cost;
+	 * step's at n_last entries apart (KB_PLAN_COSTS entries), worked out
+	 * once for a digest key and shared by its plans (cost_blk, counted);
+	 * cost_ok says they are. */
+	const struct kb_stage_cost *cost;
+	struct kb_cost_block *cost_blk;
 	int cost_ok;
 	uint32_t n_mid, n_last;
 	int over_op;             /* op of the first stage over a limit, -1: none */
