@@ -150,6 +150,13 @@ typedef struct kb_cmd {
 	/* deps, reads, writes and ops live in the command's own allocation
 	 * (one malloc per command), each id array with room for cap_ids. */
 	uint32_t cap_ids;
+	/* 1: disp_ps is the command's dispatch time in ps, which the tl
+	 * context worked out as it emitted it (kb__tl_emit), with the cost
+	 * model and clock of its kb_tl_config, which are the machine's (the
+	 * runtime's attach_kernels): PE_CPU takes it instead of working it
+	 * out again. 0: PE_CPU works it out. */
+	uint32_t has_disp_ps;
+	uint64_t disp_ps;
 	/* COMPOSITE */
 	kb_cmd_dig *dig;         /* kb__cmd_digest's, in the command's block; NULL until then */
 	kb_opspec *ops;

@@ -92,10 +92,28 @@ static int deps_ready(const kb_cpu *c, const kb_cmd *cmd)
 	return 1;
 }
 
+/* A command's dispatch time: the tl context's (kb_cmd has_disp_ps), or
+ * worked out here for a command from elsewhere. */
+static kb_time dispatch_ps(const kb_cpu *c, const kb_cmd *cmd)
+{
+	if (cmd->has_disp_ps)
+		return cmd->disp_ps;
+	return kb__pe_ps(c->ps->m, kb__dispatch_cycles(&c->ps->m->cost, cmd));
+}
+
 /* The dispatch time of a queued command, as the horizon counts it. */
 static kb_time ahead_cost(const kb_cpu *c, const kb_cmd *cmd)
 {
-	return cmd->kind == KB_CMD_WAIT ? 0 : kb__pe_ps(c->ps->m, kb__dispatch_cycles(&c->ps->m->cost, cmd));
+	return cmd->kind == KB_CMD_WAIT ? 0 : dispatch_ps(c, cmd);
+}
+
+/* kb__pe_after's failure, with the cycles worked out only then. */
+static __attribute__((noinline)) int dispatch_fail(kb_lp *lp, const kb_machine *m, const kb_cmd *cmd)
+{
+	return kb__pe_after_fail(lp, m, kb__dispatch_cycles(&m->cost, cmd), "a dispatch",
+				 cmd->kind == KB_CMD_CPU
+					 ? "the cpu_overhead command's cycles"
+					 : "pe_cost_model.fixed_cycles, pe_cost_model.r_cycles_per_byte");
 }
 
 /* PE_CPU took cmd from the head of the queue the horizon has read. */
@@ -141,13 +159,14 @@ static int advance(kb_lp *lp, kb_cpu *c)
 			c->cur = NULL;
 			continue;
 		}
+		kb_time d = dispatch_ps(c, cmd), t = kb__lp_now(lp);
+
 		c->state = CPU_DISPATCHING;
-		c->dispatch_t0 = kb__lp_now(lp);
-		return kb__pe_after(lp, m, kb__dispatch_cycles(&m->cost, cmd), "a dispatch",
-				    cmd->kind == KB_CMD_CPU
-					    ? "the cpu_overhead command's cycles"
-					    : "pe_cost_model.fixed_cycles, pe_cost_model.r_cycles_per_byte",
-				    &dispatched_ev);
+		c->dispatch_t0 = t;
+		/* kb__pe_after_ps, whose cycles only its failure needs */
+		if (kb__time_add(&t, d))
+			return dispatch_fail(lp, m, cmd);
+		return kb__lp_self(lp, d, &dispatched_ev);
 	}
 }
 

@@ -92,7 +92,9 @@ int kb__tl_emit(kb_tl *tl, kb_cmd *c)
 	if (!c->lbytes)
 		c->lbytes = kb__cmd_lbytes(c);
 	if (c->kind == KB_CMD_CPU) {
-		tl->dispatch_ps += kb__clock_ps(&tl->clock, kb__dispatch_cycles(&tl->cfg.cost, c));
+		c->disp_ps = kb__clock_ps(&tl->clock, kb__dispatch_cycles(&tl->cfg.cost, c));
+		c->has_disp_ps = 1;
+		tl->dispatch_ps += c->disp_ps;
 	} else if (c->kind < KB_CMD_WAIT) {
 		/* Logical bytes go in steps of 4 and 8 (doc/commands.md): their
 		 * low bits alone put decode opt3's 26, 34, 58 and 66 in one
@@ -103,7 +105,9 @@ int kb__tl_emit(kb_tl *tl, kb_cmd *c)
 			tl->disp_lbytes[i] = c->lbytes;
 			tl->disp_ps[i] = kb__clock_ps(&tl->clock, kb__dispatch_cycles(&tl->cfg.cost, c));
 		}
-		tl->dispatch_ps += tl->disp_ps[i];
+		c->disp_ps = tl->disp_ps[i];
+		c->has_disp_ps = 1;
+		tl->dispatch_ps += c->disp_ps;
 	}
 	tl->next_cmd++;
 	if (tl->cfg.emit(tl->cfg.emit_ctx, c)) {
