@@ -868,6 +868,52 @@ END_TEST
 /* The lane keeps each (pe, eng, op)'s middle text by the strings'
  * addresses: 40 kinds (more than its table holds) on two PEs, each met
  * twice in a cycle, must all read back as printf writes them. */
+/* A record's kind, formatted once per kind a lane meets and copied after
+ * that (put_kind): more kinds than slots, some texts at two addresses, a
+ * kind that must be escaped nowhere (kinds are written as they are), met
+ * in turns, each record as formatted from scratch. */
+START_TEST(kind_templates)
+{
+	static char kinds[12][24];
+	static json_list got;
+	kb_oplog_options oo = { 0 };
+	kb_oplog *log = NULL;
+	kb_oplog_lane *lane;
+	kb_error err;
+	char hex[65], want[160];
+	int n = 0;
+
+	for (int i = 0; i < 12; i++)
+		snprintf(kinds[i], sizeof(kinds[i]), i < 10 ? "kind_%d" : "kind_%d_long_name", i % 10);
+	got.n = 0;
+	oo.callback = keep_each;
+	oo.payload = &got;
+	ck_assert_int_eq(kb__oplog_create(&log, &oo, &err), 0);
+	lane = kb__oplog_lane(log, 0);
+	ck_assert_ptr_nonnull(lane);
+	for (int round = 0; round < 3; round++)
+		for (int i = 0; i < 20; i++, n++) {
+			kb_oplog_record r = { 5, (uint64_t)n, 0, "cpu", "dispatch", (uint64_t)i,
+					      kinds[(i * 5 + round) % 12], (int64_t)n * 1000 - 7, -1,
+					      NULL, 0, sizeof(kb_oplog_record) };
+
+			ck_assert_int_eq(kb__oplog_emit(lane, &r, NULL, 0), 0);
+		}
+	ck_assert_int_eq(kb__oplog_finish(log, hex, NULL, &err), 0);
+	ck_assert_int_eq(got.n, n);
+	n = 0;
+	for (int round = 0; round < 3; round++)
+		for (int i = 0; i < 20; i++, n++) {
+			snprintf(want, sizeof(want),
+				 "{\"t0\":5,\"t1\":%d,\"pe\":0,\"eng\":\"cpu\",\"op\":\"dispatch\","
+				 "\"cmd\":%d,\"kind\":\"%s\",\"lbytes\":%d}",
+				 n, i, kinds[(i * 5 + round) % 12], n * 1000 - 7);
+			ck_assert_str_eq(got.text[n], want);
+		}
+	kb__oplog_destroy(log);
+}
+END_TEST
+
 START_TEST(middle_templates)
 {
 	static char ops[40][12];
@@ -1713,6 +1759,7 @@ Suite *oplog_suite(void)
 	tcase_add_test(format, time_pairs);
 	tcase_add_test(format, number_at_record_end);
 	tcase_add_test(format, middle_templates);
+	tcase_add_test(format, kind_templates);
 	suite_add_tcase(s, format);
 
 	tcase_set_timeout(stream, 120);

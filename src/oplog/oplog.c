@@ -72,7 +72,7 @@ struct kb_oplog_lane {
 	/* The log's shared lane once every record comes from one thread in
 	 * order (kb__oplog_serial), else NULL. */
 	kb_oplog_lane *shared;
-	rec_tpl *tpl;            /* TPL_SLOTS, allocated at the first record */
+	rec_tpl *tpl;            /* TPL_SLOTS, then KIND_SLOTS, allocated at the first record */
 	/* The trace or the callback reads each record's fields; else only
 	 * t1 (the merge order) is kept beside the text. */
 	int keep_fields;
@@ -702,6 +702,39 @@ static inline __attribute__((always_inline)) char *put_middle(char *p, const cha
 	return p;
 }
 
+/* `,"kind":"K","lbytes":` of a record's kind K (a static string, as op
+ * is): from one of the lane's KIND_SLOTS after its templates, direct-
+ * mapped by K's address (a run has a handful of command kinds), or
+ * formatted and kept there. PE_CPU's dispatch record (one a command) has
+ * a kind: a strlen and a memcpy call each (issue 13). */
+#define KIND_SLOTS 8     /* the top 3 bits of a Fibonacci hash index them */
+static inline __attribute__((always_inline)) char *put_kind(char *p, const char *end, kb_oplog_lane *lane,
+							   const char *kind)
+{
+	rec_tpl *t = NULL;
+	char *from = p;
+
+	if (lane->tpl && p) {
+		t = &lane->tpl[TPL_SLOTS +
+			       ((uint64_t)(uintptr_t)kind * UINT64_C(0x9e3779b97f4a7c15) >> 61)];
+		if (t->op == kind && t->len) {
+			if ((size_t)(end - p) < sizeof(t->text))
+				return put_mem(p, end, t->text, t->len);
+			memcpy(p, t->text, sizeof(t->text));
+			return p + t->len;
+		}
+	}
+	p = PUT_LIT(p, end, ",\"kind\":\"");
+	p = put_str(p, end, kind);
+	p = PUT_LIT(p, end, "\",\"lbytes\":");
+	if (t && p && (size_t)(p - from) <= sizeof(t->text)) {
+		t->op = kind;
+		t->len = (uint32_t)(p - from);
+		memcpy(t->text, from, t->len);
+	}
+	return p;
+}
+
 /* An engine stage's members (kb_oplog_stage): those that the same record
  * with the fields step, n (n >= 0) and operand (when there is one) gets,
  * with the keys as literals. */
@@ -739,10 +772,8 @@ static inline __attribute__((always_inline)) int format_record(kb_oplog_lane *la
 	p = put_times(p, end, r->t0_ps, r->t1_ps);
 	p = put_middle(p, end, lane, r);
 	p = put_u64(p, end, r->cmd);
-	if (r->kind) {
-		p = PUT_LIT(p, end, ",\"kind\":\"");
-		p = put_str(p, end, r->kind);
-		p = PUT_LIT(p, end, "\",\"lbytes\":");
+	if (!st && r->kind) {   /* an engine stage's record has none */
+		p = put_kind(p, end, lane, r->kind);
 		p = put_i64(p, end, r->lbytes);
 	}
 	if (r->bytes >= 0) {
@@ -783,7 +814,7 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 
 	/* The template cache is an optimisation: without memory, none. */
 	if (!lane->tpl)
-		lane->tpl = calloc(TPL_SLOTS, sizeof(*lane->tpl));
+		lane->tpl = calloc(TPL_SLOTS + KIND_SLOTS, sizeof(*lane->tpl));
 	/* Room for the longest record, then it is formatted in place. */
 	if (lane_reserve(b, MAX_RECORD + 1, lane->keep_fields) ||
 	    (n = format_record(lane, b->text + b->text_n, MAX_RECORD + 1, rec, fields, n_fields, st)) < 0) {

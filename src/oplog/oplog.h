@@ -90,7 +90,8 @@ int kb__oplog_emit(kb_oplog_lane *lane, const kb_oplog_record *rec, const kb_opl
 		   int n_fields);
 /* An engine stage's record (pe/engines.c): the bytes kb__oplog_emit
  * writes with the fields step, n when n >= 0, and operand when it is not
- * NULL, in that order, with no list of fields to walk (issue 13). */
+ * NULL, in that order, with no list of fields to walk (issue 13). Such a
+ * record has no kind: rec->kind is not read. */
 typedef struct kb_oplog_stage {
 	uint64_t step;
 	int64_t n;
