@@ -289,16 +289,17 @@ static int check_real(kb_topo_params *p, const key_def *d, double v, const char 
 {
 	char buf[40];
 
+	if (isfinite(v) && in_range(d, v)) {
+		put_real(p, d, v);
+		return 0;
+	}
+	/* The value as text only for the message (a load of the default
+	 * topology formatted every real for nothing: issue 13). */
 	if (!text) {
 		fmt_real(buf, sizeof(buf), v);
 		text = buf;
 	}
-	if (!isfinite(v))
-		return range_err(err, d, text, false);
-	if (!in_range(d, v))
-		return range_err(err, d, text, true);
-	put_real(p, d, v);
-	return 0;
+	return range_err(err, d, text, isfinite(v));
 }
 
 static int check_int(kb_topo_params *p, const key_def *d, long long v, kb_error *err)
@@ -429,6 +430,22 @@ static int apply_json(load_ctx *c, const key_def *d, const json_t *v)
 	}
 }
 
+/* "prefix.name" (or name at the root) into path[n], as snprintf would
+ * write it, returning its length; copied, not formatted, when it fits
+ * (every key of every load goes through here). */
+static int join_path(char *path, size_t n, const char *prefix, const char *name)
+{
+	size_t pl = strlen(prefix), nl = strlen(name), len = pl + (pl ? 1 : 0) + nl;
+
+	if (len >= n)
+		return snprintf(path, n, "%s%s%s", prefix, pl ? "." : "", name);
+	memcpy(path, prefix, pl);
+	if (pl)
+		path[pl++] = '.';
+	memcpy(path + pl, name, nl + 1);
+	return (int)len;
+}
+
 /* Overlays every member of obj (the object at prefix) onto c->p. */
 static int walk(load_ctx *c, json_t *obj, const char *prefix)
 {
@@ -439,7 +456,7 @@ static int walk(load_ctx *c, json_t *obj, const char *prefix)
 	int n, rc;
 
 	json_object_foreach(obj, name, v) {
-		n = snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "." : "", name);
+		n = join_path(path, sizeof(path), prefix, name);
 		/* A dotted or empty member name would alias a nested key. */
 		if (n < 0 || (size_t)n >= sizeof(path) || !*name || strchr(name, '.'))
 			return kb__err_at(c->err, KB_EKEY, path, 0, 0, "unknown key '%s%s%.100s'", prefix,
@@ -895,6 +912,38 @@ static void dump_value(FILE *f, const kb_topo_params *p, const key_def *d)
 		fprintf(f, "%.0f", get_num(p, d));
 }
 
+/* A new line indented two spaces a level (the dump's layout, written
+ * rather than formatted: issue 13). */
+static void new_line(FILE *f, size_t level)
+{
+	static const char spaces[] = "                                ";
+
+	fputc('\n', f);
+	for (size_t n = 2 * level; n > 0;) {
+		size_t k = n < sizeof(spaces) - 1 ? n : sizeof(spaces) - 1;
+
+		fwrite(spaces, 1, k, f);
+		n -= k;
+	}
+}
+
+/* ",\n    \"name\": " (no comma for an object's first member). */
+static void open_member(FILE *f, bool first, size_t level, const char *name, size_t len)
+{
+	if (!first)
+		fputc(',', f);
+	new_line(f, level);
+	fputc('"', f);
+	fwrite(name, 1, len, f);
+	fputs("\": ", f);
+}
+
+static void close_object(FILE *f, size_t level)
+{
+	new_line(f, level);
+	fputc('}', f);
+}
+
 /*
  * Writes the objects as keys[] nests them: before each key, closes the
  * objects it does not share with the previous key and opens its own.
@@ -910,23 +959,23 @@ static void dump_to(FILE *f, const kb_topo_params *p)
 		groups = count_dots(keys[i].key);
 		j = common_segments(prev, keys[i].key, groups);
 		for (; depth > j; depth--)
-			fprintf(f, "\n%*s}", (int)(2 * depth), "");
+			close_object(f, depth);
 		seg = keys[i].key;
 		for (j = 0; j < groups; j++, seg += strcspn(seg, ".") + 1) {
 			if (j < depth)
 				continue;
-			fprintf(f, "%s\n%*s\"%.*s\": {", first ? "" : ",", (int)(2 * (depth + 1)), "",
-				(int)strcspn(seg, "."), seg);
+			open_member(f, first, depth + 1, seg, strcspn(seg, "."));
+			fputs("{", f);
 			first = true;
 			depth++;
 		}
-		fprintf(f, "%s\n%*s\"%s\": ", first ? "" : ",", (int)(2 * (depth + 1)), "", seg);
+		open_member(f, first, depth + 1, seg, strlen(seg));
 		dump_value(f, p, &keys[i]);
 		first = false;
 		prev = keys[i].key;
 	}
 	for (; depth > 0; depth--)
-		fprintf(f, "\n%*s}", (int)(2 * depth), "");
+		close_object(f, depth);
 	fputs("\n}\n", f);
 }
 
