@@ -69,8 +69,22 @@ static int mark_done(kb_cpu *c, uint64_t id)
 		c->n_words = n;
 	}
 	c->bits[i / 64] |= UINT64_C(1) << (i % 64);
-	while (is_done(c, c->prefix) && c->prefix - c->base < c->n_words * 64)
-		c->prefix++;
+	/* The prefix moves over the run of done ids at it, a word at a time
+	 * (a count of trailing ones, not a bit per turn): mostly id itself. */
+	for (;;) {
+		uint64_t k = c->prefix - c->base, w;
+		unsigned run;
+
+		if (k / 64 >= c->n_words)
+			break;
+		/* ones from bit 0 where ids from prefix on are not done; the
+		 * shift brings in zeros, so only k % 64 == 0 can leave none */
+		w = ~(c->bits[k / 64] >> (k % 64));
+		run = w ? (unsigned)__builtin_ctzll(w) : 64u;
+		c->prefix += run;
+		if (k % 64 + run < 64)
+			break;
+	}
 	/* Slide the window: memory follows the ids in flight, not the run. */
 	if (c->prefix - c->base >= 64 * 64) {
 		size_t drop = (size_t)((c->prefix - c->base) / 64);

@@ -42,7 +42,9 @@ typedef struct kb_sched {
 	kb_plan_pool pool;       /* finished plans, for the next ones */
 } kb_sched;
 
-static const kb_plan *blocker(const kb_sched *s, const kb_cmd *c, kb_hazard_sig sig)
+/* Inline: every admission asks, mostly of one or two commands in flight. */
+static inline __attribute__((always_inline)) const kb_plan *blocker(const kb_sched *s, const kb_cmd *c,
+								    kb_hazard_sig sig)
 {
 	for (size_t i = 0; i < s->n_fl; i++)
 		if (kb__hazard_may_conflict(sig, s->fl[i].sig) && kb__hazard_conflicts(c, s->fl[i].p->cmd))
