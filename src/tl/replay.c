@@ -22,6 +22,7 @@ _Static_assert(KB_RKEY_HANDLES + KB_REPLAY_ALLOCS <= 255, "patch handle indices 
 typedef struct tpl_alloc {
 	uint8_t dtype, rank;
 	int64_t shape[KB_TL_MAX_RANK];
+	uint64_t bytes;          /* as kb__tl_check_shape found them */
 } tpl_alloc;
 
 /* A view to give a handle's id and address: op, operand (-1: out),
@@ -73,6 +74,7 @@ typedef struct mcall {
 	uint8_t fixed;           /* the name is the library's own for kind */
 	unsigned flags;
 	msig sig[3];             /* a, b (n_in 2), out (given or made) */
+	uint64_t out_bytes;      /* a made out's, as kb__tl_check_shape found them */
 	const char *name[2];     /* operand names, as the full lowering set them */
 	uint64_t lbytes;
 	uint64_t dig[(sizeof(kb_cmd_dig) + sizeof(kb_opdig) + 7) / 8];   /* a kb_cmd_dig of one op */
@@ -279,8 +281,8 @@ int kb__replay_run(kb_replay **rp, kb_tl *tl, const kb_rkey *k, kb_tl_tensor **r
 		return 1;
 	memcpy(hs, k->h, k->nh * sizeof(hs[0]));
 	for (uint32_t i = 0; i < t->n_alloc; i++) {
-		hs[k->nh + i] = kb__tl_new_tcm(tl, (kb_dtype)t->alloc[i].dtype, t->alloc[i].rank,
-					       t->alloc[i].shape, &tt);
+		hs[k->nh + i] = kb__tl_new_tcm_sized(tl, (kb_dtype)t->alloc[i].dtype, t->alloc[i].rank,
+						     t->alloc[i].shape, t->alloc[i].bytes, &tt);
 		if (!hs[k->nh + i]) {
 			kb__cmd_free(c);
 			return 1;
@@ -453,6 +455,7 @@ static tpl *tpl_make(const kb_rkey *k, const kb_replay_src *s)
 			al[i].rank = s->alloc[i]->view.rank;
 			for (int d = 0; d < s->alloc[i]->view.rank; d++)
 				al[i].shape[d] = s->alloc[i]->view.shape[d];
+			al[i].bytes = s->alloc[i]->alloc_size;
 		}
 		t->alloc = al;
 		off += s->n_alloc * sizeof(tpl_alloc);
@@ -625,7 +628,8 @@ int kb__replay_math(kb_replay **rp, kb_tl *tl, const kb_tl_composite_desc *d, kb
 	if (m->auto_out) {
 		kb_tl_tensor *t;
 
-		o = kb__tl_new_tcm(tl, (kb_dtype)m->sig[2].dtype, m->sig[2].rank, m->sig[2].shape, &t);
+		o = kb__tl_new_tcm_sized(tl, (kb_dtype)m->sig[2].dtype, m->sig[2].rank, m->sig[2].shape,
+					 m->out_bytes, &t);
 		if (!o) {
 			kb__cmd_free(c);
 			return 1;
@@ -696,6 +700,7 @@ int kb__replay_math_save(kb_replay **rp, const kb_tl_composite_desc *d, const kb
 		m->name[k] = op->operands[k].name;
 	}
 	sig_set(&m->sig[2], &op->out);
+	m->out_bytes = kb__tview_bytes(&op->out);
 	m->lbytes = c->lbytes;
 	dig = memcpy(m->dig, c->dig, kb__cmd_dig_size(1));
 	/* its commands share the digest: PE_SCHEDULER plans them alike */

@@ -70,11 +70,19 @@ KB_API int kb_tl_scope_end_at(kb_tl *tl, const char *file, int line)
 kb_hslot *kb__tl_new_tcm(kb_tl *tl, kb_dtype dt, int rank, const int64_t *shape,
 			 kb_tl_tensor **out)
 {
-	uint64_t bytes, off, fence;
-	kb_hslot *h;
+	uint64_t bytes;
 
 	if (kb__tl_check_shape(tl, rank, shape, dt, &bytes))
 		return NULL;
+	return kb__tl_new_tcm_sized(tl, dt, rank, shape, bytes, out);
+}
+
+kb_hslot *kb__tl_new_tcm_sized(kb_tl *tl, kb_dtype dt, int rank, const int64_t *shape,
+			       uint64_t bytes, kb_tl_tensor **out)
+{
+	uint64_t off, fence;
+	kb_hslot *h;
+
 	if (kb__tcm_alloc(&tl->tcm, bytes, &off, &fence)) {
 		kb__tl_fail(tl, KB_V_TCM_EXHAUSTED,
 			    "TCM exhausted: %llu bytes requested, %llu of %llu free, largest free block %llu",

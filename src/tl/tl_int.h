@@ -88,6 +88,10 @@ kb_hslot *kb__tl_new_handle(kb_tl *tl, kb_space space, uint64_t addr, kb_dtype d
 			    const int64_t *shape, kb_tl_tensor **out);
 kb_hslot *kb__tl_new_tcm(kb_tl *tl, kb_dtype dt, int rank, const int64_t *shape,
 			 kb_tl_tensor **out);
+/* The same for a shape kb__tl_check_shape passed before with these
+ * bytes (a replay's allocations: the check was ~40 instructions each). */
+kb_hslot *kb__tl_new_tcm_sized(kb_tl *tl, kb_dtype dt, int rank, const int64_t *shape,
+			       uint64_t bytes, kb_tl_tensor **out);
 int kb__scope_track(kb_tl *tl, uint32_t slot);
 kb_cmd *kb__tl_cmd_new(kb_tl *tl, kb_cmd_kind kind);
 /* A command with room for n_ops ops and cap_ids handle ids per set. */
