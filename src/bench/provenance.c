@@ -44,24 +44,28 @@ static void utc_text(time_t t, char *buf, size_t n)
 		 sod / 60 % 60, sod % 60);
 }
 
-json_t *kb__provenance(const kb_provenance_options *opt, kb_error *err)
+json_t *kb__provenance(const kb_provenance_options *opt, json_t *params, kb_error *err)
 {
 	kb_provenance_options dflt = KB_PROVENANCE_OPTIONS_INIT;
 	kb_topology *own = NULL;
-	json_t *o, *params = NULL, *argv = json_null();
+	json_t *o, *argv = json_null();
 	char hex[65], host[256] = "", date[32] = "";
 	time_t now = time(NULL);
 	int rc;
 
 	if (!opt)
 		opt = &dflt;
-	if (!opt->topology && (rc = kb_topology_default(&own, err)))
+	if (!opt->topology && (rc = kb_topology_default(&own, err))) {
+		json_decref(params);
 		return NULL;
+	}
 	rc = kb_topology_sha256(opt->topology ? opt->topology : own, hex, err);
 	kb_topology_destroy(own);
-	if (rc)
+	if (rc) {
+		json_decref(params);
 		return NULL;
-	if (opt->params_json) {
+	}
+	if (!params && opt->params_json) {
 		json_error_t je;
 
 		params = json_loads(opt->params_json, JSON_DECODE_ANY, &je);
@@ -101,7 +105,7 @@ KB_API int kb_provenance_json(char **out, const kb_provenance_options *opt, kb_e
 	if (!out)
 		return kb__err(err, KB_EINVAL, "kb_provenance_json: out is NULL");
 	*out = NULL;
-	o = kb__provenance(opt, err);
+	o = kb__provenance(opt, NULL, err);
 	if (!o)
 		return err && err->code ? err->code : KB_ENOMEM;
 	*out = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);

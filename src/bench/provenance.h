@@ -7,7 +7,11 @@
 
 #include "kernbench/json.h"
 
-/* A new object (json_decref it), or NULL with err set. */
-json_t *kb__provenance(const kb_provenance_options *opt, kb_error *err);
+/* A new object (json_decref it), or NULL with err set. params, when not
+ * NULL, is the parameters object, taken (its reference is the caller's no
+ * more) in place of parsing opt->params_json: a run has the object at
+ * hand, and parsing its text again cost a run ~25,000 instructions
+ * (issue 13). */
+json_t *kb__provenance(const kb_provenance_options *opt, json_t *params, kb_error *err);
 
 #endif

@@ -204,10 +204,11 @@ json_t *kb__param_json(kb_param_type type, const char *text)
 	return json_string(text);
 }
 
-static char *params_json(const kb_bench_info *b, const kb_params *p)
+/* The run's parameters, every one with its value or default, in the
+ * bench's order: a new object, or NULL. */
+static json_t *params_object(const kb_bench_info *b, const kb_params *p)
 {
 	json_t *o = json_object();
-	char *s;
 
 	for (size_t i = 0; o && i < b->n_params; i++) {
 		const kb_param_info *pi = &b->params[i];
@@ -215,13 +216,13 @@ static char *params_json(const kb_bench_info *b, const kb_params *p)
 
 		json_object_set_new(o, pi->name, kb__param_json(pi->type, v ? v : pi->default_value));
 	}
-	s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-	json_decref(o);
-	return s;
+	return o;
 }
 
-static json_t *make_meta(const kb_topology *topo, const char *params, const kb_run_options *opt,
-			 kb_error *err)
+/* The provenance, its params the object whose text is params (the same
+ * values: the text is its compact dump). */
+static json_t *make_meta(const kb_topology *topo, const char *params, json_t *pobj,
+			 const kb_run_options *opt, kb_error *err)
 {
 	kb_provenance_options po = KB_PROVENANCE_OPTIONS_INIT;
 
@@ -230,7 +231,7 @@ static json_t *make_meta(const kb_topology *topo, const char *params, const kb_r
 	po.threads = opt->threads;
 	po.argc = opt->argc;
 	po.argv = opt->argv;
-	return kb__provenance(&po, err);
+	return kb__provenance(&po, json_incref(pobj), err);
 }
 
 /* DIR/meta.json beside the dumped tensors: the provenance, pretty. */
@@ -273,7 +274,7 @@ KB_API int kb_registry_run(const kb_registry *reg, const char *bench, const kb_p
 	kb_bench_ctx ctx = { 0 };
 	kb_result full = KB_RESULT_INIT; /* filled in full, then handed over within res->size */
 	char *ptext;
-	json_t *meta;
+	json_t *meta, *pobj;
 	int rc;
 
 	kb_error_clear(err);
@@ -309,8 +310,10 @@ KB_API int kb_registry_run(const kb_registry *reg, const char *bench, const kb_p
 		return rc;
 	/* Provenance first: a bench may grow its copy of the topology, and the
 	 * hash is of the topology as given (as `kernbench topology` prints it). */
-	ptext = params_json(&def->info, params);
-	meta = ptext ? make_meta(ctx.topo, ptext, opt, err) : NULL;
+	pobj = params_object(&def->info, params);
+	ptext = pobj ? json_dumps(pobj, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+	meta = ptext ? make_meta(ctx.topo, ptext, pobj, opt, err) : NULL;
+	json_decref(pobj);
 	rc = meta ? KB_OK : (err && err->code ? err->code : KB_ENOMEM);
 	if (!rc && !(full.meta_json = json_dumps(meta, JSON_COMPACT | JSON_PRESERVE_ORDER)))
 		rc = kb__err(err, KB_ENOMEM, "out of memory");
