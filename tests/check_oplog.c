@@ -914,6 +914,49 @@ START_TEST(kind_templates)
 }
 END_TEST
 
+/* put_cmd keeps a lane's last cmd digits: records with the same cmd, one
+ * more (across carries: 9, 99, 10^7 - 1), jumps down and up, 0, and ids
+ * past its eight digits, each against printf. */
+START_TEST(cmd_digits)
+{
+	static const uint64_t ids[] = { 0, 0, 1, 2, 9, 10, 10, 11, 19, 20, 99, 100, 101, 5, 6, 999,
+					1000, 1009, 1010, 9999999, 10000000, 10000001, 99999999,
+					100000000, 100000001, 99999998, 99999999, 7, 123456789012ULL,
+					123456789013ULL, 8, 18446744073709551615ULL, 0, 1 };
+	static json_list got;
+	kb_oplog_options oo = { 0 };
+	kb_oplog *log = NULL;
+	kb_oplog_lane *lane;
+	kb_error err;
+	char hex[65], want[160];
+	int n = (int)(sizeof(ids) / sizeof(ids[0]));
+
+	got.n = 0;
+	oo.callback = keep_each;
+	oo.payload = &got;
+	ck_assert_int_eq(kb__oplog_create(&log, &oo, &err), 0);
+	lane = kb__oplog_lane(log, 0);
+	ck_assert_ptr_nonnull(lane);
+	for (int i = 0; i < n; i++) {
+		kb_oplog_record r = { 5, (uint64_t)i, 0, "math", "add", ids[i], NULL, -1, -1,
+				      NULL, 0, sizeof(kb_oplog_record) };
+		kb_oplog_stage st = { 1, 8, NULL };
+
+		ck_assert_int_eq(kb__oplog_emit_stage(lane, &r, &st), 0);
+	}
+	ck_assert_int_eq(kb__oplog_finish(log, hex, NULL, &err), 0);
+	ck_assert_int_eq(got.n, n);
+	for (int i = 0; i < n; i++) {
+		snprintf(want, sizeof(want),
+			 "{\"t0\":5,\"t1\":%d,\"pe\":0,\"eng\":\"math\",\"op\":\"add\",\"cmd\":%" PRIu64
+			 ",\"step\":1,\"n\":8}",
+			 i, ids[i]);
+		ck_assert_str_eq(got.text[i], want);
+	}
+	kb__oplog_destroy(log);
+}
+END_TEST
+
 START_TEST(middle_templates)
 {
 	static char ops[40][12];
@@ -1760,6 +1803,7 @@ Suite *oplog_suite(void)
 	tcase_add_test(format, number_at_record_end);
 	tcase_add_test(format, middle_templates);
 	tcase_add_test(format, kind_templates);
+	tcase_add_test(format, cmd_digits);
 	suite_add_tcase(s, format);
 
 	tcase_set_timeout(stream, 120);
