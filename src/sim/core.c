@@ -1117,9 +1117,15 @@ int kb__sim_run(kb_sim *sim, kb_error *err)
 		rc = build_workers(sim, err);
 	if (!rc)
 		set_shortcuts(sim);
-	/* No message nodes yet: a worker makes a slab at its first message
-	 * to another worker (node_get). A sequential run sends none, and
-	 * an eager slab cost it 24 KB of page faults (issue 13). */
+	/* A slab of message nodes per worker before the threads start, when
+	 * there are workers to send to: one worker (a sequential run) sends
+	 * none, and its slab cost it 24 KB of page faults (issue 13). Made
+	 * here, not at a worker's first message: TSan cannot see liburcu's
+	 * atomic append, and a slab made mid-run by whichever thread runs
+	 * the worker gave it more producer-producer reports to make. */
+	for (unsigned i = 0; !rc && sim->n_workers > 1 && i < sim->n_workers; i++)
+		if (kb__worker_pool_init(&sim->workers[i]))
+			rc = kb__err(err, KB_ENOMEM, "out of memory for message nodes");
 	if (!rc)
 		rc = start_lps(sim, err);
 	if (rc)
