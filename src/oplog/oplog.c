@@ -792,6 +792,29 @@ static inline char *put_stage(char *p, const char *end, const kb_oplog_stage *st
 	return p;
 }
 
+/* The rest of an engine stage's record without an operand, from bytes
+ * on (`,"bytes":B,"step":S,"n":N}` and the newline), where p has
+ * STAGE_TAIL_ROOM bytes: at most 84 written, the last fmt_u64's scratch
+ * (FMT_U64_ROOM) ending at 86. One test of the room for the tail, where
+ * each literal and number tested its own and p (issue 13). */
+#define STAGE_TAIL_ROOM 96
+static inline __attribute__((always_inline)) char *put_stage_tail(char *p, const kb_oplog_record *r,
+								  const kb_oplog_stage *st)
+{
+	if (r->bytes >= 0) {
+		memcpy(p, ",\"bytes\":", 9);
+		p = fmt_u64(p + 9, (uint64_t)r->bytes);
+	}
+	memcpy(p, ",\"step\":", 8);
+	p = st->step < 100 ? put_small(p + 8, (uint32_t)st->step) : fmt_u64(p + 8, st->step);
+	if (st->n >= 0) {
+		memcpy(p, ",\"n\":", 5);
+		p = fmt_u64(p + 5, (uint64_t)st->n);
+	}
+	memcpy(p, "}\n", 2);
+	return p + 2;
+}
+
 /* Formats the fixed keys in their contract order, then the optional ones
  * (the fields, or an engine stage's: st), and the newline; returns the
  * length, or -1 past len. */
@@ -806,6 +829,8 @@ static inline __attribute__((always_inline)) int format_record(kb_oplog_lane *la
 	p = put_times(p, end, r->t0_ps, r->t1_ps);
 	p = put_middle(p, end, lane, r);
 	p = put_cmd(p, end, lane, r->cmd);
+	if (st && !st->operand && p && end - p >= STAGE_TAIL_ROOM)
+		return (int)(put_stage_tail(p, r, st) - buf);
 	if (!st && r->kind) {   /* an engine stage's record has none */
 		p = put_kind(p, end, lane, r->kind);
 		p = put_i64(p, end, r->lbytes);
