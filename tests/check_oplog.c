@@ -769,7 +769,9 @@ START_TEST(time_pairs)
 	/* t1 values, increasing (a lane's t1 never decreases) */
 	const uint64_t t1s[] = { e8 - 1, e8, e8 + 1, 2 * e8 - 1, 2 * e8, 2 * e8 + 12345678,
 				 9 * e8 + 99999999, 10 * e8, 10 * e8 + 1, 37 * e8 + 4200000,
-				 99 * e8, 100 * e8 - 1, 100 * e8, 100 * e8 + 1, 1000 * e8 + 5 };
+				 99 * e8, 100 * e8 - 1, 100 * e8, 100 * e8 + 1, 999 * e8 + 99999999,
+				 1000 * e8 + 5, 1234 * e8 + 7, 9999 * e8 + 99999999, 10000 * e8,
+				 10000 * e8 + 1, 123456 * e8 + 3 };
 	uint64_t x = UINT64_C(0x2545f4914f6cdd1d), last = 0;
 	kb_oplog_options oo = { 0 };
 	kb_oplog *log = NULL;
