@@ -73,6 +73,7 @@ struct kb_oplog_lane {
 	 * order (kb__oplog_serial), else NULL. */
 	kb_oplog_lane *shared;
 	rec_tpl *tpl;            /* TPL_SLOTS, then KIND_SLOTS, allocated at the first record */
+	rec_tpl *last_tpl;       /* the template of the last record (put_middle), or NULL */
 	/* The trace or the callback reads each record's fields; else only
 	 * t1 (the merge order) is kept beside the text. */
 	int keep_fields;
@@ -608,9 +609,10 @@ static inline __m128i digits8x2(uint32_t a, uint32_t b)
 }
 #endif
 
-/* `T0,"t1":T1`. Most records' times have 9 to 12 digits, and t0 the same
- * first one to four as t1 (the same multiple of 10^8): then both are that
- * prefix, once divided out, and eight digits each, the two chunks
+/* `T0,"t1":T1` at p, which has HEAD_ROOM bytes before end (the
+ * caller's test). Most records' times have 9 to 12 digits, and t0 the
+ * same first one to four as t1 (the same multiple of 10^8): then both are
+ * that prefix, once divided out, and eight digits each, the two chunks
  * independent of each other (issue 13). Else each number by itself. The
  * prefix reaches four digits past 10^10 ps (10 ms simulated): a decode
  * run of 1,048,576 tokens writes most of its records there, and each
@@ -618,8 +620,7 @@ static inline __m128i digits8x2(uint32_t a, uint32_t b)
  * (the issue's linear-cost goal). */
 static inline __attribute__((always_inline)) char *put_times(char *p, const char *end, uint64_t t0, uint64_t t1)
 {
-	if (p && (size_t)(end - p) >= 2 * FMT_U64_ROOM + 6 && t1 >= E8 && t1 < 10000 * E8 &&
-	    t0 <= t1) {
+	if (t1 >= E8 && t1 < 10000 * E8 && t0 <= t1) {
 		uint64_t hi = t1 / E8, lo1 = t1 - hi * E8;
 
 		if (t1 - t0 <= lo1) {   /* then t0 >= hi * 10^8 too */
@@ -678,37 +679,46 @@ static inline __attribute__((always_inline)) char *put_times(char *p, const char
 	return put_u64(p, end, t1);
 }
 
-/* `,"pe":P,"eng":"E","op":"O","cmd":` of r: from the lane's cache, or
- * formatted (and kept when it fits a slot). */
+/* `,"pe":P,"eng":"E","op":"O","cmd":` of r at the end of the times
+ * (HEAD_ROOM): from the lane's cache, or formatted (and kept when it fits
+ * a slot). */
 static inline __attribute__((always_inline)) char *put_middle(char *p, const char *end, kb_oplog_lane *lane,
 			       const kb_oplog_record *r)
 {
 	rec_tpl *t = NULL;
 	char *from = p;
 
-	if (lane->tpl && p) {
-		size_t h = (size_t)((uint64_t)(uintptr_t)r->op * UINT64_C(0x9e3779b97f4a7c15) >> 59);
+	if (lane->tpl) {   /* p != NULL with HEAD_ROOM: put_times's end */
+		rec_tpl *x = lane->last_tpl;
 
-		/* Linear probing up to the first empty slot, which the new
-		 * template takes; none is evicted, and a full table (more
-		 * kinds than a PE has) only formats each time. */
-		for (size_t w = 0; w < TPL_SLOTS; w++) {
-			rec_tpl *x = &lane->tpl[(h + w) % TPL_SLOTS];
+		/* Mostly the last record's template: an LP logs runs of one
+		 * op (PE_CPU only dispatches, a GEMM engine only gemms), so
+		 * that is tried before the hash and the probe (issue 13). */
+		if (!x || x->op != r->op || x->eng != r->eng || x->pe != r->pe) {
+			size_t h = (size_t)((uint64_t)(uintptr_t)r->op * UINT64_C(0x9e3779b97f4a7c15) >> 59);
 
-			if (!x->len) {
-				t = x;
-				break;
+			/* Linear probing up to the first empty slot, which the
+			 * new template takes; none is evicted, and a full table
+			 * (more kinds than a PE has) only formats each time. */
+			for (size_t w = 0;; w++) {
+				if (w == TPL_SLOTS)
+					goto format;
+				x = &lane->tpl[(h + w) % TPL_SLOTS];
+				if (!x->len) {
+					t = x;
+					goto format;
+				}
+				if (x->op == r->op && x->eng == r->eng && x->pe == r->pe)
+					break;
 			}
-			if (x->op == r->op && x->eng == r->eng && x->pe == r->pe) {
-				/* The whole slot when there is room: a copy of
-				 * known size, not a call to memcpy. */
-				if ((size_t)(end - p) < sizeof(x->text))
-					return put_mem(p, end, x->text, x->len);
-				memcpy(p, x->text, sizeof(x->text));
-				return p + x->len;
-			}
+			lane->last_tpl = x;
 		}
+		/* The whole slot (HEAD_ROOM has room for it): a copy of known
+		 * size, not a call to memcpy. */
+		memcpy(p, x->text, sizeof(x->text));
+		return p + x->len;
 	}
+format:
 	p = PUT_LIT(p, end, ",\"pe\":");
 	p = put_u64(p, end, r->pe);
 	p = PUT_LIT(p, end, ",\"eng\":\"");
@@ -722,6 +732,7 @@ static inline __attribute__((always_inline)) char *put_middle(char *p, const cha
 		t->pe = r->pe;
 		t->len = (uint32_t)(p - from);
 		memcpy(t->text, from, t->len);
+		lane->last_tpl = t;
 	}
 	return p;
 }
@@ -835,6 +846,11 @@ static inline __attribute__((always_inline)) char *put_stage_tail(char *p, const
 	return p + 2;
 }
 
+/* `{"t0":` (6), the times (at most 2 * 20 + 6: put_u64's FMT_U64_ROOM
+ * each, with the scratch after them), a middle's template slot copied
+ * whole (72). */
+#define HEAD_ROOM (6 + 2 * FMT_U64_ROOM + 6 + sizeof(((rec_tpl *)0)->text))
+
 /* Formats the fixed keys in their contract order, then the optional ones
  * (the fields, or an engine stage's: st), and the newline; returns the
  * length, or -1 past len. */
@@ -844,8 +860,14 @@ static inline __attribute__((always_inline)) int format_record(kb_oplog_lane *la
 							       const kb_oplog_stage *st)
 {
 	const char *end = buf + len;
-	char *p = PUT_LIT(buf, end, "{\"t0\":");
+	char *p = buf + 6;
 
+	/* `{"t0":`, the times and a middle from a template need at most
+	 * HEAD_ROOM bytes, which emit's buffer has (len is a constant there):
+	 * they test no room (issue 13). */
+	if (len < HEAD_ROOM)
+		return -1;
+	memcpy(buf, "{\"t0\":", 6);
 	p = put_times(p, end, r->t0_ps, r->t1_ps);
 	p = put_middle(p, end, lane, r);
 	p = put_cmd(p, end, lane, r->cmd);
