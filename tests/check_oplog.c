@@ -867,9 +867,6 @@ START_TEST(number_at_record_end)
 }
 END_TEST
 
-/* The lane keeps each (pe, eng, op)'s middle text by the strings'
- * addresses: 40 kinds (more than its table holds) on two PEs, each met
- * twice in a cycle, must all read back as printf writes them. */
 /* A record's kind, formatted once per kind a lane meets and copied after
  * that (put_kind): more kinds than slots, some texts at two addresses, a
  * kind that must be escaped nowhere (kinds are written as they are), met
@@ -959,6 +956,9 @@ START_TEST(cmd_digits)
 }
 END_TEST
 
+/* The lane keeps each (pe, eng, op)'s middle text by the strings'
+ * addresses: 40 kinds (more than its table holds) on two PEs, each met
+ * twice in a cycle, must all read back as printf writes them. */
 START_TEST(middle_templates)
 {
 	static char ops[40][12];
