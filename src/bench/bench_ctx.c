@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/grow.h"
 #include "bench/bench_impl.h"
 #include "bench/bench_util.h"
 #include "runtime/result.h"
@@ -110,13 +111,11 @@ KB_API int kb_bench_tensor(kb_bench_ctx *ctx, const char *name, kb_dtype dt, int
 			return kb__err(err, KB_EINVAL, "%s: tensor '%s' is declared twice",
 				       ctx->info->name, name);
 	if (ctx->n_dump == ctx->cap_dump) {
-		size_t cap = ctx->cap_dump ? 2 * ctx->cap_dump : 8;
-		kb__dump_tensor *p = realloc(ctx->dump, cap * sizeof(*p));
+		kb__dump_tensor *p = kb__grow(ctx->dump, &ctx->cap_dump, sizeof(*p), 8);
 
 		if (!p)
 			return kb__err(err, KB_ENOMEM, "out of memory");
 		ctx->dump = p;
-		ctx->cap_dump = cap;
 	}
 	t = &ctx->dump[ctx->n_dump++];
 	memset(t, 0, sizeof(*t));

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/grow.h"
 #include "base/str.h"
 #include "bench/bench_impl.h"
 #include "bench/registry_impl.h"
@@ -203,13 +204,11 @@ KB_API int kb_registry_add(kb_registry *reg, const kb_bench_def *def, kb_error *
 	if (rc)
 		return rc;
 	if (reg->n == reg->cap) {
-		size_t cap = reg->cap ? 2 * reg->cap : 8;
-		kb__reg_entry **p = realloc(reg->entries, cap * sizeof(*p));
+		kb__reg_entry **p = kb__grow(reg->entries, &reg->cap, sizeof(*p), 8);
 
 		if (!p)
 			return kb__err(err, KB_ENOMEM, "out of memory");
 		reg->entries = p;
-		reg->cap = cap;
 	}
 	e = entry_copy(def);
 	if (!e)

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "base/err.h"
+#include "base/grow.h"
 #include "bench/registry_impl.h"
 
 void kb__plugins_unload(kb_registry *reg)
@@ -37,13 +38,11 @@ static int loaded(const kb_registry *reg, const char *real)
 static int remember(kb_registry *reg, char *real, void *handle, const char *path, kb_error *err)
 {
 	if (reg->n_plugins == reg->cap_plugins) {
-		size_t cap = reg->cap_plugins ? 2 * reg->cap_plugins : 4;
-		kb__plugin *p = realloc(reg->plugins, cap * sizeof(*p));
+		kb__plugin *p = kb__grow(reg->plugins, &reg->cap_plugins, sizeof(*p), 4);
 
 		if (!p)
 			return kb__err_at(err, KB_ENOMEM, path, 0, 0, "plugin '%s': out of memory", path);
 		reg->plugins = p;
-		reg->cap_plugins = cap;
 	}
 	reg->plugins[reg->n_plugins++] = (kb__plugin){ real, handle };
 	return KB_OK;

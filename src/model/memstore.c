@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 
 #include "base/err.h"
+#include "base/grow.h"
 #include "base/memlimit.h"
 
 #define HBM_ALIGN 256u
@@ -130,13 +131,11 @@ int kb__mem_hbm_alloc(kb_memstore *m, uint64_t bytes, int zero, uint64_t *addr, 
 			       (unsigned long long)(m->hbm_bytes - m->hbm_next),
 			       (unsigned long long)m->hbm_bytes);
 	if (m->n_blocks == m->cap_blocks) {
-		size_t cap = m->cap_blocks ? 2 * m->cap_blocks : 16;
-		hbm_block *nb = realloc(m->blocks, cap * sizeof(*nb));
+		hbm_block *nb = kb__grow(m->blocks, &m->cap_blocks, sizeof(*nb), 16);
 
 		if (!nb)
 			return kb__err(err, KB_ENOMEM, "out of memory");
 		m->blocks = nb;
-		m->cap_blocks = cap;
 	}
 	if (m->data) {
 		/* Data mode holds every HBM byte on the host too, with a bit of

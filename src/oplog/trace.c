@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/grow.h"
 #include "base/outfile.h"
 #include "base/str.h"
 #include "oplog/oplog.h"
@@ -170,13 +171,11 @@ static int track_of(kb_trace *t, const kb_oplog_record *r)
 		nth++;
 	}
 	if (pt->n == pt->cap) {
-		size_t cap = pt->cap ? 2 * pt->cap : 8;
-		track *n = realloc(pt->t, cap * sizeof(*n));
+		track *n = kb__grow(pt->t, &pt->cap, sizeof(*n), 8);
 
 		if (!n)
 			return -1;
 		pt->t = n;
-		pt->cap = cap;
 	}
 	k = &pt->t[pt->n++];
 	k->chan = chan;

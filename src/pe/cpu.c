@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/grow.h"
 #include "pe/pe.h"
 
 typedef enum cpu_state { CPU_IDLE = 0, CPU_WAITING, CPU_DISPATCHING, CPU_FINISHED } cpu_state;
@@ -213,13 +214,11 @@ static int dispatched(kb_lp *lp, kb_cpu *c)
 
 		if (cmd->kind == KB_CMD_SEND) {
 			if (c->n_sends == c->cap_sends) {
-				size_t cap = c->cap_sends ? 2 * c->cap_sends : 8;
-				uint64_t *s = realloc(c->sends, cap * sizeof(*s));
+				uint64_t *s = kb__grow(c->sends, &c->cap_sends, sizeof(*s), 8);
 
 				if (!s)
 					return kb__lp_fail(lp, KB_ENOMEM, "out of memory");
 				c->sends = s;
-				c->cap_sends = cap;
 			}
 			c->sends[c->n_sends++] = cmd->id;
 		}

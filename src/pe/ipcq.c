@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/grow.h"
 #include "pe/plan.h"
 
 typedef struct arrival {
@@ -44,18 +45,6 @@ typedef struct kb_ipcq {
 static kb_plan *plan_of(const kb_event *ev)
 {
 	return (kb_plan *)(uintptr_t)ev->w[0];
-}
-
-static int grow(void **v, size_t *cap, size_t elem)
-{
-	size_t c = *cap ? 2 * *cap : 8;
-	void *n = realloc(*v, c * elem);
-
-	if (!n)
-		return -1;
-	*v = n;
-	*cap = c;
-	return 0;
 }
 
 /* Schedules done on lp when the stage of ev has taken its time. */
@@ -244,16 +233,24 @@ static int ipcq_event(kb_lp *lp, const kb_event *ev)
 			q->tx[(q->tx_head + q->tx_n++) & (q->tx_cap - 1)] = *ev;
 			return tx_start(lp, q);
 		}
-		if (q->n_posted == q->cap_posted &&
-		    grow((void **)&q->posted, &q->cap_posted, sizeof(*q->posted)))
-			return kb__lp_fail(lp, KB_ENOMEM, "out of memory");
+		if (q->n_posted == q->cap_posted) {
+			kb_event *v = kb__grow(q->posted, &q->cap_posted, sizeof(*v), 8);
+
+			if (!v)
+				return kb__lp_fail(lp, KB_ENOMEM, "out of memory");
+			q->posted = v;
+		}
 		q->posted[q->n_posted++] = *ev;
 		return match(lp, q);
 	case KB_EV_IPCQ_DATA:
-		if (q->n_arrived == q->cap_arrived &&
-		    grow((void **)&q->arrived, &q->cap_arrived, sizeof(*q->arrived))) {
-			free((void *)(uintptr_t)ev->w[0]);
-			return kb__lp_fail(lp, KB_ENOMEM, "out of memory");
+		if (q->n_arrived == q->cap_arrived) {
+			arrival *v = kb__grow(q->arrived, &q->cap_arrived, sizeof(*v), 8);
+
+			if (!v) {
+				free((void *)(uintptr_t)ev->w[0]);
+				return kb__lp_fail(lp, KB_ENOMEM, "out of memory");
+			}
+			q->arrived = v;
 		}
 		q->arrived[q->n_arrived++] = (arrival){ (uint32_t)ev->w[2], ev->aux, ev->w[1],
 							(void *)(uintptr_t)ev->w[0] };

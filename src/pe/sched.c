@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/grow.h"
 #include "pe/hazard.h"
 #include "pe/plan.h"
 
@@ -145,13 +146,11 @@ static int next_phase(kb_lp *lp, kb_sched *s, kb_plan *p)
 static int fl_room(kb_sched *s)
 {
 	if (s->n_fl == s->cap_fl) {
-		size_t cap = s->cap_fl ? 2 * s->cap_fl : 16;
-		flight *f = realloc(s->fl, cap * sizeof(*f));
+		flight *f = kb__grow(s->fl, &s->cap_fl, sizeof(*f), 16);
 
 		if (!f)
 			return -1;
 		s->fl = f;
-		s->cap_fl = cap;
 	}
 	return 0;
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/err.h"
+#include "base/grow.h"
 #include "base/tsan.h"
 
 #define NODES_PER_SLAB 256
@@ -230,15 +231,13 @@ int kb__worker_pool_init(kb_worker *w)
 	if (!slab)
 		return KB_ENOMEM;
 	if (w->n_slabs == w->cap_slabs) {
-		size_t cap = w->cap_slabs ? 2 * w->cap_slabs : 8;
-		void **s = realloc(w->slabs, cap * sizeof(*s));
+		void **s = kb__grow(w->slabs, &w->cap_slabs, sizeof(*s), 8);
 
 		if (!s) {
 			free(slab);
 			return KB_ENOMEM;
 		}
 		w->slabs = s;
-		w->cap_slabs = cap;
 	}
 	w->slabs[w->n_slabs++] = slab;
 	for (size_t i = 0; i < NODES_PER_SLAB; i++) {
@@ -623,15 +622,13 @@ uint32_t kb__sim_add_lp(kb_sim *sim, const kb_lp_type *type, void *arg, uint32_t
 		return UINT32_MAX;
 	}
 	if (sim->n_lps == sim->cap_lps) {
-		size_t cap = sim->cap_lps ? 2 * sim->cap_lps : 16;
-		kb_lp **l = realloc(sim->lps, cap * sizeof(*l));
+		kb_lp **l = kb__grow(sim->lps, &sim->cap_lps, sizeof(*l), 16);
 
 		if (!l) {
 			free_state(type, state);
 			return UINT32_MAX;
 		}
 		sim->lps = l;
-		sim->cap_lps = cap;
 	}
 	if (posix_memalign((void **)&lp, 64, sizeof(*lp))) {
 		free_state(type, state);
@@ -964,16 +961,13 @@ static void set_shortcuts(kb_sim *sim)
 /* Room for one more LP on a worker. */
 static int worker_room(kb_worker *w)
 {
-	size_t cap;
 	kb_lp **m;
 
 	if (w->n_lps < w->cap_lps)
 		return KB_OK;
-	cap = w->cap_lps ? 2 * w->cap_lps : 8;
-	if (!(m = realloc(w->members, cap * sizeof(*m))))
+	if (!(m = kb__grow(w->members, &w->cap_lps, sizeof(*m), 8)))
 		return KB_ENOMEM;
 	w->members = m;
-	w->cap_lps = cap;
 	return KB_OK;
 }
 

@@ -3,6 +3,7 @@
  * is freed when that scope ends (the allocator itself: tcm.c).
  */
 #include "tl/tl_int.h"
+#include "base/grow.h"
 
 #include <stdlib.h>
 
@@ -24,13 +25,11 @@ int kb__scope_track(kb_tl *tl, uint32_t slot)
 	kb_scope *s = &tl->scopes[tl->depth];
 
 	if (s->n == s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 16;
-		uint32_t *v = realloc(s->slots, cap * sizeof(*v));
+		uint32_t *v = kb__grow(s->slots, &s->cap, sizeof(*v), 16);
 
 		if (!v)
 			return -1;
 		s->slots = v;
-		s->cap = cap;
 	}
 	s->slots[s->n++] = slot;
 	return 0;
