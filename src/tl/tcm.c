@@ -44,7 +44,7 @@ static uint64_t leaf_max(const kb_tcm_leaf *f)
 	uint64_t m = 0;
 
 	for (uint32_t i = 0; i < f->n; i++) {
-		uint64_t u = usable(f->off[i], f->end[i]);
+		uint64_t u = usable(f->b[i].off, f->b[i].end);
 
 		if (u > m)
 			m = u;
@@ -56,7 +56,7 @@ static void fix_hi(kb_tcm *t, uint32_t k)
 {
 	const kb_tcm_leaf *f = t->leaf[k];
 
-	t->hi[k] = f->n ? f->end[f->n - 1] : 0;
+	t->hi[k] = f->n ? f->b[f->n - 1].end : 0;
 }
 
 /* The max-tree above leaves k0..k1-1 (they moved: leaves came or went),
@@ -141,6 +141,22 @@ static uint32_t first_above(const uint64_t *a, uint32_t n, uint64_t x)
 	return (uint32_t)(b - a) + (*b <= x);
 }
 
+/* The same over the ends of a leaf's blocks a[0..n). */
+static uint32_t first_end_above(const kb_tcm_blk *a, uint32_t n, uint64_t x)
+{
+	const kb_tcm_blk *b = a;
+
+	if (n == 0)
+		return 0;
+	while (n > 1) {
+		uint32_t half = n / 2;
+
+		b += (size_t)(b[half - 1].end <= x) * half;
+		n -= half;
+	}
+	return (uint32_t)(b - a) + (b->end <= x);
+}
+
 /* First block whose end lies above addr; past the last block when none. */
 static pos find(const kb_tcm *t, uint64_t addr)
 {
@@ -148,7 +164,7 @@ static pos find(const kb_tcm *t, uint64_t addr)
 
 	if (k == t->m)
 		return (pos){ k - 1, t->leaf[k - 1]->n };
-	return (pos){ k, first_above(t->leaf[k]->end, t->leaf[k]->n, addr) };
+	return (pos){ k, first_end_above(t->leaf[k]->b, t->leaf[k]->n, addr) };
 }
 
 enum { AT_CURSOR, AT_FREE };
@@ -162,8 +178,8 @@ HOT int answers(const kb_tcm *t, uint32_t k, uint32_t i, uint64_t addr)
 	if (k >= t->m)
 		return 0;
 	f = t->leaf[k];
-	return i < f->n && f->end[i] > addr &&
-	       (i ? f->end[i - 1] <= addr : k == 0 || t->hi[k - 1] <= addr);
+	return i < f->n && f->b[i].end > addr &&
+	       (i ? f->b[i - 1].end <= addr : k == 0 || t->hi[k - 1] <= addr);
 }
 
 /* find, trying first the blocks the hints name, hint w first. */
@@ -225,6 +241,21 @@ static int grow_index(kb_tcm *t)
 	return 0;
 }
 
+/* Moves n blocks from src to dst (they may overlap). Decode moves none
+ * or a few: a loop for those, not a memmove call. */
+HOT void move_blocks(kb_tcm_blk *dst, const kb_tcm_blk *src, size_t n)
+{
+	if (n > 4) {
+		memmove(dst, src, n * sizeof(*dst));
+	} else if (dst > src) {
+		while (n--)
+			dst[n] = src[n];
+	} else {
+		for (size_t i = 0; i < n; i++)
+			dst[i] = src[i];
+	}
+}
+
 /* Puts leaf f at index k of the index (room already made). */
 static void index_insert(kb_tcm *t, uint32_t k, kb_tcm_leaf *f)
 {
@@ -246,9 +277,7 @@ static __attribute__((noinline)) int split_leaf(kb_tcm *t, pos *p)
 	if (grow_index(t) || !(r = malloc(sizeof(*r))))
 		return -1;
 	r->n = f->n - h;
-	memcpy(r->off, f->off + h, r->n * sizeof(r->off[0]));
-	memcpy(r->end, f->end + h, r->n * sizeof(r->end[0]));
-	memcpy(r->fence, f->fence + h, r->n * sizeof(r->fence[0]));
+	memcpy(r->b, f->b + h, r->n * sizeof(r->b[0]));
 	f->n = h;
 	/* Both halves keep the full leaf's bound: high is allowed (a search
 	 * that finds nothing makes it exact), and most leaves are never
@@ -278,12 +307,8 @@ HOT int insert_at(kb_tcm *t, pos *pp, uint64_t off, uint64_t end, uint64_t fence
 	shift_hints(t, p, 1);
 	f = t->leaf[p.k];
 	tail = f->n - p.i;
-	memmove(&f->off[p.i + 1], &f->off[p.i], tail * sizeof(f->off[0]));
-	memmove(&f->end[p.i + 1], &f->end[p.i], tail * sizeof(f->end[0]));
-	memmove(&f->fence[p.i + 1], &f->fence[p.i], tail * sizeof(f->fence[0]));
-	f->off[p.i] = off;
-	f->end[p.i] = end;
-	f->fence[p.i] = fence;
+	move_blocks(&f->b[p.i + 1], &f->b[p.i], tail);
+	f->b[p.i] = (kb_tcm_blk){ off, end, fence };
 	f->n++;
 	t->n++;
 	if (p.i + 1 == f->n)
@@ -297,9 +322,7 @@ static void remove_at(kb_tcm *t, pos p)
 	kb_tcm_leaf *f = t->leaf[p.k];
 	size_t tail = f->n - p.i - 1;
 
-	memmove(&f->off[p.i], &f->off[p.i + 1], tail * sizeof(f->off[0]));
-	memmove(&f->end[p.i], &f->end[p.i + 1], tail * sizeof(f->end[0]));
-	memmove(&f->fence[p.i], &f->fence[p.i + 1], tail * sizeof(f->fence[0]));
+	move_blocks(&f->b[p.i], &f->b[p.i + 1], tail);
 	f->n--;
 	t->n--;
 	shift_hints(t, p, -1);
@@ -331,7 +354,7 @@ static int fit_from(kb_tcm *t, pos p, uint64_t need, pos *out)
 
 		if (p.i < f->n && f->bound >= need) {
 			for (uint32_t i = p.i; i < f->n; i++)
-				if (usable(f->off[i], f->end[i]) >= need) {
+				if (usable(f->b[i].off, f->b[i].end) >= need) {
 					*out = (pos){ p.k, i };
 					return 0;
 				}
@@ -348,24 +371,24 @@ static int fit_from(kb_tcm *t, pos p, uint64_t need, pos *out)
 HOT int take(kb_tcm *t, pos p, uint64_t base, uint64_t size, uint64_t *off, uint64_t *fence)
 {
 	kb_tcm_leaf *f = t->leaf[p.k];
-	uint64_t s_off = f->off[p.i], s_end = f->end[p.i], fc = f->fence[p.i];
+	uint64_t s_off = f->b[p.i].off, s_end = f->b[p.i].end, fc = f->b[p.i].fence;
 
 	if (base > s_off) {
 		/* Split: the part before stays free, the part after (if any) is a
 		 * new block. Its bound stays: bounds may be high. */
-		f->end[p.i] = base;
+		f->b[p.i].end = base;
 		if (p.i + 1 == f->n)
 			t->hi[p.k] = base;
 		p.i++;
 		if (s_end > base + size && insert_at(t, &p, base + size, s_end, fc)) {
-			f->end[p.i - 1] = s_end;
+			f->b[p.i - 1].end = s_end;
 			fix_hi(t, p.k);
 			return -1;
 		}
 	} else if (base + size == s_end) {
 		remove_at(t, p);
 	} else {
-		f->off[p.i] = base + size;
+		f->b[p.i].off = base + size;
 	}
 	set_hint(t, AT_CURSOR, p);
 	*off = base;
@@ -381,9 +404,9 @@ HOT int try_alloc(kb_tcm *t, uint64_t size, uint64_t *off, uint64_t *fence)
 	const kb_tcm_leaf *f = t->leaf[s.k];
 
 	if (s.i < f->n) {
-		uint64_t o = f->off[s.i], base = align_up(o < t->cursor ? t->cursor : o);
+		uint64_t o = f->b[s.i].off, base = align_up(o < t->cursor ? t->cursor : o);
 
-		if (base + size <= f->end[s.i])
+		if (base + size <= f->b[s.i].end)
 			return take(t, s, base, size, off, fence);
 		/* Up from the cursor's block, then wrap to below it. */
 		if (fit_from(t, next_pos(t, s), size, &x) &&
@@ -393,7 +416,7 @@ HOT int try_alloc(kb_tcm *t, uint64_t size, uint64_t *off, uint64_t *fence)
 		return -1;
 	}
 	f = t->leaf[x.k];
-	return take(t, x, align_up(f->off[x.i]), size, off, fence);
+	return take(t, x, align_up(f->b[x.i].off), size, off, fence);
 }
 
 /* Merges every run of adjacent free blocks (fence: the latest of them), in
@@ -408,12 +431,12 @@ static void coalesce(kb_tcm *t)
 
 		for (uint32_t i = 0; i < f->n; i++) {
 			kb_tcm_leaf *o = t->leaf[w.k];
-			uint64_t b_off = f->off[i], b_end = f->end[i], b_fence = f->fence[i];
+			uint64_t b_off = f->b[i].off, b_end = f->b[i].end, b_fence = f->b[i].fence;
 
-			if (have && o->end[w.i] == b_off) {
-				o->end[w.i] = b_end;
-				if (b_fence > o->fence[w.i])
-					o->fence[w.i] = b_fence;
+			if (have && o->b[w.i].end == b_off) {
+				o->b[w.i].end = b_end;
+				if (b_fence > o->b[w.i].fence)
+					o->b[w.i].fence = b_fence;
 				t->n--;
 				continue;
 			}
@@ -422,9 +445,9 @@ static void coalesce(kb_tcm *t)
 				w.i = 0;
 				o = t->leaf[w.k];
 			}
-			o->off[w.i] = b_off;
-			o->end[w.i] = b_end;
-			o->fence[w.i] = b_fence;
+			o->b[w.i].off = b_off;
+			o->b[w.i].end = b_end;
+			o->b[w.i].fence = b_fence;
 			have = 1;
 		}
 	}
@@ -514,11 +537,11 @@ void kb__tcm_free(kb_tcm *t, uint64_t off, uint64_t bytes, uint64_t fence)
 		q.k = NONE;
 	if (q.k != NONE) {
 		f = t->leaf[q.k];
-		if (f->end[q.i] == off && f->fence[q.i] == fence) {
-			f->end[q.i] += size;
+		if (f->b[q.i].end == off && f->b[q.i].fence == fence) {
+			f->b[q.i].end += size;
 			if (q.i + 1 == f->n)
-				t->hi[q.k] = f->end[q.i];
-			raise_bound(t, q.k, usable(f->off[q.i], f->end[q.i]));
+				t->hi[q.k] = f->b[q.i].end;
+			raise_bound(t, q.k, usable(f->b[q.i].off, f->b[q.i].end));
 			set_hint(t, AT_FREE, q);
 			return;
 		}
@@ -535,8 +558,8 @@ uint64_t kb__tcm_largest_free(const kb_tcm *t)
 
 	for (uint32_t k = 0; k < t->m; k++)
 		for (uint32_t i = 0; i < t->leaf[k]->n; i++)
-			if (t->leaf[k]->end[i] - t->leaf[k]->off[i] > m)
-				m = t->leaf[k]->end[i] - t->leaf[k]->off[i];
+			if (t->leaf[k]->b[i].end - t->leaf[k]->b[i].off > m)
+				m = t->leaf[k]->b[i].end - t->leaf[k]->b[i].off;
 	return m;
 }
 
@@ -549,9 +572,9 @@ int kb__tcm_block(const kb_tcm *t, size_t i, uint64_t *off, uint64_t *size, uint
 			i -= f->n;
 			continue;
 		}
-		*off = f->off[i];
-		*size = f->end[i] - f->off[i];
-		*fence = f->fence[i];
+		*off = f->b[i].off;
+		*size = f->b[i].end - f->b[i].off;
+		*fence = f->b[i].fence;
 		return 0;
 	}
 	return -1;

@@ -41,10 +41,17 @@
 #define KB_TCM_ALIGN 64u
 #define KB_TCM_LEAF 64u
 
+/* A free block [off, end) and its fence. One struct per block, not an
+ * array per field: an insert or removal moves the blocks after it with
+ * one move, not three memmove calls (~55 instructions a free). */
+typedef struct kb_tcm_blk {
+	uint64_t off, end, fence;
+} kb_tcm_blk;
+
 typedef struct kb_tcm_leaf {
 	uint32_t n;
 	uint64_t bound;          /* at least the largest usable size here */
-	uint64_t off[KB_TCM_LEAF], end[KB_TCM_LEAF], fence[KB_TCM_LEAF];
+	kb_tcm_blk b[KB_TCM_LEAF];
 } kb_tcm_leaf;
 
 typedef struct kb_tcm {
