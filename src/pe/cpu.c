@@ -52,9 +52,40 @@ static int is_done(const kb_cpu *c, uint64_t id)
 	return i / 64 < c->n_words && (c->bits[i / 64] >> (i % 64)) & 1;
 }
 
+/* Slide the window: memory follows the ids in flight, not the run. */
+static __attribute__((noinline)) void slide(kb_cpu *c)
+{
+	size_t drop = (size_t)((c->prefix - c->base) / 64);
+
+	/* In order, the prefix may pass what the bitmap holds: every id it
+	 * holds is then done, below the prefix. */
+	if (drop >= c->n_words) {
+		if (c->n_words)
+			memset(c->bits, 0, c->n_words * sizeof(*c->bits));
+	} else {
+		memmove(c->bits, c->bits + drop, (c->n_words - drop) * sizeof(*c->bits));
+		memset(c->bits + c->n_words - drop, 0, drop * sizeof(*c->bits));
+	}
+	c->base += drop * 64;
+}
+
 static int mark_done(kb_cpu *c, uint64_t id)
 {
 	uint64_t i = id - c->base;
+
+	/* Commands mostly finish in order: id is the prefix, and when the id
+	 * after it is not done yet the prefix moves by one. Only ids from the
+	 * prefix on are ever read in the bitmap, so id's own bit is left. */
+	if (id == c->prefix) {
+		uint64_t k = i + 1;
+
+		if (k / 64 >= c->n_words || !((c->bits[k / 64] >> (k % 64)) & 1)) {
+			c->prefix = id + 1;
+			if (k >= 64 * 64)
+				slide(c);
+			return 0;
+		}
+	}
 
 	if (i / 64 >= c->n_words) {
 		size_t n = c->n_words ? c->n_words : 4;
@@ -86,14 +117,8 @@ static int mark_done(kb_cpu *c, uint64_t id)
 		if (k % 64 + run < 64)
 			break;
 	}
-	/* Slide the window: memory follows the ids in flight, not the run. */
-	if (c->prefix - c->base >= 64 * 64) {
-		size_t drop = (size_t)((c->prefix - c->base) / 64);
-
-		memmove(c->bits, c->bits + drop, (c->n_words - drop) * sizeof(*c->bits));
-		memset(c->bits + c->n_words - drop, 0, drop * sizeof(*c->bits));
-		c->base += drop * 64;
-	}
+	if (c->prefix - c->base >= 64 * 64)
+		slide(c);
 	return 0;
 }
 

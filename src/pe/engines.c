@@ -42,6 +42,11 @@ typedef struct kb_engine {
 	uint64_t *busy_ps;
 	chan ch[2];
 	kb_busy busy;
+	/* Its op_log lane (NULL: no op_log) and a stage record with what is
+	 * the same every stage (pe, eng, kind, lbytes, size) filled at init:
+	 * a stage sets only its times, op, command and bytes. */
+	kb_oplog_lane *lane;
+	kb_oplog_record rec;
 } kb_engine;
 
 /* The ENG_DONE self-event of each channel: the same every stage. */
@@ -73,12 +78,19 @@ static int log_stage(kb_time now, kb_engine *e, const chan *c, uint64_t step)
 	const kb_cmd *cmd = c->p->cmd;
 	kb_oplog_stage f = { step, cost->n, NULL };
 
+	if (!e->lane)
+		return KB_OK;
 	if (st->kind == KB_ST_DMA_READ && st->op >= 0) {
 		f.operand = cmd->ops[st->op].operands[st->operand].name;
 		if (!f.operand)
 			f.operand = "";
 	}
-	return kb__pe_log_stage(e->ps, e->eng, cost->op, cmd->id, c->t0, now, cost->bytes, &f);
+	e->rec.t0_ps = c->t0;
+	e->rec.t1_ps = now;
+	e->rec.op = cost->op;
+	e->rec.cmd = cmd->id;
+	e->rec.bytes = cost->bytes;
+	return kb__oplog_emit_stage(e->lane, &e->rec, &f);
 }
 
 /* The stage at the head of channel ch ended: its message goes on to the
@@ -195,6 +207,9 @@ static int engine_init(void *st, void *arg)
 	e->lp0 = kb__pe_lp(a->ps->pe, 0);
 	e->lat = a->ps->m->lat_pe;
 	e->busy_ps = &a->ps->fig.busy_ps[a->eng];
+	e->lane = a->ps->lane[a->eng];
+	e->rec = (kb_oplog_record){ 0, 0, a->ps->pe, kb__eng_names[a->eng], NULL, 0, NULL, -1, -1,
+				    NULL, 0, sizeof(kb_oplog_record) };
 	/* The rings exist from the start: a push checks only for room. On
 	 * failure the core calls engine_final, which frees what was made. */
 	for (int i = 0; i < 2; i++) {

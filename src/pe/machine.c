@@ -93,15 +93,16 @@ int kb__machine_create(kb_machine **out, const kb_topo_params *tp, uint32_t n_pe
 			kb_pe_lp_arg arg = { ps, e };
 			uint32_t id = kb__pe_lp(p, e);
 
+			/* One lane per LP, merged in LP-id order (PE-major); made
+			 * first, so that the LP's init can keep it. */
+			if (log && !(ps->lane[e] = kb__oplog_lane(log, id)))
+				rc = kb__err(err, KB_ENOMEM, "out of memory building pe%u", p);
 			/* The sim owns the LP's state from here (its type's final). */
-			if (kb__sim_add_lp(sim, pe_lp_types[e], &arg, p, ps->cluster) != id)
+			else if (kb__sim_add_lp(sim, pe_lp_types[e], &arg, p, ps->cluster) != id)
 				rc = kb__err(err, KB_ENOMEM, "out of memory building pe%u.%s", p,
 					     kb__eng_name(e));
 			else
 				ps->lp_state[e] = kb__sim_lp_state(sim, id);
-			/* One lane per LP, merged in LP-id order (PE-major). */
-			if (!rc && log && !(ps->lane[e] = kb__oplog_lane(log, id)))
-				rc = kb__err(err, KB_ENOMEM, "out of memory building pe%u", p);
 		}
 	}
 	return rc;

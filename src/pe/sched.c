@@ -323,7 +323,7 @@ static int step_done(kb_lp *lp, kb_sched *s, const kb_event *ev)
 	 * after the try_admit that ended the last change to them, the head
 	 * (every entry, under rw_aware) is blocked or the queue is empty. A
 	 * phase that ends without its command leaves both as they were. */
-	if (rc || s->n_fl == n_fl)
+	if (rc || s->n_fl == n_fl || !s->q_n)
 		return rc;
 	return try_admit(lp, s);
 }
