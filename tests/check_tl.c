@@ -1288,6 +1288,285 @@ START_TEST(test_replay_cycle_past_templates)
 }
 END_TEST
 
+/* ---- kb_tl_release ---- */
+
+/* A released handle is stale, also once a new handle took its slot: its
+ * use fails naming the call site. */
+START_TEST(test_release_stale_use)
+{
+	capture cp = { .n = 0 };
+	kb_tl *tl = new_tl(&cp);
+	kb_tl_tensor *r = hbm2(tl, 0x1000, KB_FP16, 64, 64), *n;
+	int ln;
+
+	ck_assert_int_eq(kb_tl_release(tl, r), KB_OK);
+	n = hbm2(tl, 0x1000, KB_FP16, 64, 64);
+	/* the slot is reused: only the generation tells them apart */
+	ck_assert_uint_eq(kb__tl_slot_index(n), kb__tl_slot_index(r));
+	ck_assert_ptr_ne(n, r);
+	ck_assert_ptr_null(kb__tl_slot_find(tl, r));
+	ck_assert_ptr_null(kb_tl_load(tl, r, NULL)); ln = __LINE__;
+	expect_failed(tl, &cp, KB_V_BAD_HANDLE, "load source is no longer valid (released", ln);
+	cap_clear(&cp);
+	kb__tl_destroy(tl);
+}
+END_TEST
+
+START_TEST(test_release_twice)
+{
+	capture cp = { .n = 0 };
+	kb_tl *tl = new_tl(&cp);
+	kb_tl_tensor *t = tcm2(tl, KB_FP32, 16, 16);
+	uint64_t before = kb_tl_tcm_free(tl);
+	int ln;
+
+	ck_assert_int_eq(kb_tl_release(tl, t), KB_OK);
+	ck_assert_uint_eq(kb_tl_tcm_free(tl), before + 1024);
+	ck_assert_int_eq(kb_tl_release(tl, t), KB_EVALIDATE); ln = __LINE__;
+	expect_failed(tl, &cp, KB_V_BAD_HANDLE, "released tensor is no longer valid", ln);
+	/* the memory went back once */
+	ck_assert_uint_eq(kb_tl_tcm_free(tl), before + 1024);
+	cap_clear(&cp);
+	kb__tl_destroy(tl);
+}
+END_TEST
+
+/* Released while its load and a reader are pending: the commands issued
+ * keep its identity (hazards, implicit wait), and its memory's next user
+ * waits for every command issued before the release. */
+START_TEST(test_release_pending_keeps_order)
+{
+	capture cp = { .n = 0 };
+	kb_tl_config cfg = default_cfg(&cp);
+	kb_tl *tl;
+	int64_t s[2] = { 16, 16 };   /* 1024 bytes of fp32 */
+	kb_tl_tensor *R, *L, *X, *N;
+	kb_tl_composite_desc d = { .op = "exp" };
+	uint64_t lid, rid, release_point;
+
+	cfg.tcm_bytes = 4096;
+	tl = kb__tl_create(&cfg);
+	R = hbm2(tl, 0x1000, KB_FP32, 16, 16);
+	L = kb_tl_load(tl, R, NULL);                       /* command 0, TCM [0, 1024) */
+	ck_assert_ptr_nonnull(L);
+	ck_assert_uint_eq(view_of(tl, L)->addr, 0);
+	lid = view_of(tl, L)->id;
+	rid = view_of(tl, R)->id;
+	X = tcm2(tl, KB_FP32, 16, 16);
+	(void)tcm2(tl, KB_FP32, 16, 16);
+	(void)tcm2(tl, KB_FP32, 16, 16);                   /* TCM full */
+	d.a = L;
+	d.out = X;
+	ck_assert_ptr_eq(kb_tl_composite(tl, &d), X);      /* command 1 reads L */
+	ck_assert_int_eq(kb_tl_release(tl, R), KB_OK);
+	ck_assert_int_eq(kb_tl_release(tl, L), KB_OK);
+	release_point = kb__tl_commands(tl);
+	ck_assert_uint_eq(release_point, 2);
+	ck_assert_uint_eq(kb_tl_tcm_free(tl), 1024);
+	/* what was issued is as it was */
+	ck_assert_int_eq(cp.n, 2);
+	ck_assert(has_id(cp.c[0]->reads, cp.c[0]->n_reads, rid));
+	ck_assert(has_id(cp.c[0]->writes, cp.c[0]->n_writes, lid));
+	ck_assert(has_id(cp.c[1]->reads, cp.c[1]->n_reads, lid));
+	ck_assert(has_id(cp.c[1]->deps, cp.c[1]->n_deps, cp.c[0]->id));
+	/* L's block, a new identity, and the fence of the release */
+	N = kb_tl_full(tl, KB_FP32, 2, s, 0.0);
+	ck_assert_ptr_nonnull(N);
+	ck_assert_uint_eq(view_of(tl, N)->addr, 0);
+	ck_assert_uint_gt(view_of(tl, N)->id, lid);
+	ck_assert_uint_eq(cp.c[cp.n - 1]->kind, KB_CMD_FILL);
+	ck_assert_uint_ge(cp.c[cp.n - 1]->fence, release_point);
+	ck_assert(!has_id(cp.c[cp.n - 1]->writes, cp.c[cp.n - 1]->n_writes, lid));
+	/* and a later reader of the new tensor too */
+	d = (kb_tl_composite_desc){ .op = "exp", .a = N, .out = X };
+	ck_assert_ptr_eq(kb_tl_composite(tl, &d), X);
+	ck_assert_uint_ge(cp.c[cp.n - 1]->fence, release_point);
+	ck_assert_int_eq(kb__tl_finish(tl), KB_OK);
+	cap_clear(&cp);
+	kb__tl_destroy(tl);
+}
+END_TEST
+
+/* A double-buffered tile loop with and without releasing each tile's HBM
+ * views: the very same commands (ids, hazard sets, deps, fences,
+ * addresses), so a kernel may release without moving a byte of what it
+ * computes. */
+static void release_kernel(kb_tl *tl, int tiles, int release)
+{
+	kb_tl_tensor *buf[2] = { tcm2(tl, KB_FP16, 64, 128), tcm2(tl, KB_FP16, 64, 128) };
+	kb_tl_tensor *q = tcm2(tl, KB_FP16, 8, 128), *cur, *next = NULL;
+
+	for (int j = 0; j < tiles; j++) {
+		kb_tl_composite_desc d = { .op = "gemm", .a = q, .flags = KB_TL_TRANS_B };
+
+		if (j == 0) {
+			kb_tl_tensor *r = hbm2(tl, 0x100000, KB_FP16, 64, 128);
+
+			next = kb_tl_load(tl, r, buf[0]);
+			if (release)
+				ck_assert_int_eq(kb_tl_release(tl, r), KB_OK);
+		}
+		cur = next;
+		if (j + 1 < tiles) {
+			kb_tl_tensor *r = hbm2(tl, 0x100000 + (uint64_t)(j + 1) * 0x4000, KB_FP16, 64, 128);
+
+			next = kb_tl_load(tl, r, buf[(j + 1) & 1]);   /* pending past the release */
+			if (release)
+				ck_assert_int_eq(kb_tl_release(tl, r), KB_OK);
+		}
+		ck_assert_int_eq(kb_tl_scope_begin(tl), KB_OK);
+		d.b = cur;
+		ck_assert_ptr_nonnull(kb_tl_composite(tl, &d));
+		ck_assert_int_eq(kb_tl_scope_end(tl), KB_OK);
+	}
+	ck_assert_int_eq(kb__tl_finish(tl), KB_OK);
+}
+
+START_TEST(test_release_same_commands)
+{
+	capture a = { .n = 0 }, b = { .n = 0 };
+	kb_tl *ta = new_tl(&a), *tb = new_tl(&b);
+
+	release_kernel(ta, 40, 1);
+	release_kernel(tb, 40, 0);
+	ck_assert_int_eq(a.n, b.n);
+	for (int i = 0; i < a.n; i++)
+		same_cmd(a.c[i], b.c[i], i);
+	/* and the handles: 3 buffers and a scratch scope's, against 3 + 40 views */
+	ck_assert_uint_le(ta->n_slots, 5);
+	ck_assert_uint_ge(tb->n_slots, 43);
+	cap_clear(&a);
+	cap_clear(&b);
+	kb__tl_destroy(ta);
+	kb__tl_destroy(tb);
+}
+END_TEST
+
+/* A long loop that releases what it makes keeps the handle slots and its
+ * scope's array as small as its live handles: last made first released
+ * (views of a tile loop), and oldest first (holes that compaction
+ * removes, the scope end still releasing the rest). */
+START_TEST(test_release_long_loop_flat)
+{
+	capture cp = { .n = 0 };
+	kb_tl *tl = new_tl(&cp);
+	kb_tl_tensor *buf = tcm2(tl, KB_FP16, 64, 128), *ring[4] = { NULL };
+	enum { N = 20000 };
+
+	for (int j = 0; j < N && !kb_tl_failed(tl); j++) {
+		kb_tl_tensor *r = hbm2(tl, 0x100000 + (uint64_t)(j % 1000) * 0x4000, KB_FP16, 64, 128);
+
+		ck_assert_ptr_eq(kb_tl_load(tl, r, buf), buf);
+		ck_assert_int_eq(kb_tl_release(tl, r), KB_OK);
+		cap_clear(&cp);
+	}
+	ck_assert_ptr_null(kb__tl_error(tl));
+	ck_assert_uint_le(tl->n_slots, 2);
+	ck_assert_uint_le(tl->cap_slots, KB_TL_CHUNK);
+	ck_assert_uint_eq(tl->scopes[0].n, 1);
+	ck_assert_uint_le(tl->scopes[0].cap, 16);
+	/* oldest first, in a scope, with TCM tensors */
+	ck_assert_int_eq(kb_tl_scope_begin(tl), KB_OK);
+	for (int j = 0; j < N && !kb_tl_failed(tl); j++) {
+		if (ring[j % 4])
+			ck_assert_int_eq(kb_tl_release(tl, ring[j % 4]), KB_OK);
+		ring[j % 4] = tcm2(tl, KB_FP32, 16, 16);
+		ck_assert_uint_le(tl->scopes[1].n, 64);
+	}
+	ck_assert_ptr_null(kb__tl_error(tl));
+	ck_assert_uint_le(tl->n_slots, 8);
+	ck_assert_uint_le(tl->scopes[1].cap, 64);
+	ck_assert_uint_eq(kb_tl_tcm_free(tl), (1u << 20) - 16384 - 4 * 1024);
+	ck_assert_int_eq(kb_tl_scope_end(tl), KB_OK);
+	ck_assert_uint_eq(kb_tl_tcm_free(tl), (1u << 20) - 16384);
+	for (int i = 0; i < 4; i++)
+		ck_assert_ptr_null(kb__tl_slot_find(tl, ring[i]));
+	ck_assert_ptr_nonnull(kb__tl_slot_find(tl, buf));
+	cap_clear(&cp);
+	kb__tl_destroy(tl);
+}
+END_TEST
+
+/* Every entry of scope d that is not a hole knows its place. */
+static void scope_consistent(kb_tl *tl, int d)
+{
+	const kb_scope *s = &tl->scopes[d];
+	size_t dead = 0;
+
+	for (size_t i = 0; i < s->n; i++) {
+		if (s->slots[i] == KB_TL_NO_SLOT) {
+			dead++;
+			continue;
+		}
+		ck_assert_uint_eq(KB_SLOT(tl, s->slots[i])->scope_pos, i);
+		ck_assert_int_eq(KB_SLOT(tl, s->slots[i])->scope, d);
+	}
+	ck_assert_uint_eq(dead, s->dead);
+}
+
+/* Holes compacted in the middle of a scope: every handle left is still
+ * found where it is and released once (by itself or by the scope end). */
+START_TEST(test_release_compaction)
+{
+	capture cp = { .n = 0 };
+	kb_tl *tl = new_tl(&cp);
+	kb_tl_tensor *t[80];
+
+	ck_assert_int_eq(kb_tl_scope_begin(tl), KB_OK);
+	for (int i = 0; i < 80; i++)
+		t[i] = tcm2(tl, KB_FP32, 1, 16);
+	for (int i = 0; i < 50; i++) {
+		ck_assert_int_eq(kb_tl_release(tl, t[i]), KB_OK);
+		scope_consistent(tl, 1);
+	}
+	/* 41 holes among 80: compacted on the way */
+	ck_assert_uint_lt(tl->scopes[1].n, 80);
+	ck_assert_uint_eq(tl->scopes[1].n - tl->scopes[1].dead, 30);
+	for (int i = 51; i < 80; i += 2) {
+		ck_assert_int_eq(kb_tl_release(tl, t[i]), KB_OK);
+		scope_consistent(tl, 1);
+	}
+	ck_assert_uint_eq(tl->scopes[1].n - tl->scopes[1].dead, 15);
+	ck_assert_uint_eq(tl->tcm.used, 15 * 64);
+	ck_assert_int_eq(kb_tl_scope_end(tl), KB_OK);
+	ck_assert_uint_eq(tl->tcm.used, 0);
+	for (int i = 0; i < 80; i++)
+		ck_assert_ptr_null(kb__tl_slot_find(tl, t[i]));
+	ck_assert_int_eq(kb__tl_finish(tl), KB_OK);
+	cap_clear(&cp);
+	kb__tl_destroy(tl);
+}
+END_TEST
+
+/* A handle of an outer scope may be released inside an inner one: it goes
+ * at once, and neither scope's end touches it again. */
+START_TEST(test_release_outer_scope)
+{
+	capture cp = { .n = 0 };
+	kb_tl *tl = new_tl(&cp);
+	kb_tl_tensor *o, *keep, *in;
+	uint64_t full = kb_tl_tcm_free(tl);
+
+	keep = tcm2(tl, KB_FP32, 16, 16);
+	ck_assert_int_eq(kb_tl_scope_begin(tl), KB_OK);
+	o = tcm2(tl, KB_FP32, 16, 16);
+	ck_assert_int_eq(kb_tl_scope_begin(tl), KB_OK);
+	in = tcm2(tl, KB_FP32, 16, 16);
+	ck_assert_int_eq(kb_tl_release(tl, o), KB_OK);
+	ck_assert_uint_eq(kb_tl_tcm_free(tl), full - 2048);
+	ck_assert_int_eq(kb_tl_scope_end(tl), KB_OK);
+	ck_assert_ptr_null(kb__tl_slot_find(tl, in));
+	ck_assert_uint_eq(kb_tl_tcm_free(tl), full - 1024);
+	ck_assert_int_eq(kb_tl_scope_end(tl), KB_OK);
+	ck_assert_uint_eq(kb_tl_tcm_free(tl), full - 1024);
+	ck_assert_ptr_nonnull(kb__tl_slot_find(tl, keep));
+	ck_assert_ptr_null(kb__tl_error(tl));
+	ck_assert_int_eq(kb__tl_finish(tl), KB_OK);
+	cap_clear(&cp);
+	kb__tl_destroy(tl);
+}
+END_TEST
+
 Suite *tl_suite(void)
 {
 	Suite *s = suite_create("tl");
@@ -1295,7 +1574,10 @@ Suite *tl_suite(void)
 	TCase *rec = tcase_create("recipe");
 	TCase *val = tcase_create("validation");
 	TCase *dep = tcase_create("deps");
+	TCase *rel = tcase_create("release");
 
+	/* loops of 20,000 tiles: seconds under the sanitizers on a loaded machine */
+	tcase_set_timeout(rel, 60);
 	tcase_add_test(cost, test_lbytes_plain_gemm);
 	tcase_add_test(cost, test_lbytes_no_dedup);
 	tcase_add_test(cost, test_cost_overrides);
@@ -1331,9 +1613,17 @@ Suite *tl_suite(void)
 	tcase_add_test(val, test_err_recipe_names_real_mismatch);
 	tcase_add_test(dep, test_implicit_waits);
 	tcase_add_test(dep, test_scratch_reuse_fence);
+	tcase_add_test(rel, test_release_stale_use);
+	tcase_add_test(rel, test_release_twice);
+	tcase_add_test(rel, test_release_pending_keeps_order);
+	tcase_add_test(rel, test_release_same_commands);
+	tcase_add_test(rel, test_release_long_loop_flat);
+	tcase_add_test(rel, test_release_compaction);
+	tcase_add_test(rel, test_release_outer_scope);
 	suite_add_tcase(s, cost);
 	suite_add_tcase(s, rec);
 	suite_add_tcase(s, val);
 	suite_add_tcase(s, dep);
+	suite_add_tcase(s, rel);
 	return s;
 }

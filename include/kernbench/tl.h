@@ -148,6 +148,19 @@ KB_API int kb_tl_cpu_overhead_at(kb_tl *tl, double cycles, const char *file, int
  * handles created inside become invalid. */
 KB_API int kb_tl_scope_begin_at(kb_tl *tl, const char *file, int line);
 KB_API int kb_tl_scope_end_at(kb_tl *tl, const char *file, int line);
+/* Releases handle t before its scope ends, so that a long loop's handles
+ * (an HBM view per tile, say) do not pile up in an outer scope until it
+ * ends: t becomes stale, and any later use of it, a second release
+ * included, fails with KB_V_BAD_HANDLE naming that call site. TCM that t
+ * owns is freed as at a scope end: its next user waits for every command
+ * issued so far. Commands already issued on t are unaffected (their
+ * hazards and pending completion are kept by the handle's identity, which
+ * no new handle takes), so t may be released while its producer is still
+ * pending. A handle of any open scope may be released, an outer one's
+ * too; that scope's end then skips it. Beware of aliases: kb_tl_load into
+ * dst and a composite with `out` return dst / out itself, so releasing
+ * what they return releases that buffer. Returns KB_OK or KB_EVALIDATE. */
+KB_API int kb_tl_release_at(kb_tl *tl, kb_tl_tensor *t, const char *file, int line);
 /* Inter-PE queues (PE_IPCQ): send a TCM tensor to PE `dst_pe`'s queue
  * `tag`; receive into a TCM tensor from PE `src_pe` with `tag`. */
 KB_API int kb_tl_send_at(kb_tl *tl, kb_tl_tensor *src, uint32_t dst_pe, uint32_t tag,
@@ -180,6 +193,7 @@ KB_API int kb_tl_type(const kb_tl *tl, const kb_tl_tensor *t, kb_dtype *dtype, k
 #define kb_tl_cpu_overhead(tl, c) kb_tl_cpu_overhead_at(tl, c, __FILE__, __LINE__)
 #define kb_tl_scope_begin(tl) kb_tl_scope_begin_at(tl, __FILE__, __LINE__)
 #define kb_tl_scope_end(tl) kb_tl_scope_end_at(tl, __FILE__, __LINE__)
+#define kb_tl_release(tl, t) kb_tl_release_at(tl, t, __FILE__, __LINE__)
 #define kb_tl_send(tl, src, pe, tag) kb_tl_send_at(tl, src, pe, tag, __FILE__, __LINE__)
 #define kb_tl_recv(tl, dst, pe, tag) kb_tl_recv_at(tl, dst, pe, tag, __FILE__, __LINE__)
 #define kb_tl_fail(tl, message) kb_tl_fail_at(tl, message, __FILE__, __LINE__)

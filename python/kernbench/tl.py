@@ -60,6 +60,7 @@ _wait = _proto("kb_tl_wait_at", _i, _v, _v, _p, _i)
 _overhead = _proto("kb_tl_cpu_overhead_at", _i, _v, ctypes.c_double, _p, _i)
 _scope_begin = _proto("kb_tl_scope_begin_at", _i, _v, _p, _i)
 _scope_end = _proto("kb_tl_scope_end_at", _i, _v, _p, _i)
+_release = _proto("kb_tl_release_at", _i, _v, _v, _p, _i)
 _send = _proto("kb_tl_send_at", _i, _v, _v, _u32, _u32, _p, _i)
 _recv = _proto("kb_tl_recv_at", _i, _v, _v, _u32, _u32, _p, _i)
 _fail = _proto("kb_tl_fail_at", _i, _v, _p, _p, _i)
@@ -147,6 +148,10 @@ class TL:
 
     def wait(self, t):
         return _wait(self._tl, t, *self._site())
+
+    def release(self, t):
+        """Releases handle t before its scope ends (kb_tl_release)."""
+        return _release(self._tl, t, *self._site())
 
     def cpu_overhead(self, cycles):
         return _overhead(self._tl, float(cycles), *self._site())

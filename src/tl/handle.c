@@ -97,12 +97,13 @@ kb_hslot *kb__tl_slot(kb_tl *tl, const kb_tl_tensor *t, const char *what)
 			    "%s belongs to another kernel instance or simulation", what);
 		return NULL;
 	}
-	slot = (uint32_t)(v & ((1u << SLOT_BITS) - 1)) - 1;
+	slot = kb__tl_slot_index(t);
 	gen = (uint32_t)(v >> SLOT_BITS) & ((1u << GEN_BITS) - 1);
 	if (slot >= tl->n_slots || !KB_SLOT(tl, slot)->live ||
 	    (KB_SLOT(tl, slot)->gen & ((1u << GEN_BITS) - 1)) != gen) {
 		kb__tl_fail(tl, KB_V_BAD_HANDLE,
-			    "%s is no longer valid (its scratch scope has ended)", what);
+			    "%s is no longer valid (released, or its scratch scope has ended)",
+			    what);
 		return NULL;
 	}
 	return KB_SLOT(tl, slot);

@@ -1,12 +1,17 @@
 /*
- * Scratch scopes: every TCM tensor belongs to the scope it was made in and
- * is freed when that scope ends (the allocator itself: tcm.c).
+ * Scratch scopes: every handle belongs to the scope it was made in and is
+ * released when that scope ends, or before by kb_tl_release; a TCM tensor's
+ * memory goes back to the allocator (tcm.c) then.
  */
 #include "tl/tl_int.h"
 #include "base/grow.h"
 
 #include <stdlib.h>
 
+/* Memory is reusable only after every command issued so far is done: the
+ * next user of it carries that fence (see kb__tcm_alloc). The handle's id
+ * is never handed out again, so commands already issued on it keep their
+ * hazards and pending completion. */
 static void release_slot(kb_tl *tl, uint32_t slot)
 {
 	kb_hslot *h = KB_SLOT(tl, slot);
@@ -31,8 +36,60 @@ int kb__scope_track(kb_tl *tl, uint32_t slot)
 			return -1;
 		s->slots = v;
 	}
+	KB_SLOT(tl, slot)->scope_pos = (uint32_t)s->n;
 	s->slots[s->n++] = slot;
 	return 0;
+}
+
+/* Drops the holes of s, keeping the order of the rest. */
+static void compact(kb_tl *tl, kb_scope *s)
+{
+	size_t w = 0;
+
+	for (size_t i = 0; i < s->n; i++) {
+		uint32_t slot = s->slots[i];
+
+		if (slot == KB_TL_NO_SLOT)
+			continue;
+		KB_SLOT(tl, slot)->scope_pos = (uint32_t)w;
+		s->slots[w++] = slot;
+	}
+	s->n = w;
+	s->dead = 0;
+}
+
+/* Takes h out of the scope that holds it (the one open at its depth: had
+ * that scope ended, h would be released already). */
+static void untrack(kb_tl *tl, const kb_hslot *h)
+{
+	kb_scope *s = &tl->scopes[h->scope];
+
+	s->slots[h->scope_pos] = KB_TL_NO_SLOT;
+	s->dead++;
+	/* Trailing holes go at once: a loop that releases what it made last
+	 * keeps the array as long as its live handles. */
+	while (s->n && s->slots[s->n - 1] == KB_TL_NO_SLOT) {
+		s->n--;
+		s->dead--;
+	}
+	/* Holes elsewhere go when they are over half of it: O(n) once in
+	 * n / 2 releases. */
+	if (s->dead > 16 && s->dead * 2 > s->n)
+		compact(tl, s);
+}
+
+KB_API int kb_tl_release_at(kb_tl *tl, kb_tl_tensor *t, const char *file, int line)
+{
+	kb_hslot *h;
+
+	if (kb__tl_begin(tl, "kb_tl_release", file, line))
+		return KB_EVALIDATE;
+	h = kb__tl_slot(tl, t, "released tensor");
+	if (!h)
+		return KB_EVALIDATE;
+	untrack(tl, h);
+	release_slot(tl, kb__tl_slot_index(t));
+	return KB_OK;
 }
 
 KB_API int kb_tl_scope_begin_at(kb_tl *tl, const char *file, int line)
@@ -44,6 +101,7 @@ KB_API int kb_tl_scope_begin_at(kb_tl *tl, const char *file, int line)
 				   KB_TL_MAX_SCOPES - 1);
 	tl->depth++;
 	tl->scopes[tl->depth].n = 0;
+	tl->scopes[tl->depth].dead = 0;
 	return KB_OK;
 }
 
@@ -56,11 +114,11 @@ KB_API int kb_tl_scope_end_at(kb_tl *tl, const char *file, int line)
 	if (tl->depth == 0)
 		return kb__tl_fail(tl, KB_V_SCOPE, "scope end without a matching scope begin");
 	s = &tl->scopes[tl->depth];
-	/* Memory is reusable only after every command issued so far is done:
-	 * the next user of it carries that fence (see kb__tcm_alloc). */
 	for (size_t i = s->n; i-- > 0;)
-		release_slot(tl, s->slots[i]);
+		if (s->slots[i] != KB_TL_NO_SLOT)
+			release_slot(tl, s->slots[i]);
 	s->n = 0;
+	s->dead = 0;
 	tl->depth--;
 	return KB_OK;
 }

@@ -13,6 +13,7 @@ typedef struct kb_hslot {
 	uint8_t live;
 	uint8_t owns_alloc;
 	int scope;               /* scope depth it was created in */
+	uint32_t scope_pos;      /* its index in that scope's slots (kb_tl_release) */
 	kb_tview view;
 	int64_t writer;          /* id of the last command writing it; -1: none */
 	uint64_t fence;          /* commands touching it wait for ids < fence */
@@ -20,10 +21,17 @@ typedef struct kb_hslot {
 	uint32_t next_free;
 } kb_hslot;
 
+/* The slots a scope releases at its end, in creation order (it releases
+ * them last first: the order decides how freed TCM blocks merge, so it is
+ * kept). A handle released early leaves KB_TL_NO_SLOT in its place until
+ * the trailing ones are cut or the array is compacted (scope.c). */
 typedef struct kb_scope {
 	uint32_t *slots;
 	size_t n, cap;
+	size_t dead;             /* KB_TL_NO_SLOT entries among the n */
 } kb_scope;
+
+#define KB_TL_NO_SLOT UINT32_MAX
 
 struct kb_tl {
 	kb_tl_config cfg;
@@ -66,13 +74,19 @@ kb_hslot *kb__tl_slot(kb_tl *tl, const kb_tl_tensor *t, const char *what);
 #define KB_TL_GEN_BITS 16
 #define KB_TL_TAG_BITS 24
 
+/* The slot a handle value names (not checked: kb__tl_slot does that). */
+static inline uint32_t kb__tl_slot_index(const kb_tl_tensor *t)
+{
+	return (uint32_t)((uint64_t)(uintptr_t)t & ((1u << KB_TL_SLOT_BITS) - 1)) - 1;
+}
+
 /* The same check without recording an error: NULL when t is not a live
  * handle of this context (then kb__tl_slot says why). Inline: a
  * composite looks up each handle it names. */
 static inline kb_hslot *kb__tl_slot_find(kb_tl *tl, const kb_tl_tensor *t)
 {
 	uint64_t v = (uint64_t)(uintptr_t)t;
-	uint32_t slot = (uint32_t)(v & ((1u << KB_TL_SLOT_BITS) - 1)) - 1;
+	uint32_t slot = kb__tl_slot_index(t);
 	uint32_t gen = (uint32_t)(v >> KB_TL_SLOT_BITS) & ((1u << KB_TL_GEN_BITS) - 1);
 	kb_hslot *h;
 
