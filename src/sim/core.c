@@ -16,6 +16,9 @@
 
 #define NODES_PER_SLAB 256
 #define AUTO_WORKERS_PER_CORE 4
+/* A heap of more events than this leaves a hole for the event that runs
+ * (kb_evheap hole); one of this many or fewer pops it at once. */
+#define HOLE_MIN 3
 
 /* ---- a worker's event heap: (time, destination LP, source LP, source
  * sequence). Events at one LP run in the order (time, source, sequence),
@@ -28,6 +31,16 @@ static inline int key_less(const kb_evkey *a, const kb_evkey *b)
 	if (a->pair != b->pair)
 		return a->pair < b->pair;
 	return a->seq < b->seq;
+}
+
+/* The key (t, pair, seq) against k, as key_less. */
+static inline int key_before(kb_time t, uint64_t pair, uint64_t seq, const kb_evkey *k)
+{
+	if (t != k->time)
+		return t < k->time;
+	if (pair != k->pair)
+		return pair < k->pair;
+	return seq < k->seq;
 }
 
 #if defined(__GNUC__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -367,31 +380,69 @@ kb_time kb__lp_link_latency(const kb_lp *lp, uint32_t dst)
 	return sim->cfg.lat_pe;
 }
 
-/* kb__lp_self's rare cases: time's end, or a heap to grow first. */
-static __attribute__((noinline)) int self_far(kb_lp *lp, kb_time delay, const kb_event *ev)
+/* ev_put's rare cases: into the heap (its hole, or a push that does not
+ * order first, or no event loop runs), or before the register's event,
+ * which then moves into the heap. Out of line: the heap's sifts need
+ * registers saved. */
+static __attribute__((noinline)) int put_far(kb_lp *lp, kb_worker *w, kb_time t, uint64_t pair,
+					     uint64_t seq, const kb_event *body)
 {
-	kb_time t = lp->now;
+	kb_evheap *h = &w->heap;
 
-	if (kb__time_add(&t, delay))
-		return time_end(lp, delay);
-	if (evheap_put(&lp->worker->heap, t, (uint64_t)lp->id << 32 | lp->id, lp->seq++, ev))
+	if (w->reg == KB_REG_FULL) {
+		kb_event *r = w->nxt;
+
+		if (key_before(t, pair, seq, &(kb_evkey){ r->time, (uint64_t)r->dst << 32 | r->src,
+							  r->seq, 0 })) {
+			if (evheap_push(h, r))
+				return kb__lp_fail(lp, KB_ENOMEM, "out of memory scheduling an event");
+			ev_fill(r, &(kb_evkey){ t, pair, seq, 0 }, body);
+			return KB_OK;
+		}
+	}
+	if (evheap_put(h, t, pair, seq, body))
 		return kb__lp_fail(lp, KB_ENOMEM, "out of memory scheduling an event");
+	if (w->reg == KB_REG_HOLE) /* evheap_place filled it */
+		w->reg = KB_REG_EMPTY;
 	return KB_OK;
 }
 
-/* The common case calls nothing but tail calls, so that it needs no
- * registers saved (a frame of six pushes and pops was a fifth of it). */
+/* Schedules the event keyed (t, pair, seq) with body's type, aux and
+ * payload on worker w (lp: the sender). The common case, the register
+ * empty and the key before the heap's first, writes the register's
+ * buffer and calls nothing but put_far by a tail call, so that it needs
+ * no registers saved. */
+static inline __attribute__((always_inline)) int ev_put(kb_lp *lp, kb_worker *w, kb_time t,
+							uint64_t pair, uint64_t seq,
+							const kb_event *body)
+{
+	const kb_evheap *h = &w->heap;
+
+	if (__builtin_expect(w->reg == KB_REG_EMPTY &&
+			     (!h->n || key_before(t, pair, seq, &h->key[0])), 1)) {
+		ev_fill(w->nxt, &(kb_evkey){ t, pair, seq, 0 }, body);
+		w->reg = KB_REG_FULL;
+		return KB_OK;
+	}
+	return put_far(lp, w, t, pair, seq, body);
+}
+
+/* kb__lp_self's rare case: time's end. */
+static __attribute__((noinline)) int self_far(kb_lp *lp, kb_time delay)
+{
+	return time_end(lp, delay);
+}
+
+/* As kb__lp_send, the common case calls nothing but tail calls. */
 int kb__lp_self(kb_lp *lp, kb_time delay, const kb_event *ev)
 {
 	kb_time t = lp->now + delay;
-	kb_evheap *h = &lp->worker->heap;
 
 	/* lp->now <= KB_TIME_MAX, so with delay there too the sum cannot
 	 * wrap, and it passes KB_TIME_MAX just when kb__time_add refuses. */
-	if (__builtin_expect((t | delay) > KB_TIME_MAX || !h->n_free, 0))
-		return self_far(lp, delay, ev);
-	evheap_place(h, t, (uint64_t)lp->id << 32 | lp->id, lp->seq++, ev);
-	return KB_OK;
+	if (__builtin_expect((t | delay) > KB_TIME_MAX, 0))
+		return self_far(lp, delay);
+	return ev_put(lp, lp->worker, t, (uint64_t)lp->id << 32 | lp->id, lp->seq++, ev);
 }
 
 /* A send that kb__lp_send's shortcut does not take: it looks at the
@@ -430,9 +481,10 @@ static __attribute__((noinline)) int send_far(kb_lp *lp, uint32_t dst, kb_time d
 	 * the window's bound (below), so no one runs it in this window. */
 	if (d->worker == lp->worker || (sim->solo && t >= sim->bound)) {
 		kb_worker *dw = d->worker;
+		int rc = ev_put(lp, dw, t, pair, seq, ev);
 
-		if (evheap_put(&dw->heap, t, pair, seq, ev))
-			return kb__lp_fail(lp, KB_ENOMEM, "out of memory sending a message");
+		if (rc)
+			return rc;
 		/* Solo: the coordinator notes whose minimum moved (its heap of
 		 * worker minima). */
 		if (dw != lp->worker && !dw->dirty) {
@@ -472,23 +524,45 @@ int kb__lp_send(kb_lp *lp, uint32_t dst, kb_time delay, const kb_event *ev)
 	/* The destination on this worker and the delay past any link to it
 	 * (kb_lp local_lo, local_n): no look at the destination LP (its
 	 * worker, PE, cluster). Unsigned: a dst below local_lo wraps past
-	 * local_n. A time past KB_TIME_MAX (tested as in kb__lp_self), or a
-	 * heap to grow, goes the long way too, which reports or grows; as
-	 * there, the common case makes no call that needs a frame. */
+	 * local_n. A time past KB_TIME_MAX (tested as in kb__lp_self) goes
+	 * the long way too, which reports it; as there, the common case
+	 * makes no call that needs a frame. */
 	if (__builtin_expect(dst - lp->local_lo >= lp->local_n || delay < lp->local_lat ||
-			     dst == lp->id || (t | delay) > KB_TIME_MAX || !w->heap.n_free, 0))
+			     dst == lp->id || (t | delay) > KB_TIME_MAX, 0))
 		return send_far(lp, dst, delay, ev);
 	w->messages++;
-	evheap_place(&w->heap, t, (uint64_t)dst << 32 | lp->id, lp->seq++, ev);
-	return KB_OK;
+	return ev_put(lp, w, t, (uint64_t)dst << 32 | lp->id, lp->seq++, ev);
 }
 
 /* ---- what executors call ---- */
 
+/* Puts the register's event (if any) into the heap as the loop ends. */
+static void reg_close(kb_worker *w)
+{
+	if (w->reg == KB_REG_FULL && evheap_push(&w->heap, w->nxt)) {
+		const kb_lp_type *type = w->sim->lps[w->nxt->dst]->type;
+
+		/* Lost: let its type free what it owns; the run fails. */
+		if (type->discard)
+			type->discard(w->nxt);
+		atomic_store_explicit(&w->sim->failed, 1, memory_order_relaxed);
+		if (!w->err) {
+			kb_error_clear(&w->error);
+			kb__err(&w->error, KB_ENOMEM, "out of memory scheduling an event");
+			w->err = KB_ENOMEM;
+			w->err_time = w->nxt->time;
+			w->err_lp = w->nxt->dst;
+		}
+	}
+	w->reg = KB_REG_OFF;
+}
+
 /* Runs this worker's events in order, at most budget of them, while
  * they are earlier than bound (bounded 0: no bound, the sequential run).
- * The per-event path tests one word for everything rare (attn: an error,
- * or slots retired by a grow) besides the handler's return code. */
+ * The next event is the register's when it is full (kb_worker reg),
+ * else the heap's first. The per-event path tests one word for
+ * everything rare (attn: an error, or slots retired by a grow) besides
+ * the handler's return code. */
 static inline __attribute__((always_inline)) void worker_run(kb_worker *w, kb_time bound,
 							     uint64_t budget, int bounded)
 {
@@ -496,6 +570,7 @@ static inline __attribute__((always_inline)) void worker_run(kb_worker *w, kb_ti
 	kb_evheap *h = &w->heap;
 	uint64_t ran = 0;
 	kb_time last = w->last_time;
+	uintptr_t flip = w->flip;
 	/* A sequential run's spread work (kb_sim_config): one predictable
 	 * test per event, a call while there is some. */
 	static const size_t none;
@@ -507,23 +582,57 @@ static inline __attribute__((always_inline)) void worker_run(kb_worker *w, kb_ti
 	 * calls reads them. */
 	if (w->err)
 		return;
-	while (ran < budget && h->n) {
-		const kb_evkey *k0 = h->key;
-		kb_time t = k0->time;
-		uint64_t slot = k0->slot;
+	w->reg = KB_REG_EMPTY;
+	while (ran < budget) {
+		kb_time t;
 		kb_lp *lp;
 		int rc;
 
-		if (bounded && t >= bound)
-			break;
-		h->hole = 1;
-		lp = lps[k0->pair >> 32];
-		lp->now = t;
-		last = t;
-		ran++;
-		rc = lp->event(lp, &h->ev[slot]);
-		evheap_settle(h);
-		evheap_release(h, slot);
+		if (w->reg == KB_REG_FULL) {
+			kb_event *ev = w->nxt;
+
+			t = ev->time;
+			if (bounded && t >= bound)
+				break;
+			/* The handler reads its event in this buffer; its
+			 * pushes fill the other. */
+			w->nxt = (kb_event *)((uintptr_t)ev ^ flip);
+			w->reg = KB_REG_EMPTY;
+			lp = lps[ev->dst];
+			lp->now = t;
+			last = t;
+			ran++;
+			rc = lp->event(lp, ev);
+		} else {
+			const kb_evkey *k0 = h->key;
+			uint64_t slot;
+
+			if (!h->n)
+				break;
+			t = k0->time;
+			slot = k0->slot;
+			if (bounded && t >= bound)
+				break;
+			lp = lps[k0->pair >> 32];
+			/* Out of the heap now where that costs a sift of at most
+			 * one compare, so that the handler's push may go into the
+			 * register; else as a hole, which the first push fills
+			 * with one sift (one, not a pop's and a push's). */
+			h->hole = 1;
+			if (h->n <= HOLE_MIN) {
+				evheap_settle(h);
+			} else
+				w->reg = KB_REG_HOLE;
+			lp->now = t;
+			last = t;
+			ran++;
+			rc = lp->event(lp, &h->ev[slot]);
+			if (h->hole) {
+				evheap_settle(h);
+				w->reg = KB_REG_EMPTY;
+			}
+			evheap_release(h, slot);
+		}
 		if (!bounded && *step_n)
 			w->sim->cfg.on_step(w->sim->cfg.step_ctx);
 		if (__builtin_expect(rc | h->attn, 0)) {
@@ -536,6 +645,7 @@ static inline __attribute__((always_inline)) void worker_run(kb_worker *w, kb_ti
 				break;
 		}
 	}
+	reg_close(w);
 	w->events += ran;
 	w->last_time = last;
 }
@@ -1044,8 +1154,12 @@ int kb__sim_regroup(kb_sim *sim, int per_pe)
 static int build_workers(kb_sim *sim, kb_error *err)
 {
 	for (unsigned i = 0; i < sim->n_workers; i++) {
-		sim->workers[i].index = i;
-		sim->workers[i].sim = sim;
+		kb_worker *w = &sim->workers[i];
+
+		w->index = i;
+		w->sim = sim;
+		w->nxt = &w->rbuf[0];
+		w->flip = (uintptr_t)&w->rbuf[0] ^ (uintptr_t)&w->rbuf[1];
 		__cds_wfcq_init(&sim->workers[i].ret_head, &sim->workers[i].ret_tail);
 	}
 	for (size_t i = 0; i < sim->n_lps; i++) {
