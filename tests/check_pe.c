@@ -225,7 +225,8 @@ START_TEST(test_plan_memo_matches)
 		ck_assert_uint_eq(a->n_post, b->n_post);
 		ck_assert_uint_eq(a->n_mid, b->n_mid);
 		ck_assert_uint_eq(a->n_last, b->n_last);
-		ck_assert(memcmp(&a->M, &b->M, offsetof(kb_plan, mid) - offsetof(kb_plan, M)) == 0);
+		/* the loop's geometry: tile counts, sizes and steps */
+		ck_assert(memcmp(&a->mt, &b->mt, offsetof(kb_plan, pre) - offsetof(kb_plan, mt)) == 0);
 		ck_assert(memcmp(a->pre, b->pre, a->n_pre * sizeof(a->pre[0])) == 0);
 		ck_assert(memcmp(a->post, b->post, a->n_post * sizeof(a->post[0])) == 0);
 		ck_assert(memcmp(a->mid, b->mid, a->n_mid * sizeof(a->mid[0])) == 0);

@@ -72,28 +72,28 @@ static int plan_gemm_stages(kb_plan *p, const kb_cmd_dig *d, int g)
 	int rc = 0;
 
 	for (int i = 0; i < g; i++)
-		rc |= push(p, p->pre, &p->n_pre, KB_PLAN_MAX_STEPS, stage(KB_ST_MATH, KB_ENG_MATH, i, -1));
+		rc |= push(p, p->a_pre, &p->n_pre, KB_PLAN_MAX_STEPS, stage(KB_ST_MATH, KB_ENG_MATH, i, -1));
 	for (uint32_t i = (uint32_t)g + 1; i < n_ops; i++)
 		if (ops[i].scope == KB_SCOPE_KERNEL)
-			rc |= push(p, p->post, &p->n_post, KB_PLAN_MAX_STEPS,
+			rc |= push(p, p->a_post, &p->n_post, KB_PLAN_MAX_STEPS,
 				   stage(KB_ST_MATH, KB_ENG_MATH, (int)i, -1));
 	/* Where a handle lives decides DMA: HBM streams in, TCM is used in place. */
 	for (int o = 0; o < 2; o++)
 		if (gm->hbm & (1u << o))
-			rc |= push(p, p->mid, &p->n_mid, KB_PLAN_MAX_STAGES, stage(KB_ST_DMA_READ, KB_ENG_DMA, g, o));
-	rc |= push(p, p->mid, &p->n_mid, KB_PLAN_MAX_STAGES, stage(KB_ST_FETCH, KB_ENG_TCM, g, -1));
-	rc |= push(p, p->mid, &p->n_mid, KB_PLAN_MAX_STAGES, stage(KB_ST_GEMM, KB_ENG_GEMM, g, -1));
+			rc |= push(p, p->a_mid, &p->n_mid, KB_PLAN_MAX_STAGES, stage(KB_ST_DMA_READ, KB_ENG_DMA, g, o));
+	rc |= push(p, p->a_mid, &p->n_mid, KB_PLAN_MAX_STAGES, stage(KB_ST_FETCH, KB_ENG_TCM, g, -1));
+	rc |= push(p, p->a_mid, &p->n_mid, KB_PLAN_MAX_STAGES, stage(KB_ST_GEMM, KB_ENG_GEMM, g, -1));
 	for (uint32_t i = (uint32_t)g + 1; i < n_ops; i++)
 		if (ops[i].scope == KB_SCOPE_K_TILE)
-			rc |= push(p, p->mid, &p->n_mid, KB_PLAN_MAX_STAGES, stage(KB_ST_MATH, KB_ENG_MATH, (int)i, -1));
-	memcpy(p->last, p->mid, p->n_mid * sizeof(*p->mid));
+			rc |= push(p, p->a_mid, &p->n_mid, KB_PLAN_MAX_STAGES, stage(KB_ST_MATH, KB_ENG_MATH, (int)i, -1));
+	memcpy(p->a_last, p->a_mid, p->n_mid * sizeof(*p->a_mid));
 	p->n_last = p->n_mid;
 	for (uint32_t i = (uint32_t)g + 1; i < n_ops; i++)
 		if (ops[i].scope == KB_SCOPE_OUTPUT_TILE)
-			rc |= push(p, p->last, &p->n_last, KB_PLAN_MAX_STAGES, stage(KB_ST_MATH, KB_ENG_MATH, (int)i, -1));
-	rc |= push(p, p->last, &p->n_last, KB_PLAN_MAX_STAGES, stage(KB_ST_STORE, KB_ENG_TCM, g, -1));
+			rc |= push(p, p->a_last, &p->n_last, KB_PLAN_MAX_STAGES, stage(KB_ST_MATH, KB_ENG_MATH, (int)i, -1));
+	rc |= push(p, p->a_last, &p->n_last, KB_PLAN_MAX_STAGES, stage(KB_ST_STORE, KB_ENG_TCM, g, -1));
 	if (gm->hbm & KB_OPDIG_OUT_HBM)
-		rc |= push(p, p->last, &p->n_last, KB_PLAN_MAX_STAGES, stage(KB_ST_DMA_WRITE, KB_ENG_DMA, g, -1));
+		rc |= push(p, p->a_last, &p->n_last, KB_PLAN_MAX_STAGES, stage(KB_ST_DMA_WRITE, KB_ENG_DMA, g, -1));
 	return rc;
 }
 
@@ -137,13 +137,13 @@ static int plan_math(kb_plan *p, const kb_cmd_dig *d)
 
 		for (int o = 0; o < op->n_operands; o++)
 			if (op->hbm & (1u << o))
-				rc |= push(p, p->last, &p->n_last, KB_PLAN_MAX_STAGES, stage(KB_ST_DMA_READ, KB_ENG_DMA, (int)i, o));
-		rc |= push(p, p->last, &p->n_last, KB_PLAN_MAX_STAGES, stage(KB_ST_MATH, KB_ENG_MATH, (int)i, -1));
+				rc |= push(p, p->a_last, &p->n_last, KB_PLAN_MAX_STAGES, stage(KB_ST_DMA_READ, KB_ENG_DMA, (int)i, o));
+		rc |= push(p, p->a_last, &p->n_last, KB_PLAN_MAX_STAGES, stage(KB_ST_MATH, KB_ENG_MATH, (int)i, -1));
 		if (op->has_out)
 			cur = (int)i;
 		if (cur >= 0 && (i + 1 == n_ops || ops[i + 1].has_out) &&
 		    (ops[cur].hbm & KB_OPDIG_OUT_HBM))
-			rc |= push(p, p->last, &p->n_last, KB_PLAN_MAX_STAGES, stage(KB_ST_DMA_WRITE, KB_ENG_DMA, cur, -1));
+			rc |= push(p, p->a_last, &p->n_last, KB_PLAN_MAX_STAGES, stage(KB_ST_DMA_WRITE, KB_ENG_DMA, cur, -1));
 	}
 	return rc;
 }
@@ -159,7 +159,7 @@ static int plan_simple(kb_plan *p, const kb_cmd *c)
 	};
 
 	p->n_steps = 1;
-	return push(p, p->last, &p->n_last, KB_PLAN_MAX_STAGES, stage(map[c->kind].st, map[c->kind].eng, -1, 0));
+	return push(p, p->a_last, &p->n_last, KB_PLAN_MAX_STAGES, stage(map[c->kind].st, map[c->kind].eng, -1, 0));
 }
 
 static int alloc_data(kb_plan *p)
@@ -185,24 +185,35 @@ static int alloc_data(kb_plan *p)
 	return 0;
 }
 
-/* plan_zero zeroes around the stage arrays, which must lie
- * between gemm and n_pre and between N's tile counts and n_mid. */
-_Static_assert(offsetof(kb_plan, pre) < offsetof(kb_plan, post) &&
-		       offsetof(kb_plan, post) < offsetof(kb_plan, n_pre) &&
-		       offsetof(kb_plan, n_pre) < offsetof(kb_plan, mid) &&
-		       offsetof(kb_plan, mid) < offsetof(kb_plan, last) &&
-		       offsetof(kb_plan, last) < offsetof(kb_plan, n_mid),
-	       "kb_plan: pre, post, n_pre, mid, last, n_mid in this order");
+/* plan_zero and plan_copy work on these ranges. */
+_Static_assert(offsetof(kb_plan, gemm) < offsetof(kb_plan, last_op) &&
+		       offsetof(kb_plan, last_op) < offsetof(kb_plan, dig) &&
+		       offsetof(kb_plan, dig) < offsetof(kb_plan, next) &&
+		       offsetof(kb_plan, next) < offsetof(kb_plan, stage_buf) &&
+		       offsetof(kb_plan, stage_buf) < offsetof(kb_plan, a_pre),
+	       "kb_plan: gemm..last_op, dig..next, stage_buf..a_pre in this order");
 
-/* Zeroes all of a plan but the stage arrays, which are read only below
- * their counts: zeroing the whole ~1.4 KB per command was 4% of decode
- * opt2 at admission, and 1.8% of opt3 in emit's check (its composites are
- * many and small). */
-static void plan_zero(kb_plan *p)
+/* Zeroes what the scheduler reads of a plan before writing it (not the
+ * stage arrays, read only below their counts: zeroing the whole ~1.4 KB
+ * per command was 4% of decode opt2 at admission), and, for a machine
+ * with memory, the data-mode buffers. */
+static void plan_zero(kb_plan *p, int mem)
 {
-	kb__zero(p, offsetof(kb_plan, pre));
-	kb__zero(&p->n_pre, offsetof(kb_plan, mid) - offsetof(kb_plan, n_pre));
-	kb__zero(&p->n_mid, sizeof(*p) - offsetof(kb_plan, n_mid));
+	kb__zero(&p->dig, offsetof(kb_plan, next) - offsetof(kb_plan, dig));
+	if (mem)
+		kb__zero(&p->stage_buf, offsetof(kb_plan, a_pre) - offsetof(kb_plan, stage_buf));
+}
+
+/* A plan about to be laid out here (no memo): no stages, its own lists. */
+static void plan_fresh(kb_plan *p)
+{
+	kb__zero(&p->gemm, offsetof(kb_plan, last_op) - offsetof(kb_plan, gemm));
+	p->gemm = -1;
+	p->last_op = -1;
+	p->pre = p->a_pre;
+	p->post = p->a_post;
+	p->mid = p->a_mid;
+	p->last = p->a_last;
 }
 
 int kb__plan_create(kb_plan **out, kb_cmd *cmd, const kb_machine *m, kb_error *err)
@@ -224,6 +235,10 @@ int kb__plan_create(kb_plan **out, kb_cmd *cmd, const kb_machine *m, kb_error *e
 
 typedef struct kb_cost_block {
 	uint32_t refs;           /* the memo's entry and the plans using it */
+	/* The key's stage lists, pre at 0, post at KB_PLAN_MAX_STEPS, last
+	 * (and mid, its first n_mid) at 2 * KB_PLAN_MAX_STEPS: a stage's
+	 * place here is its cost's in c, a loop step's n_last further a step. */
+	kb_stage_ref st[KB_PLAN_COSTS];
 	kb_stage_cost c[KB_PLAN_COSTS];
 } kb_cost_block;
 
@@ -254,26 +269,23 @@ static int costs_fit(const kb_plan *p)
 }
 
 /*
- * Where stage st of phase ph (loop step `step`) keeps its cost in p->cost.
- * A loop step keeps n_last entries, its stage's place in mid or last: the
- * first n_mid stages of last are mid's (plan_gemm_stages), so the same
- * entry serves either list, and no step % kt tells a k-step's list apart.
+ * Where stage st of phase ph (loop step `step`) keeps its cost in p->cost,
+ * whose plan's stage lists are its cost block's (cost_all): by st's place
+ * there. A loop step keeps n_last entries, its stage's place in mid or
+ * last (mid is last's first n_mid), so no step % kt tells a k-step's list
+ * apart. -1: st is not one of the plan's stages.
  */
 static inline int cost_index(const kb_plan *p, kb_phase ph, uint64_t step, const kb_stage_ref *st)
 {
-	if (ph == KB_PH_LOOP) {
-		/* by address: st may be in either array */
-		uintptr_t i = ((uintptr_t)st - (uintptr_t)p->last) / sizeof(*st);
+	/* by address, unsigned: below the block wraps to a huge index */
+	uintptr_t i = ((uintptr_t)st - (uintptr_t)p->pre) / sizeof(*st);
 
-		if (step >= p->n_steps)
-			return -1;
-		if (i >= p->n_last && (i = ((uintptr_t)st - (uintptr_t)p->mid) / sizeof(*st)) >= p->n_mid)
-			return -1;
-		return 2 * KB_PLAN_MAX_STEPS + (int)step * (int)p->n_last + (int)i;
-	}
+	if (ph == KB_PH_LOOP)
+		return step < p->n_steps && i - 2 * KB_PLAN_MAX_STEPS < p->n_last
+			       ? (int)i + (int)step * (int)p->n_last : -1;
 	if (ph == KB_PH_PRE)
-		return st >= p->pre && st < p->pre + p->n_pre ? (int)(st - p->pre) : -1;
-	return st >= p->post && st < p->post + p->n_post ? KB_PLAN_MAX_STEPS + (int)(st - p->post) : -1;
+		return i < p->n_pre ? (int)i : -1;
+	return i - KB_PLAN_MAX_STEPS < p->n_post ? (int)i : -1;
 }
 
 static void cost_compute(const kb_plan *p, kb_phase ph, uint64_t step, const kb_stage_ref *st,
@@ -297,6 +309,13 @@ static int cost_all(kb_plan *p)
 		for (uint32_t i = 0; i < p->n_last; i++)
 			cost_compute(p, KB_PH_LOOP, s, &p->last[i],
 				     &b->c[2 * KB_PLAN_MAX_STEPS + s * p->n_last + i]);
+	/* the stage lists move to the block, shared with the key's plans */
+	memcpy(b->st, p->pre, p->n_pre * sizeof(*p->pre));
+	memcpy(b->st + KB_PLAN_MAX_STEPS, p->post, p->n_post * sizeof(*p->post));
+	memcpy(b->st + 2 * KB_PLAN_MAX_STEPS, p->last, p->n_last * sizeof(*p->last));
+	p->pre = b->st;
+	p->post = b->st + KB_PLAN_MAX_STEPS;
+	p->mid = p->last = b->st + 2 * KB_PLAN_MAX_STEPS;
 	p->cost_blk = b;
 	p->cost = b->c;
 	p->cost_ok = 1;
@@ -304,25 +323,11 @@ static int cost_all(kb_plan *p)
 }
 
 /* Copies from f (a plan of the same digest key) what planning derives
- * from the digest: stages and loop geometry; and shares its costs. */
+ * from the digest: loop geometry and its stage lists, which are f's cost
+ * block's; and shares that block. */
 static void plan_copy(kb_plan *p, const kb_plan *f)
 {
-	/* Loops, not memcpy calls: a few entries each. */
-	p->gemm = f->gemm;
-	p->n_pre = f->n_pre;
-	p->n_post = f->n_post;
-	for (uint32_t i = 0; i < f->n_pre; i++)
-		p->pre[i] = f->pre[i];
-	for (uint32_t i = 0; i < f->n_post; i++)
-		p->post[i] = f->post[i];
-	memcpy(&p->M, &f->M, offsetof(kb_plan, mid) - offsetof(kb_plan, M));
-	p->n_mid = f->n_mid;
-	p->n_last = f->n_last;
-	for (uint32_t i = 0; i < f->n_mid; i++)
-		p->mid[i] = f->mid[i];
-	for (uint32_t i = 0; i < f->n_last; i++)
-		p->last[i] = f->last[i];
-	p->last_op = f->last_op;
+	memcpy(&p->gemm, &f->gemm, offsetof(kb_plan, last_op) + sizeof(p->last_op) - offsetof(kb_plan, gemm));
 	f->cost_blk->refs++;
 	p->cost_blk = f->cost_blk;
 	p->cost = f->cost;
@@ -366,17 +371,11 @@ int kb__plan_create_from(kb_plan **out, kb_plan_pool *pool, kb_cmd *cmd, const k
 			       (unsigned long long)cmd->id);
 	if (pool && pool->spare == p)
 		pool->spare = p->next;   /* its costs released when recycled */
-	else
-		p->cost_blk = NULL;
-	plan_zero(p);
-	p->cost = NULL;
-	p->cost_ok = 0;
-	p->dig = NULL;
+	plan_zero(p, m->mem != NULL);
 	p->cmd = cmd;
 	p->pe = cmd->pe;
 	p->m = m;
-	p->gemm = -1;
-	p->over_op = p->last_op = -1;
+	p->over_op = -1;
 	p->slots = m->staging_slots;
 	p->slot_free = p->slots >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << p->slots) - 1;
 	p->acc_free = p->slot_free;
@@ -394,6 +393,7 @@ int kb__plan_create_from(kb_plan **out, kb_plan_pool *pool, kb_cmd *cmd, const k
 		if (key && pool->memo && (memo = memo_find(pool->memo, key)))
 			plan_copy(p, memo);
 		else {
+			plan_fresh(p);
 			p->gemm = d->gemm;
 			rc = p->gemm >= 0 ? plan_gemm(p, d, p->gemm) : plan_math(p, d);
 			/* a key's first plan: its costs now, for the others */
@@ -401,6 +401,7 @@ int kb__plan_create_from(kb_plan **out, kb_plan_pool *pool, kb_cmd *cmd, const k
 				memo_keep(pool, key, p);
 		}
 	} else {
+		plan_fresh(p);
 		rc = plan_simple(p, cmd);
 	}
 	if (!rc && m->mem && alloc_data(p))

@@ -41,14 +41,21 @@ typedef struct kb_plan {
 	kb_cmd *cmd;
 	uint32_t pe;
 	const kb_machine *m;
+	/* What planning derives from the digest, gemm to last_op: a plan of a
+	 * digest key met before copies it whole from the memo's (plan.c). */
 	int gemm;                /* op index of the GEMM, -1 when none */
-	kb_stage_ref pre[KB_PLAN_MAX_STEPS], post[KB_PLAN_MAX_STEPS];   /* single-stage steps, in order */
-	uint32_t n_pre, n_post;
+	uint32_t n_pre, n_post;  /* single-stage steps before / after the loop, in order */
+	uint32_t n_mid, n_last;
 	/* the loop (or the single step of everything else) */
-	int64_t M, K, N, tm, tk, tn;
 	uint32_t mt, kt, nt;
+	int64_t M, K, N, tm, tk, tn;
 	uint64_t n_steps;
-	kb_stage_ref mid[KB_PLAN_MAX_STAGES], last[KB_PLAN_MAX_STAGES];
+	/* The stage lists: the plan's own arrays (a_*), or those of the
+	 * cost block of its digest key, shared read-only with its other
+	 * plans (no ~700 bytes copied per command); mid is then last's first
+	 * n_mid entries, which plan_gemm_stages makes them anyway. */
+	const kb_stage_ref *pre, *post, *mid, *last;
+	int last_op;             /* op of the latest MATH stage pushed */
 	/* The command's digest (composites; NULL otherwise): what stages
 	 * cost is read there, not from the ops (cold when a stage runs). */
 	const kb_cmd_dig *dig;
@@ -59,10 +66,8 @@ typedef struct kb_plan {
 	const struct kb_stage_cost *cost;
 	struct kb_cost_block *cost_blk;
 	int cost_ok;
-	uint32_t n_mid, n_last;
 	int over_op;             /* op of the first stage over a limit, -1: none */
 	uint32_t over_max;       /* that limit */
-	int last_op;             /* op of the latest MATH stage pushed */
 	/* scheduler-owned progress */
 	kb_phase phase;
 	uint64_t fed, retired, phase_steps;
@@ -70,7 +75,9 @@ typedef struct kb_plan {
 	uint32_t slots;
 	uint32_t cur_acc;               /* accumulator slot of the tile being fed */
 	uint64_t admitted_at;
-	/* data-mode buffers, one stage at a time touches each */
+	struct kb_plan *next;    /* scheduler's in-flight list */
+	/* data-mode buffers, one stage at a time touches each (zeroed only
+	 * for a machine with memory: nothing reads them without) */
 	uint8_t *stage_buf;      /* slots x (a tile + b tile + out tile), storage dtype */
 	float *acc;              /* slots x tm x tn fp32 accumulators */
 	float *run;              /* GEMM-less composite: the running value */
@@ -78,7 +85,9 @@ typedef struct kb_plan {
 	float *scratch[2];       /* fp32 scratch of the GEMM (0) and MATH (1) engine, grown on use */
 	size_t scratch_n[2];     /* their sizes in floats */
 	uint64_t stage_stride;   /* bytes per staging slot */
-	struct kb_plan *next;    /* scheduler's in-flight list */
+	/* the plan's own stage lists (read only below their counts) */
+	kb_stage_ref a_pre[KB_PLAN_MAX_STEPS], a_post[KB_PLAN_MAX_STEPS];
+	kb_stage_ref a_mid[KB_PLAN_MAX_STAGES], a_last[KB_PLAN_MAX_STAGES];
 } kb_plan;
 
 /* Builds the plan of a command (the scheduler calls it on admission). */
