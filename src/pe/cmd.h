@@ -162,7 +162,8 @@ typedef struct kb_cmd {
 	kb_opspec *ops;
 	uint32_t n_ops;
 	uint32_t n_rw;           /* rw_handles (count only; ids are in writes) */
-	/* LOAD / STORE / FILL / SEND / RECV */
+	/* LOAD / STORE / FILL / SEND / RECV (a composite's are not even zeroed:
+	 * kb__cmd_alloc leaves src and dst of a command with ops as they were) */
 	kb_tview src, dst;
 	double fill_value;
 	uint32_t peer_pe;        /* SEND: destination; RECV: source */
