@@ -42,7 +42,8 @@ typedef struct tpl_patch {
  * its output, only as many operands and extras as it has.
  */
 typedef struct tpl {
-	uint32_t nw, nn, nh, n_alloc, n_patch, n_reads, n_rws, n_writes;
+	uint32_t nw, nn, nh, n_alloc, n_patch;
+	uint32_t n_rd, n_wait, n_wr;   /* set: see sets_distinct */
 	uint32_t max_ops, cap_ids, n_ops, n_rw;
 	int result;              /* alloc that is the result; -1: the call's out */
 	uint64_t lbytes;
@@ -52,7 +53,7 @@ typedef struct tpl {
 	const char *const *fixed;
 	const tpl_alloc *alloc;
 	const tpl_patch *patch;
-	const uint8_t *set;      /* reads, then rws, then writes */
+	const uint8_t *set;      /* the command's reads, then its writes (sets_distinct) */
 	const kb_cmd_dig *dig;
 	const unsigned char *ops;
 	const uint16_t *name_at; /* where each name starts in names */
@@ -263,10 +264,52 @@ static const tpl *find(kb_replay *r, const kb_rkey *k)
 	return NULL;
 }
 
+/*
+ * kb__cmd_sets for handles known distinct, as a template keeps them: c's
+ * reads are hs[rd[i]], the first n_wait read-only (an implicit wait for
+ * their producers), its writes hs[wr[i]]; then c is their last writer. Its
+ * sets empty, with room for them (the full lowering's had). No search for
+ * repeats but among producers (two handles may have one), which was most
+ * of kb__cmd_sets' ~120 instructions a decode command (issue 13).
+ */
+static inline void sets_distinct(kb_cmd *c, kb_hslot *const *hs, const uint8_t *rd, uint32_t n_rd,
+				 uint32_t n_wait, const uint8_t *wr, uint32_t n_wr)
+{
+	uint64_t fence = 0;
+	uint32_t nd = 0;
+
+	for (uint32_t i = 0; i < n_rd; i++) {
+		const kb_hslot *h = hs[rd[i]];
+
+		fence = h->fence > fence ? h->fence : fence;
+		c->reads[i] = h->view.id;
+		if (i < n_wait && h->writer >= 0) {
+			uint32_t j = 0;
+
+			while (j < nd && c->deps[j] != (uint64_t)h->writer)
+				j++;
+			if (j == nd)
+				c->deps[nd++] = (uint64_t)h->writer;
+		}
+	}
+	for (uint32_t i = 0; i < n_wr; i++) {
+		const kb_hslot *h = hs[wr[i]];
+
+		fence = h->fence > fence ? h->fence : fence;
+		c->writes[i] = h->view.id;
+	}
+	for (uint32_t i = 0; i < n_wr; i++)
+		hs[wr[i]]->writer = (int64_t)c->id;
+	c->n_reads = n_rd;
+	c->n_deps = nd;
+	c->n_writes = n_wr;
+	c->fence = fence;
+}
+
 int kb__replay_run(kb_replay **rp, kb_tl *tl, const kb_rkey *k, kb_tl_tensor **res)
 {
 	const tpl *t = *rp ? find(*rp, k) : NULL;
-	kb_hslot *hs[TPL_MAX_ALL], *reads[TPL_MAX_SET], *rws[TPL_MAX_SET], *writes[TPL_MAX_SET];
+	kb_hslot *hs[TPL_MAX_ALL];
 	const unsigned char *from;
 	kb_tl_tensor *tt;
 	kb_cmd *c;
@@ -331,18 +374,7 @@ int kb__replay_run(kb_replay **rp, kb_tl *tl, const kb_rkey *k, kb_tl_tensor **r
 		*res = NULL;
 		return 1;
 	}
-	for (uint32_t i = 0; i < t->n_reads; i++)
-		reads[i] = hs[t->set[i]];
-	for (uint32_t i = 0; i < t->n_rws; i++)
-		rws[i] = hs[t->set[t->n_reads + i]];
-	for (uint32_t i = 0; i < t->n_writes; i++)
-		writes[i] = hs[t->set[t->n_reads + t->n_rws + i]];
-	if (kb__cmd_sets(c, reads, t->n_reads, rws, t->n_rws, writes, t->n_writes)) {
-		kb__cmd_free(c);
-		kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory");
-		*res = NULL;
-		return 1;
-	}
+	sets_distinct(c, hs, t->set, t->n_rd, t->n_wait, t->set + t->n_rd, t->n_wr);
 	if (kb__tl_emit(tl, c))
 		*res = NULL;
 	return 1;
@@ -365,15 +397,21 @@ static int id_index(kb_hslot *const *all, uint32_t n, uint64_t id)
 	return -1;
 }
 
-static int set_of(uint8_t *to, kb_hslot *const *from, uint32_t n, kb_hslot *const *all,
-		  uint32_t n_all)
+/* Appends to the set to[0..*n) the indices of from's handles not in it
+ * yet (as kb__cmd_sets leaves ids once, in order). -1: one is not in all. */
+static int set_of(uint8_t *to, uint32_t *n, kb_hslot *const *from, uint32_t n_from,
+		  kb_hslot *const *all, uint32_t n_all)
 {
-	for (uint32_t i = 0; i < n; i++) {
+	for (uint32_t i = 0; i < n_from; i++) {
 		int j = index_of(all, n_all, from[i]);
+		uint32_t x = 0;
 
 		if (j < 0)
 			return -1;
-		to[i] = (uint8_t)j;
+		while (x < *n && to[x] != (uint8_t)j)
+			x++;
+		if (x == *n)
+			to[(*n)++] = (uint8_t)j;
 	}
 	return 0;
 }
@@ -399,7 +437,9 @@ static tpl *tpl_make(const kb_rkey *k, const kb_replay_src *s)
 {
 	const kb_cmd *c = s->cmd;
 	kb_hslot *all[TPL_MAX_ALL];
-	uint32_t n_all = k->nh + s->n_alloc, n_patch = 0, n_set = s->n_reads + s->n_rw + s->n_writes;
+	uint32_t n_all = k->nh + s->n_alloc, n_patch = 0;
+	/* rw handles are in both sets */
+	uint32_t n_set = s->n_reads + 2 * s->n_rw + s->n_writes;
 	tpl_patch patch[TPL_MAX_PATCH];
 	size_t names = 0, ops = 0, off, size;
 	int result = -1;
@@ -469,14 +509,24 @@ static tpl *tpl_make(const kb_rkey *k, const kb_replay_src *s)
 	t->patch = memcpy(b + off, patch, n_patch * sizeof(tpl_patch));
 	off += n_patch * sizeof(tpl_patch);
 	{
-		uint8_t *set = b + off;
+		/* kb__cmd_sets' sets: reads (a wait each), rw handles in reads
+		 * and writes, writes; distinct handles have distinct ids */
+		uint8_t *set = b + off, wr[3 * TPL_MAX_SET];
 
-		if (set_of(set, s->reads, s->n_reads, all, n_all) ||
-		    set_of(set + s->n_reads, s->rw, s->n_rw, all, n_all) ||
-		    set_of(set + s->n_reads + s->n_rw, s->writes, s->n_writes, all, n_all)) {
+		t->n_rd = t->n_wr = 0;
+		if (set_of(set, &t->n_rd, s->reads, s->n_reads, all, n_all)) {
 			free(b);
 			return NULL;
 		}
+		t->n_wait = t->n_rd;
+		if (set_of(set, &t->n_rd, s->rw, s->n_rw, all, n_all) ||
+		    set_of(wr, &t->n_wr, s->rw, s->n_rw, all, n_all) ||
+		    set_of(wr, &t->n_wr, s->writes, s->n_writes, all, n_all) ||
+		    t->n_rd > s->cap_ids || t->n_wr > s->cap_ids) {
+			free(b);
+			return NULL;
+		}
+		memcpy(set + t->n_rd, wr, t->n_wr);
 		t->set = set;
 		off = align8(off + n_set);
 	}
@@ -520,9 +570,6 @@ static tpl *tpl_make(const kb_rkey *k, const kb_replay_src *s)
 	t->nh = k->nh;
 	t->n_alloc = s->n_alloc;
 	t->n_patch = n_patch;
-	t->n_reads = s->n_reads;
-	t->n_rws = s->n_rw;
-	t->n_writes = s->n_writes;
 	t->max_ops = s->max_ops;
 	t->cap_ids = s->cap_ids;
 	t->n_ops = c->n_ops;
@@ -615,11 +662,11 @@ static const mcall *math_find(kb_replay *r, const kb_tl_composite_desc *d, const
 int kb__replay_math(kb_replay **rp, kb_tl *tl, const kb_tl_composite_desc *d, kb_tl_tensor **res)
 {
 	kb_replay *r = *rp;
-	kb_hslot *a, *b = NULL, *o = NULL, *reads[2];
+	static const uint8_t math_set[3] = { 0, 1, 2 };
+	kb_hslot *a, *b = NULL, *o = NULL, *hs[3];
 	const mcall *m;
 	kb_opspec *op;
 	kb_cmd *c;
-	uint32_t n_reads = 1;
 
 	/* an invalid handle: the full lowering says which */
 	if (!r || !(a = kb__tl_slot_find(tl, d->a)) || (d->b && !(b = kb__tl_slot_find(tl, d->b))) ||
@@ -653,24 +700,25 @@ int kb__replay_math(kb_replay **rp, kb_tl *tl, const kb_tl_composite_desc *d, kb
 	op->trans_b = 0;
 	op->operands[0].name = m->name[0];
 	op->operands[0].t = a->view;
-	reads[0] = a;
 	if (b) {
 		op->operands[1].name = m->name[1];
 		op->operands[1].t = b->view;
-		if (b != a)
-			reads[n_reads++] = b;
 	}
 	op->out = o->view;
 	c->n_ops = 1;
 	c->n_rw = 0;
 	c->lbytes = m->lbytes;
-	if (kb__cmd_set_digest(c, (const kb_cmd_dig *)(const void *)m->dig) ||
-	    kb__cmd_sets(c, reads, n_reads, NULL, 0, &o, 1)) {
+	if (kb__cmd_set_digest(c, (const kb_cmd_dig *)(const void *)m->dig)) {
 		kb__cmd_free(c);
 		kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory");
 		*res = NULL;
 		return 1;
 	}
+	hs[0] = a;
+	hs[1] = b ? b : a;
+	hs[2] = o;
+	/* read a (and b, when another handle), write o */
+	sets_distinct(c, hs, math_set, b && b != a ? 2 : 1, b && b != a ? 2 : 1, math_set + 2, 1);
 	if (kb__tl_emit(tl, c))
 		*res = NULL;
 	return 1;
