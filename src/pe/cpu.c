@@ -35,6 +35,10 @@ typedef struct kb_cpu {
 	size_t ahead_n;
 	kb_time ahead_ps, stop_ps;
 	int stop;
+	/* Its op_log lane (NULL: none) and a dispatch record with what is
+	 * the same every dispatch (pe, eng, op, bytes, size) filled at init. */
+	kb_oplog_lane *lane;
+	kb_oplog_record rec;
 } kb_cpu;
 
 #define PEEK_MAX 64
@@ -215,14 +219,18 @@ static int dispatched(kb_lp *lp, kb_cpu *c)
 	kb_machine *m = c->ps->m;
 	kb_cmd *cmd = c->cur;
 	kb_time now = kb__lp_now(lp);
-	kb_oplog_record r = { c->dispatch_t0, now, c->ps->pe, kb__eng_names[KB_ENG_CPU], "dispatch",
-			      cmd->id, kb__cmd_kind_name((int)cmd->kind), (int64_t)cmd->lbytes, -1,
-			      NULL, 0, sizeof(kb_oplog_record) };
-	kb_oplog_lane *lane = c->ps->lane[KB_ENG_CPU];
-	int rc = lane ? kb__oplog_emit(lane, &r, NULL, 0) : KB_OK;
+	int rc;
 
-	if (rc)
-		return kb__lp_fail(lp, rc, "cannot buffer an op_log record");
+	if (c->lane) {
+		c->rec.t0_ps = c->dispatch_t0;
+		c->rec.t1_ps = now;
+		c->rec.cmd = cmd->id;
+		c->rec.kind = kb__cmd_kind_name((int)cmd->kind);
+		c->rec.lbytes = (int64_t)cmd->lbytes;
+		rc = kb__oplog_emit(c->lane, &c->rec, NULL, 0);
+		if (rc)
+			return kb__lp_fail(lp, rc, "cannot buffer an op_log record");
+	}
 	c->ps->fig.commands++;
 	c->ps->fig.dispatch_ps += now - c->dispatch_t0;
 	c->ps->fig.busy_ps[KB_ENG_CPU] += now - c->dispatch_t0;
@@ -371,6 +379,9 @@ static int cpu_init(void *st, void *arg)
 	kb_cpu *c = st;
 
 	c->ps = ((const kb_pe_lp_arg *)arg)->ps;
+	c->lane = c->ps->lane[KB_ENG_CPU];
+	c->rec = (kb_oplog_record){ 0, 0, c->ps->pe, kb__eng_names[KB_ENG_CPU], "dispatch", 0, NULL, 0, -1,
+				    NULL, 0, sizeof(kb_oplog_record) };
 	return KB_OK;
 }
 

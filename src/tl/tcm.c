@@ -510,25 +510,48 @@ static __attribute__((noinline)) int alloc_retry(kb_tcm *t, uint64_t size, uint6
 	return try_alloc(t, size, off, fence);
 }
 
-int kb__tcm_alloc(kb_tcm *t, uint64_t bytes, uint64_t *off, uint64_t *fence)
+/* kb__tcm_alloc past its fast path. */
+static __attribute__((noinline)) int alloc_slow(kb_tcm *t, uint64_t size, uint64_t *off,
+						uint64_t *fence)
 {
-	uint64_t size = round_size(bytes);
-
 	if (!try_alloc(t, size, off, fence))
 		return 0;
 	return alloc_retry(t, size, off, fence);
 }
 
+int kb__tcm_alloc(kb_tcm *t, uint64_t bytes, uint64_t *off, uint64_t *fence)
+{
+	uint64_t size = round_size(bytes);
+	uint32_t k = t->hint[AT_CURSOR][0], i = t->hint[AT_CURSOR][1];
+
+	/* Decode's case, try_alloc's and take's in short: the block at the
+	 * cursor (the hint names it) starts at the cursor, aligned, and is
+	 * larger than the request, which it gives from its start. Its place
+	 * does not move, so neither does the hint. */
+	if (answers(t, k, i, t->cursor)) {
+		kb_tcm_blk *b = &t->leaf[k]->b[i];
+
+		if (b->off == t->cursor && b->off == align_up(b->off) && b->off + size < b->end) {
+			*off = b->off;
+			*fence = b->fence;
+			b->off += size;
+			t->cursor = b->off;
+			t->used += size;
+			return 0;
+		}
+	}
+	return alloc_slow(t, size, off, fence);
+}
+
 /* Freed blocks are not merged with their upper neighbours here: merging
  * would give never-used memory the fence of the freed block and make its
  * next users wait for no reason. */
-void kb__tcm_free(kb_tcm *t, uint64_t off, uint64_t bytes, uint64_t fence)
+static __attribute__((noinline)) void free_slow(kb_tcm *t, uint64_t off, uint64_t size,
+						uint64_t fence)
 {
-	uint64_t size = round_size(bytes);
 	pos p = find_near(t, off, AT_FREE), q = p;   /* q: the last block below off, if any */
 	kb_tcm_leaf *f;
 
-	t->used -= size;
 	if (q.i > 0)
 		q.i--;
 	else if (q.k > 0)
@@ -550,6 +573,37 @@ void kb__tcm_free(kb_tcm *t, uint64_t off, uint64_t bytes, uint64_t fence)
 		t->leaked += size;   /* out of host memory: lose the block, stay correct */
 	else
 		set_hint(t, AT_FREE, p);
+}
+
+void kb__tcm_free(kb_tcm *t, uint64_t off, uint64_t bytes, uint64_t fence)
+{
+	uint64_t size = round_size(bytes);
+	uint32_t k = t->hint[AT_FREE][0], i = t->hint[AT_FREE][1];
+
+	t->used -= size;
+	/* Decode's case, free_slow's in short: scopes free top down, so the
+	 * block above the last one freed (the hint) is find's answer; the
+	 * block below off is in the same leaf, and that leaf has room. */
+	if (i > 0 && answers(t, k, i, off) && t->leaf[k]->n < L) {
+		kb_tcm_leaf *f = t->leaf[k];
+		kb_tcm_blk *q = &f->b[i - 1];
+
+		if (q->end == off && q->fence == fence) {
+			q->end += size;
+			raise_bound(t, k, usable(q->off, q->end));
+			t->hint[AT_FREE][1] = i - 1;
+			return;
+		}
+		shift_hints(t, (pos){ k, i }, 1);
+		move_blocks(&f->b[i + 1], &f->b[i], f->n - i);
+		f->b[i] = (kb_tcm_blk){ off, off + size, fence };
+		f->n++;
+		t->n++;
+		raise_bound(t, k, usable(off, off + size));
+		t->hint[AT_FREE][1] = i;
+		return;
+	}
+	free_slow(t, off, size, fence);
 }
 
 uint64_t kb__tcm_largest_free(const kb_tcm *t)
