@@ -258,7 +258,7 @@ static int try_admit(kb_lp *lp, kb_sched *s)
 	return KB_OK;
 }
 
-static int enqueue(kb_lp *lp, kb_sched *s, kb_cmd *cmd)
+static __attribute__((noinline)) int enqueue(kb_lp *lp, kb_sched *s, kb_cmd *cmd)
 {
 	kb_hazard_sig sig = kb__hazard_sign(cmd);
 
@@ -300,7 +300,7 @@ static int enqueue(kb_lp *lp, kb_sched *s, kb_cmd *cmd)
 	return try_admit(lp, s);
 }
 
-static int step_done(kb_lp *lp, kb_sched *s, const kb_event *ev)
+static __attribute__((noinline)) int step_done(kb_lp *lp, kb_sched *s, const kb_event *ev)
 {
 	kb_plan *p = (kb_plan *)(uintptr_t)ev->w[0];
 	kb_phase ph = (kb_phase)ev->w[3];
