@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "base/dtype.h"
 #include "kernbench/common.h"
@@ -208,6 +209,16 @@ int kb__cmd_digest(kb_cmd *c);
 int kb__cmd_set_digest(kb_cmd *c, const kb_cmd_dig *d);
 /* Bytes of the digest of n_ops ops. */
 size_t kb__cmd_dig_size(uint32_t n_ops);
+/* kb__cmd_set_digest of a digest of n_ops ops into c, which has room for
+ * them (kb__cmd_alloc's for at least n_ops ops), without the checks; a
+ * constant n_ops makes it a copy of constant size, inline (a replay's). */
+static inline void kb__cmd_put_digest(kb_cmd *c, const kb_cmd_dig *d, uint32_t n_ops)
+{
+	kb_cmd_dig *to = (kb_cmd_dig *)(void *)(c + 1);   /* where kb__cmd_alloc leaves room */
+
+	memcpy(to, d, sizeof(kb_cmd_dig) + (size_t)n_ops * sizeof(kb_opdig));
+	c->dig = to;
+}
 /* Frees a command and what it owns. Accepts NULL. */
 void kb__cmd_free(kb_cmd *cmd);
 

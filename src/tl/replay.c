@@ -367,13 +367,7 @@ int kb__replay_run(kb_replay **rp, kb_tl *tl, const kb_rkey *k, kb_tl_tensor **r
 	c->n_ops = t->n_ops;
 	c->n_rw = t->n_rw;
 	c->lbytes = t->lbytes;
-	if (kb__cmd_set_digest(c, t->dig)) {
-		kb__cmd_free(c);
-		kb__tl_fail(tl, KB_V_OVER_CAP, "composite of %u ops has no room for its digest (a bug in src/tl)",
-			    t->n_ops);
-		*res = NULL;
-		return 1;
-	}
+	kb__cmd_put_digest(c, t->dig, t->n_ops);   /* max_ops >= n_ops: room for it */
 	sets_distinct(c, hs, t->set, t->n_rd, t->n_wait, t->set + t->n_rd, t->n_wr);
 	if (kb__tl_emit(tl, c))
 		*res = NULL;
@@ -708,12 +702,7 @@ int kb__replay_math(kb_replay **rp, kb_tl *tl, const kb_tl_composite_desc *d, kb
 	c->n_ops = 1;
 	c->n_rw = 0;
 	c->lbytes = m->lbytes;
-	if (kb__cmd_set_digest(c, (const kb_cmd_dig *)(const void *)m->dig)) {
-		kb__cmd_free(c);
-		kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory");
-		*res = NULL;
-		return 1;
-	}
+	kb__cmd_put_digest(c, (const kb_cmd_dig *)(const void *)m->dig, 1);
 	hs[0] = a;
 	hs[1] = b ? b : a;
 	hs[2] = o;
