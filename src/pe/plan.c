@@ -268,26 +268,6 @@ static int costs_fit(const kb_plan *p)
 	return p->n_steps <= KB_PLAN_MAX_STAGES && p->n_steps * p->n_last <= KB_PLAN_MAX_STAGES;
 }
 
-/*
- * Where stage st of phase ph (loop step `step`) keeps its cost in p->cost,
- * whose plan's stage lists are its cost block's (cost_all): by st's place
- * there. A loop step keeps n_last entries, its stage's place in mid or
- * last (mid is last's first n_mid), so no step % kt tells a k-step's list
- * apart. -1: st is not one of the plan's stages.
- */
-static inline int cost_index(const kb_plan *p, kb_phase ph, uint64_t step, const kb_stage_ref *st)
-{
-	/* by address, unsigned: below the block wraps to a huge index */
-	uintptr_t i = ((uintptr_t)st - (uintptr_t)p->pre) / sizeof(*st);
-
-	if (ph == KB_PH_LOOP)
-		return step < p->n_steps && i - 2 * KB_PLAN_MAX_STEPS < p->n_last
-			       ? (int)i + (int)step * (int)p->n_last : -1;
-	if (ph == KB_PH_PRE)
-		return i < p->n_pre ? (int)i : -1;
-	return i - KB_PLAN_MAX_STEPS < p->n_post ? (int)i : -1;
-}
-
 static void cost_compute(const kb_plan *p, kb_phase ph, uint64_t step, const kb_stage_ref *st,
 			 kb_stage_cost *c);
 
@@ -304,7 +284,7 @@ static int cost_all(kb_plan *p)
 		cost_compute(p, KB_PH_PRE, i, &p->pre[i], &b->c[i]);
 	for (uint32_t i = 0; i < p->n_post; i++)
 		cost_compute(p, KB_PH_POST, i, &p->post[i], &b->c[KB_PLAN_MAX_STEPS + i]);
-	/* each step's as if it were a last k-step (see cost_index) */
+	/* each step's as if it were a last k-step (see kb__plan_cost_index) */
 	for (uint64_t s = 0; s < p->n_steps; s++)
 		for (uint32_t i = 0; i < p->n_last; i++)
 			cost_compute(p, KB_PH_LOOP, s, &p->last[i],
@@ -674,15 +654,9 @@ const char *kb__stage_keys(int kind)
 	}
 }
 
-void kb__plan_cost(const kb_plan *p, kb_phase ph, uint64_t step, const kb_stage_ref *st,
-		   kb_stage_cost *c)
+void kb__plan_cost_compute(const kb_plan *p, kb_phase ph, uint64_t step, const kb_stage_ref *st,
+			   kb_stage_cost *c)
 {
-	int i;
-
-	if (p->cost_ok && (i = cost_index(p, ph, step, st)) >= 0) {
-		*c = p->cost[i];
-		return;
-	}
 	cost_compute(p, ph, step, st, c);
 }
 

@@ -170,8 +170,44 @@ typedef struct kb_stage_cost {
  * const: a call the engines make only on failure can sink into that path. */
 const char *kb__stage_keys(int kind) __attribute__((const));
 
-void kb__plan_cost(const kb_plan *p, kb_phase ph, uint64_t step, const kb_stage_ref *st,
-		   kb_stage_cost *c);
+/*
+ * Where stage st of phase ph (loop step `step`) keeps its cost in p->cost,
+ * whose plan's stage lists are its cost block's (cost_ok): by st's place
+ * there, pre at 0, post at KB_PLAN_MAX_STEPS, last (and mid, last's first
+ * n_mid) at 2 * KB_PLAN_MAX_STEPS; a loop step keeps n_last entries, so
+ * no step % kt tells a k-step's list apart. -1: st is not one of the
+ * plan's stages.
+ */
+static inline int kb__plan_cost_index(const kb_plan *p, kb_phase ph, uint64_t step,
+				      const kb_stage_ref *st)
+{
+	/* by address, unsigned: below the block wraps to a huge index */
+	uintptr_t i = ((uintptr_t)st - (uintptr_t)p->pre) / sizeof(*st);
+
+	if (ph == KB_PH_LOOP)
+		return step < p->n_steps && i - 2 * KB_PLAN_MAX_STEPS < p->n_last
+			       ? (int)i + (int)step * (int)p->n_last : -1;
+	if (ph == KB_PH_PRE)
+		return i < p->n_pre ? (int)i : -1;
+	return i - KB_PLAN_MAX_STEPS < p->n_post ? (int)i : -1;
+}
+
+/* A stage's cost worked out (kb__plan_cost without the memo). */
+void kb__plan_cost_compute(const kb_plan *p, kb_phase ph, uint64_t step, const kb_stage_ref *st,
+			   kb_stage_cost *c);
+
+/* A stage's cost: its plan's memoised one where it has them. Inline: the
+ * engines ask at every stage, and the call was most of a look-up. */
+static inline void kb__plan_cost(const kb_plan *p, kb_phase ph, uint64_t step,
+				 const kb_stage_ref *st, kb_stage_cost *c)
+{
+	int i;
+
+	if (p->cost_ok && (i = kb__plan_cost_index(p, ph, step, st)) >= 0)
+		*c = p->cost[i];
+	else
+		kb__plan_cost_compute(p, ph, step, st, c);
+}
 
 /* ceil((double)a / b), bit for bit, without a division when b is a power
  * of two and 0 <= a < 2^53 (a stage's cycles from a count and a rate). */
