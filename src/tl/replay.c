@@ -25,12 +25,14 @@ typedef struct tpl_alloc {
 	uint64_t bytes;          /* as kb__tl_check_shape found them */
 } tpl_alloc;
 
-/* A view to give a handle's id and address: op, operand (-1: out),
- * handle (the key's handles, then the allocations). */
+/* A view to give a handle's id and address: its byte offset in the
+ * command's ops (no op and operand to index at each replay), the handle
+ * (the key's handles, then the allocations). */
 typedef struct tpl_patch {
-	uint8_t op, h;
-	int8_t operand;
+	uint16_t off;
+	uint8_t h;
 } tpl_patch;
+_Static_assert(TPL_MAX_OPS * sizeof(kb_opspec) <= UINT16_MAX, "patch offsets are 16 bits");
 
 /*
  * A template: one allocation, its arrays sized to it and laid out in the
@@ -343,26 +345,29 @@ int kb__replay_run(kb_replay **rp, kb_tl *tl, const kb_rkey *k, kb_tl_tensor **r
 	from = t->ops;
 	for (uint32_t i = 0; i < t->n_ops; i++) {
 		kb_opspec *to = &c->ops[i];
+		/* the counts in locals: read back from *to, each store made
+		 * the compiler load them again */
+		uint32_t no = from[offsetof(kb_opspec, n_operands)], nx = from[offsetof(kb_opspec, n_extras)];
 		const kb_operand *o;
 		const kb_scalar *x;
 
 		memcpy(to, from, offsetof(kb_opspec, operands));
 		o = (const kb_operand *)(const void *)(from + offsetof(kb_opspec, operands));
-		for (int j = 0; j < to->n_operands; j++)
+		for (uint32_t j = 0; j < no; j++)
 			to->operands[j] = o[j];
-		x = (const kb_scalar *)(const void *)(o + to->n_operands);
-		for (int j = 0; j < to->n_extras; j++)
+		x = (const kb_scalar *)(const void *)(o + no);
+		for (uint32_t j = 0; j < nx; j++)
 			to->extras[j] = x[j];
-		from = (const unsigned char *)(x + to->n_extras);
+		from = (const unsigned char *)(x + nx);
 		memcpy(&to->out, from, sizeof(to->out));
 		from += sizeof(to->out);
 	}
 	for (uint32_t i = 0; i < t->n_patch; i++) {
-		kb_opspec *op = &c->ops[t->patch[i].op];
-		kb_tview *v = t->patch[i].operand < 0 ? &op->out : &op->operands[t->patch[i].operand].t;
+		kb_tview *v = (kb_tview *)(void *)((char *)c->ops + t->patch[i].off);
+		const kb_hslot *h = hs[t->patch[i].h];
 
-		v->id = hs[t->patch[i].h]->view.id;
-		v->addr = hs[t->patch[i].h]->view.addr;
+		v->id = h->view.id;
+		v->addr = h->view.addr;
 	}
 	c->n_ops = t->n_ops;
 	c->n_rw = t->n_rw;
@@ -454,7 +459,8 @@ static tpl *tpl_make(const kb_rkey *k, const kb_replay_src *s)
 			j = id_index(all, n_all, v->id);
 			if (j < 0 || all[j]->view.addr != v->addr)
 				return NULL;
-			patch[n_patch++] = (tpl_patch){ (uint8_t)i, (uint8_t)j, (int8_t)o };
+			patch[n_patch++] = (tpl_patch){ (uint16_t)((const char *)v - (const char *)c->ops),
+							 (uint8_t)j };
 		}
 		ops += packed_size(op);
 	}
