@@ -9,7 +9,8 @@
  *   oneshot  kb__sha256_update on all of it, then the digest;
  *   pieces   as a serial run hashes it: kb__sha256_spread of CHUNK bytes
  *            at a time, then kb__sha256_piece (half a block) until done,
- *            with nothing between the pieces;
+ *            with nothing between the pieces: pieces-avx and pieces-sse
+ *            for each encoding this machine runs (a run uses the first);
  *   plain-c  oneshot without SHA-NI (the fallback);
  *   openssl  libcrypto's SHA256() and nettle's sha256, where the
  *            libraries load (dlopen: the bench links neither), as the
@@ -36,6 +37,7 @@ static double cpu_s(void)
 typedef struct job {
 	const unsigned char *p;
 	size_t n, chunk;
+	int level;               /* kb_sha256.ni for the pieces */
 	char hex[65];
 } job;
 
@@ -70,6 +72,7 @@ static void run_pieces(job *j)
 	kb_sha256_spread r = { .left = 0 };
 
 	kb__sha256_init(&s);
+	kb__sha256_set_ni(&s, j->level);
 	for (size_t off = 0; off < j->n; off += j->chunk) {
 		size_t len = j->n - off < j->chunk ? j->n - off : j->chunk;
 
@@ -118,7 +121,7 @@ static void bench(const char *name, void (*fn)(job *), job *j, int reps, const c
 		if (t < best)
 			best = t;
 	}
-	printf("%-8s %8.3f ms  %6.3f GB/s  %.2f ns/block%s\n", name, best * 1e3,
+	printf("%-10s %8.3f ms  %6.3f GB/s  %.2f ns/block%s\n", name, best * 1e3,
 	       (double)j->n / best * 1e-9, best * 1e9 / ((double)j->n / 64),
 	       want && strcmp(want, j->hex) ? "  DIGEST DIFFERS" : "");
 }
@@ -159,25 +162,26 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	printf("%s: %zu bytes, SHA-NI %s, best of %d\n", argv[1], j.n,
-	       kb__sha256_ni_available() ? "yes" : "no", reps);
+	       (const char *[]){ "no", "yes (SSE)", "yes (AVX)" }[kb__sha256_ni_available()], reps);
 	run_oneshot(&j);
 	memcpy(want, j.hex, sizeof(want));
-	printf("sha256   %s\n", want);
+	printf("sha256     %s\n", want);
 	bench("oneshot", run_oneshot, &j, reps, want);
-	bench("pieces", run_pieces, &j, reps, want);
+	for (j.level = kb__sha256_ni_available(); j.level >= 1; j.level--)
+		bench(j.level == 2 ? "pieces-avx" : "pieces-sse", run_pieces, &j, reps, want);
 	bench("plain-c", run_plain, &j, reps > 3 ? 3 : reps, want);
 	if ((lib = dlopen("libcrypto.so.3", RTLD_NOW)) &&
 	    (*(void **)&ossl_sha256 = dlsym(lib, "SHA256")))
 		bench("openssl", run_openssl, &j, reps, want);
 	else
-		printf("openssl  (libcrypto.so.3 not loaded: skipped)\n");
+		printf("openssl    (libcrypto.so.3 not loaded: skipped)\n");
 	if ((lib = dlopen("libnettle.so.8", RTLD_NOW)) &&
 	    (*(void **)&nettle_init = dlsym(lib, "nettle_sha256_init")) &&
 	    (*(void **)&nettle_update = dlsym(lib, "nettle_sha256_update")) &&
 	    (*(void **)&nettle_digest = dlsym(lib, "nettle_sha256_digest")))
 		bench("nettle", run_nettle, &j, reps, want);
 	else
-		printf("nettle   (libnettle.so.8 not loaded: skipped)\n");
+		printf("nettle     (libnettle.so.8 not loaded: skipped)\n");
 	free((void *)j.p);
 	return 0;
 }

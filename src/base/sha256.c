@@ -177,14 +177,15 @@ enum { V_S0, V_S1, V_M0, V_M1, V_M2, V_M3, V_ABEF, V_CDGH };
 #define V_LOAD(r, i) _mm_load_si128((const __m128i *)(r)->v[i])
 #define V_STORE(r, i, x) _mm_store_si128((__m128i *)(r)->v[i], x)
 
-/* Rounds 0-31 of r's block (r->phase 0), reading the block, or rounds
- * 32-63 (phase 1), adding the block's start and moving on. */
-static inline NI_TARGET void ni_piece(kb_sha256_spread *r)
+/* Rounds 0-31 of r's block (left even), reading the block, or rounds
+ * 32-63 (left odd), adding the block's start and moving on. Inlined
+ * into each piece function, so that it takes that one's encoding. */
+static inline __attribute__((always_inline)) NI_TARGET void ni_piece(kb_sha256_spread *r)
 {
 	__m128i s0 = V_LOAD(r, V_S0), s1 = V_LOAD(r, V_S1);
 	__m128i m0, m1, m2, m3;
 
-	if (!r->phase) {
+	if (!(r->left & 1)) {
 		const __m128i bswap = NI_BSWAP;
 		const uint8_t *p = r->p;
 
@@ -199,7 +200,6 @@ static inline NI_TARGET void ni_piece(kb_sha256_spread *r)
 		V_STORE(r, V_M1, m1);
 		V_STORE(r, V_M2, m2);
 		V_STORE(r, V_M3, m3);
-		r->phase = 1;
 	} else {
 		m0 = V_LOAD(r, V_M0);
 		m1 = V_LOAD(r, V_M1);
@@ -209,8 +209,6 @@ static inline NI_TARGET void ni_piece(kb_sha256_spread *r)
 		s0 = _mm_add_epi32(s0, V_LOAD(r, V_ABEF));
 		s1 = _mm_add_epi32(s1, V_LOAD(r, V_CDGH));
 		r->p += 64;
-		r->s->ctx.count++;
-		r->phase = 0;
 	}
 	V_STORE(r, V_S0, s0);
 	V_STORE(r, V_S1, s1);
@@ -230,42 +228,100 @@ NI_TARGET static void ni_spread_store(kb_sha256_spread *r)
 	ni_store(r->s->ctx.state, V_LOAD(r, V_S0), V_LOAD(r, V_S1));
 }
 
-/* CPUID leaf 7 EBX bit 29 (SHA), leaf 1 ECX bits 9 (SSSE3) and 19
- * (SSE4.1); asked once per process (0: not yet, 1: no, 2: yes). */
-static atomic_int ni_state;
+static void ctx_update(kb_sha256 *s, const uint8_t *p, size_t len);
+
+/* After the last piece: the state back, and the tail kept. */
+__attribute__((noinline, cold)) static void ni_spread_done(kb_sha256_spread *r)
+{
+	ni_spread_store(r);
+	ctx_update(r->s, r->p, r->tail);
+}
+
+/* The pieces: one in each encoding. A piece is the cost left of the hash
+ * in a serial run, and there it costs its instructions, not its latency
+ * (issue 13: the same pieces with a 1-cycle add for sha256rnds2 ran
+ * as slowly): AVX's three operands save the register copies, ~35 of
+ * ~200 instructions a block. Machines with SHA-NI but no AVX (Goldmont)
+ * take the SSE one. */
+NI_TARGET static void ni_piece_sse(void *vr)
+{
+	kb_sha256_spread *r = vr;
+
+	ni_piece(r);
+	if (--r->left == 0)
+		ni_spread_done(r);
+}
+
+__attribute__((target("sha,avx,sse4.1,ssse3"))) static void ni_piece_avx(void *vr)
+{
+	kb_sha256_spread *r = vr;
+
+	ni_piece(r);
+	if (--r->left == 0)
+		ni_spread_done(r);
+}
+
+/* CPUID leaf 7 EBX bit 29 (SHA), leaf 1 ECX bits 9 (SSSE3), 19 (SSE4.1),
+ * 27 (OSXSAVE) and 28 (AVX) with XCR0's SSE and AVX state on; asked once
+ * per process (-1: not yet, else the level, kb_sha256.ni). */
+static atomic_int ni_state = -1;
 
 int kb__sha256_ni_available(void)
 {
 	int st = atomic_load_explicit(&ni_state, memory_order_relaxed);
 
-	if (!st) {
-		int ok;
+	if (st < 0) {
+		int ok, avx;
 
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
 		/* libgcc has asked CPUID already, for the library's
 		 * target_clones resolvers: its answer costs no CPUID here (in a
 		 * VM each one exits to the hypervisor: ~6 us a run for four,
-		 * issue 13). */
+		 * issue 13). Its "avx" includes the OS's XCR0 check. */
 		__builtin_cpu_init();
 		ok = __builtin_cpu_supports("sha") && __builtin_cpu_supports("sse4.1") &&
 		     __builtin_cpu_supports("ssse3");
+		avx = __builtin_cpu_supports("avx");
 #else
-		unsigned a, b, c, d;
+		unsigned a, b, c, d, xlo, xhi;
 
 		ok = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 9)) && (c & (1u << 19));
+		avx = ok && (c & (1u << 27)) && (c & (1u << 28));
+		if (avx) {
+			__asm__("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));
+			avx = (xlo & 6) == 6;
+		}
 		ok = ok && __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 29));
 #endif
-		st = ok ? 2 : 1;
+		st = ok ? 1 + !!avx : 0;
 		atomic_store_explicit(&ni_state, st, memory_order_relaxed);
 	}
-	return st == 2;
+	return st;
 }
+
 #else
 int kb__sha256_ni_available(void)
 {
 	return 0;
 }
 #endif
+
+/* Without SHA-NI a spread hashes everything at once: no piece is ever
+ * due. */
+static void piece_none(void *r)
+{
+	(void)r;
+}
+
+void (*kb__sha256_piece_fn(const kb_sha256 *s))(void *)
+{
+#ifdef KB_SHA_NI
+	if (s->ni)
+		return s->ni == 2 ? ni_piece_avx : ni_piece_sse;
+#endif
+	(void)s;
+	return piece_none;
+}
 
 /* Compresses n whole blocks into state, by SHA-NI where s may. */
 static void compress(const kb_sha256 *s, uint32_t state[8], const uint8_t *p, size_t n)
@@ -357,9 +413,11 @@ void kb__sha256_init(kb_sha256 *s)
 	s->ni = kb__sha256_ni_available();
 }
 
-void kb__sha256_set_ni(kb_sha256 *s, int on)
+void kb__sha256_set_ni(kb_sha256 *s, int level)
 {
-	s->ni = on && kb__sha256_ni_available();
+	int best = kb__sha256_ni_available();
+
+	s->ni = level < best ? (level > 0 ? level : 0) : best;
 }
 
 void kb__sha256_update(kb_sha256 *s, const void *data, size_t len)
@@ -373,6 +431,7 @@ void kb__sha256_spread(kb_sha256 *s, kb_sha256_spread *r, const void *data, size
 
 	r->s = s;
 	r->left = 0;
+	r->piece = kb__sha256_piece_fn(s);
 #ifdef KB_SHA_NI
 	if (s->ni && len >= 64 + (s->ctx.index ? 64 - s->ctx.index : 0)) {
 		if (s->ctx.index) {
@@ -382,10 +441,12 @@ void kb__sha256_spread(kb_sha256 *s, kb_sha256_spread *r, const void *data, size
 			p += n;
 			len -= n;
 		}
+		/* The blocks are counted now: nothing reads the count before
+		 * the pieces are done. */
+		s->ctx.count += len / 64;
 		r->p = p;
 		r->left = len / 64 * 2;
 		r->tail = len % 64;
-		r->phase = 0;
 		ni_spread_load(r);
 		return;
 	}
@@ -393,35 +454,16 @@ void kb__sha256_spread(kb_sha256 *s, kb_sha256_spread *r, const void *data, size
 	ctx_update(s, p, len);
 }
 
-#ifdef KB_SHA_NI
-NI_TARGET
-#endif
-void kb__sha256_piece(kb_sha256_spread *r)
-{
-#ifdef KB_SHA_NI
-	ni_piece(r);
-	if (--r->left == 0) {
-		ni_spread_store(r);
-		ctx_update(r->s, r->p, r->tail);
-	}
-#else
-	(void)r;
-#endif
-}
-
 void kb__sha256_spread_end(kb_sha256_spread *r)
 {
 #ifdef KB_SHA_NI
-	/* The block begun, piece by piece; the others in one run. */
-	while (r->left && r->phase)
-		kb__sha256_piece(r);
+	/* The block begun, by its last piece; the others in one run. */
+	if (r->left & 1)
+		r->piece(r);
 	if (r->left) {
-		size_t n = r->left / 2;
-
 		ni_spread_store(r);
-		ni_blocks(r->s->ctx.state, r->p, n);
-		r->s->ctx.count += n;
-		ctx_update(r->s, r->p + 64 * n, r->tail);
+		ni_blocks(r->s->ctx.state, r->p, r->left / 2);
+		ctx_update(r->s, r->p + 32 * r->left, r->tail);
 		r->left = 0;
 	}
 #else

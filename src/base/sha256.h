@@ -15,7 +15,9 @@ typedef struct kb_sha256_ctx {
 
 typedef struct kb_sha256 {
 	kb_sha256_ctx ctx;
-	int ni;                  /* whole blocks by the SHA-NI loop (sha256.c) */
+	/* Whole blocks by: 0 the plain C rounds, 1 the SHA-NI loop, 2 that
+	 * loop in AVX encoding (sha256.c) */
+	int ni;
 } kb_sha256;
 
 void kb__sha256_init(kb_sha256 *s);
@@ -35,11 +37,13 @@ void kb__sha256_update(kb_sha256 *s, const void *data, size_t len);
  */
 typedef struct kb_sha256_spread {
 	uint32_t v[8][4] __attribute__((aligned(16))); /* state, schedule, block start */
+	/* One piece, for this kb_sha256's path (void *: the event loop's
+	 * kb_sim_config.on_step calls it as it is). */
+	void (*piece)(void *r);
 	kb_sha256 *s;
-	const uint8_t *p;        /* the next block */
-	size_t left;             /* pieces left, then 0: nothing pending */
+	const uint8_t *p;        /* the block begun or next */
+	size_t left;             /* pieces left (0: nothing pending); odd: a block's second half next */
 	size_t tail;             /* bytes after the last whole block */
-	unsigned phase;          /* the next piece: 0 the block's first half, 1 its second */
 } kb_sha256_spread;
 
 /* Hashes data[0..len) into s: at once what completes a partly filled
@@ -47,14 +51,19 @@ typedef struct kb_sha256_spread {
  * rest a piece per kb__sha256_piece. r must be done (left 0). */
 void kb__sha256_spread(kb_sha256 *s, kb_sha256_spread *r, const void *data, size_t len);
 /* One piece of r (left > 0); the last one also takes the tail. */
-void kb__sha256_piece(kb_sha256_spread *r);
+static inline void kb__sha256_piece(kb_sha256_spread *r)
+{
+	r->piece(r);
+}
+/* r->piece for s's path, before any spread (the event loop's hook). */
+void (*kb__sha256_piece_fn(const kb_sha256 *s))(void *);
 /* All that r has left, now. */
 void kb__sha256_spread_end(kb_sha256_spread *r);
 /* Writes 64 hex digits and a NUL into hex[65]. */
 void kb__sha256_hex(kb_sha256 *s, char hex[65]);
-/* Tests: whether this machine has the SHA-NI path, and turning it off
- * for one hash (after init, before any update), so both paths run. */
+/* Tests: the best path this machine has (kb_sha256.ni), and a lower one
+ * for one hash (after init, before any update), so every path runs. */
 int kb__sha256_ni_available(void);
-void kb__sha256_set_ni(kb_sha256 *s, int on);
+void kb__sha256_set_ni(kb_sha256 *s, int level);
 
 #endif

@@ -958,17 +958,11 @@ int kb__oplog_emit_stage(kb_oplog_lane *lane, const kb_oplog_record *rec, const 
 	return emit(lane, rec, NULL, 0, st);
 }
 
-const size_t *kb__oplog_pending(const kb_oplog *log)
+void kb__oplog_hash_steps(kb_oplog *log, const size_t **n, void (**step)(void *), void **ctx)
 {
-	return &log->pend.left;
-}
-
-void kb__oplog_hash_step(void *log)
-{
-	oplog_pend *pd = &((kb_oplog *)log)->pend;
-
-	if (pd->left)
-		kb__sha256_piece(pd);
+	*n = &log->pend.left;
+	*step = kb__sha256_piece_fn(&log->sha);
+	*ctx = &log->pend;
 }
 
 /* ---- merging: slices of the final records, in the fixed total order ----

@@ -51,13 +51,13 @@ kb_oplog_lane *kb__oplog_lane(kb_oplog *log, uint32_t order);
  * lanes, whose text a flush hashes and writes as it is, with no merge.
  * Bytes as without it. KB_ENOMEM (nothing changes) when out of memory. */
 int kb__oplog_serial(kb_oplog *log);
-/* A serial run's flushed bytes that the hash has not taken yet: nonzero
- * while there are some (read through the pointer; 0 in any other run),
- * and hashing the next piece of them (half a block), on the thread that
- * writes the records, between records: the sequential executor's spread
- * work (kb_sim_config.step_n, on_step). */
-const size_t *kb__oplog_pending(const kb_oplog *log);
-void kb__oplog_hash_step(void *log);
+/* A serial run's flushed bytes that the hash has not taken yet, as the
+ * sequential executor's spread work (kb_sim_config.step_n, on_step,
+ * step_ctx): *n is nonzero while there are some (read through the
+ * pointer; 0 in any other run), and step(ctx) hashes the next piece of
+ * them (half a block), on the thread that writes the records, between
+ * records. step is the hash's own piece function: no call between. */
+void kb__oplog_hash_steps(kb_oplog *log, const size_t **n, void (**step)(void *), void **ctx);
 /* A record's members after the fixed ones (issue 20 section 2, "record
  * fields"): typed values that the op_log formats, so that no model code
  * writes JSON. The key is given as a plain JSON key (a string literal) and

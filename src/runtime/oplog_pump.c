@@ -76,7 +76,9 @@ void kb__oplog_pump_attach(kb_oplog_pump *p, kb_oplog *log, kb_sim_config *cfg)
 	cfg->on_share = log ? pump_share : NULL;
 	cfg->on_threads = log ? pump_threads : NULL;
 	cfg->hook_ctx = log ? p : NULL;
-	cfg->step_n = log ? kb__oplog_pending(log) : NULL;
-	cfg->on_step = log ? kb__oplog_hash_step : NULL;
-	cfg->step_ctx = log;
+	cfg->step_n = NULL;
+	cfg->on_step = NULL;
+	cfg->step_ctx = NULL;
+	if (log)
+		kb__oplog_hash_steps(log, &cfg->step_n, &cfg->on_step, &cfg->step_ctx);
 }
