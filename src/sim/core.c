@@ -43,6 +43,18 @@ static inline int key_before(kb_time t, uint64_t pair, uint64_t seq, const kb_ev
 	return seq < k->seq;
 }
 
+/* The same against an event's own key (the register's). */
+static inline int ev_before(kb_time t, uint64_t pair, uint64_t seq, const kb_event *e)
+{
+	uint64_t p = (uint64_t)e->dst << 32 | e->src;
+
+	if (t != e->time)
+		return t < e->time;
+	if (pair != p)
+		return pair < p;
+	return seq < e->seq;
+}
+
 #if defined(__GNUC__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #define EV_VECTORS 1
 typedef uint64_t ev_v2 __attribute__((vector_size(16)));
@@ -138,22 +150,17 @@ static int evheap_grow(kb_evheap *h)
 	return KB_OK;
 }
 
-/* Pushes the event keyed (time, pair, seq) with body's type, aux and
- * payload. */
-static inline __attribute__((always_inline)) void evheap_place(kb_evheap *h, kb_time time,
-							       uint64_t pair, uint64_t seq,
-							       const kb_event *body)
+/* Inserts the event keyed (time, pair, seq) with body's type, aux and
+ * payload into a heap with no hole and a free slot. */
+static inline __attribute__((always_inline)) void evheap_insert(kb_evheap *h, kb_time time,
+								uint64_t pair, uint64_t seq,
+								const kb_event *body)
 {
 	kb_evkey k;
 	size_t i;
 
 	k = (kb_evkey){ time, pair, seq, h->free[--h->n_free] };
 	ev_fill(&h->ev[k.slot], &k, body);
-	if (h->hole) {
-		h->hole = 0;
-		key_put(&h->key[evheap_down(h, 0, &k)], &k);
-		return;
-	}
 	for (i = h->n++; i > 0; i = (i - 1) / 2) {
 		size_t p = (i - 1) / 2;
 
@@ -162,6 +169,23 @@ static inline __attribute__((always_inline)) void evheap_place(kb_evheap *h, kb_
 		h->key[i] = h->key[p];
 	}
 	key_put(&h->key[i], &k);
+}
+
+/* The same into the hole, if there is one. */
+static inline __attribute__((always_inline)) void evheap_place(kb_evheap *h, kb_time time,
+							       uint64_t pair, uint64_t seq,
+							       const kb_event *body)
+{
+	kb_evkey k;
+
+	if (!h->hole) {
+		evheap_insert(h, time, pair, seq, body);
+		return;
+	}
+	h->hole = 0;
+	k = (kb_evkey){ time, pair, seq, h->free[--h->n_free] };
+	ev_fill(&h->ev[k.slot], &k, body);
+	key_put(&h->key[evheap_down(h, 0, &k)], &k);
 }
 
 static inline __attribute__((always_inline)) int evheap_put(kb_evheap *h, kb_time time,
@@ -380,20 +404,18 @@ kb_time kb__lp_link_latency(const kb_lp *lp, uint32_t dst)
 	return sim->cfg.lat_pe;
 }
 
-/* ev_put's rare cases: into the heap (its hole, or a push that does not
- * order first, or no event loop runs), or before the register's event,
- * which then moves into the heap. Out of line: the heap's sifts need
- * registers saved. */
-static __attribute__((noinline)) int put_far(kb_lp *lp, kb_worker *w, kb_time t, uint64_t pair,
-					     uint64_t seq, const kb_event *body)
+/* put_far's rare cases: a heap to grow, its hole to fill, or a push
+ * before the register's event, which then moves into the heap. Out of
+ * line: they call out, and need registers saved. */
+static __attribute__((noinline)) int put_rare(kb_lp *lp, kb_worker *w, kb_time t, uint64_t pair,
+					      uint64_t seq, const kb_event *body)
 {
 	kb_evheap *h = &w->heap;
 
 	if (w->reg == KB_REG_FULL) {
 		kb_event *r = w->nxt;
 
-		if (key_before(t, pair, seq, &(kb_evkey){ r->time, (uint64_t)r->dst << 32 | r->src,
-							  r->seq, 0 })) {
+		if (ev_before(t, pair, seq, r)) {
 			if (evheap_push(h, r))
 				return kb__lp_fail(lp, KB_ENOMEM, "out of memory scheduling an event");
 			ev_fill(r, &(kb_evkey){ t, pair, seq, 0 }, body);
@@ -404,6 +426,22 @@ static __attribute__((noinline)) int put_far(kb_lp *lp, kb_worker *w, kb_time t,
 		return kb__lp_fail(lp, KB_ENOMEM, "out of memory scheduling an event");
 	if (w->reg == KB_REG_HOLE) /* evheap_place filled it */
 		w->reg = KB_REG_EMPTY;
+	return KB_OK;
+}
+
+/* ev_put's other cases: into the heap (a push that does not order
+ * first, its hole, or no event loop runs), or before the register's
+ * event. The common one, a plain insert, calls nothing but put_rare by
+ * a tail call, so that it needs no registers saved either. */
+static __attribute__((noinline)) int put_far(kb_lp *lp, kb_worker *w, kb_time t, uint64_t pair,
+					     uint64_t seq, const kb_event *body)
+{
+	kb_evheap *h = &w->heap;
+
+	if (__builtin_expect(w->reg == KB_REG_HOLE || !h->n_free ||
+			     (w->reg == KB_REG_FULL && ev_before(t, pair, seq, w->nxt)), 0))
+		return put_rare(lp, w, t, pair, seq, body);
+	evheap_insert(h, t, pair, seq, body);
 	return KB_OK;
 }
 
