@@ -17,7 +17,9 @@
 #define NODES_PER_SLAB 256
 #define AUTO_WORKERS_PER_CORE 4
 /* A heap of more events than this leaves a hole for the event that runs
- * (kb_evheap hole); one of this many or fewer pops it at once. */
+ * (kb_evheap hole), which the handler's first push fills; one of this
+ * many or fewer pops it at once (a sift of at most one compare), so
+ * that the push may go into a register (kb_worker reg). */
 #define HOLE_MIN 3
 
 /* ---- a worker's event heap: (time, destination LP, source LP, source
@@ -105,15 +107,23 @@ static inline void ev_fill(kb_event *slot, const kb_evkey *k, const kb_event *bo
  * belongs. Never writes key[n]. */
 static inline size_t evheap_down(kb_evheap *h, size_t i, const kb_evkey *k)
 {
+	/* k's fields and the heap's bounds in locals: the moves below
+	 * could alias them (k may be the key at n), which made every step
+	 * load them again. */
+	kb_time t = k->time;
+	uint64_t pair = k->pair, seq = k->seq;
+	kb_evkey *key = h->key;
+	size_t n = h->n;
+
 	for (;;) {
 		size_t l = 2 * i + 1, m;
 
-		if (l >= h->n)
+		if (l >= n)
 			break;
-		m = (l + 1 < h->n && key_less(&h->key[l + 1], &h->key[l])) ? l + 1 : l;
-		if (!key_less(&h->key[m], k))
+		m = (l + 1 < n && key_less(&key[l + 1], &key[l])) ? l + 1 : l;
+		if (key_before(t, pair, seq, &key[m])) /* keys are unique */
 			break;
-		h->key[i] = h->key[m];
+		key[i] = key[m];
 		i = m;
 	}
 	return i;
@@ -404,52 +414,94 @@ kb_time kb__lp_link_latency(const kb_lp *lp, uint32_t dst)
 	return sim->cfg.lat_pe;
 }
 
-/* put_far's rare cases: a heap to grow, its hole to fill, or a push
- * before the register's event, which then moves into the heap. Out of
+/* put_far's and put_hole's rare cases: a heap to grow, or a push before
+ * the second register's event, which then moves into the heap. Out of
  * line: they call out, and need registers saved. */
 static __attribute__((noinline)) int put_rare(kb_lp *lp, kb_worker *w, kb_time t, uint64_t pair,
 					      uint64_t seq, const kb_event *body)
 {
 	kb_evheap *h = &w->heap;
 
-	if (w->reg == KB_REG_FULL) {
-		kb_event *r = w->nxt;
+	if (w->reg == KB_REG_TWO && ev_before(t, pair, seq, w->nxt2)) {
+		kb_event *r = w->nxt2;
 
-		if (ev_before(t, pair, seq, r)) {
-			if (evheap_push(h, r))
-				return kb__lp_fail(lp, KB_ENOMEM, "out of memory scheduling an event");
-			ev_fill(r, &(kb_evkey){ t, pair, seq, 0 }, body);
-			return KB_OK;
+		if (evheap_push(h, r))
+			return kb__lp_fail(lp, KB_ENOMEM, "out of memory scheduling an event");
+		ev_fill(r, &(kb_evkey){ t, pair, seq, 0 }, body);
+		if (ev_before(t, pair, seq, w->nxt)) {
+			w->nxt2 = w->nxt;
+			w->nxt = r;
 		}
+		return KB_OK;
 	}
 	if (evheap_put(h, t, pair, seq, body))
 		return kb__lp_fail(lp, KB_ENOMEM, "out of memory scheduling an event");
-	if (w->reg == KB_REG_HOLE) /* evheap_place filled it */
+	if (w->reg == KB_REG_HOLE) /* evheap_put filled it */
 		w->reg = KB_REG_EMPTY;
 	return KB_OK;
 }
 
-/* ev_put's other cases: into the heap (a push that does not order
- * first, its hole, or no event loop runs), or before the register's
- * event. The common one, a plain insert, calls nothing but put_rare by
- * a tail call, so that it needs no registers saved either. */
+/* Into the second register a push that orders before every heap event
+ * while the first holds one (behind that one, or before it, which then
+ * moves back). */
+static inline __attribute__((always_inline)) void reg_second(kb_worker *w, kb_time t,
+							     uint64_t pair, uint64_t seq,
+							     const kb_event *body)
+{
+	kb_event *r = w->nxt2;
+
+	ev_fill(r, &(kb_evkey){ t, pair, seq, 0 }, body);
+	if (__builtin_expect(ev_before(t, pair, seq, w->nxt), 0)) {
+		w->nxt2 = w->nxt;
+		w->nxt = r;
+	}
+	w->reg = KB_REG_TWO;
+}
+
+/* A push while the heap has its hole (the running event came from a
+ * heap of more than HOLE_MIN events): into the hole, in one sift, as a
+ * pop and a push would take two. The registers stay empty until then:
+ * in such a heap a push is seldom the earliest. */
+static __attribute__((noinline)) int put_hole(kb_lp *lp, kb_worker *w, kb_time t, uint64_t pair,
+					      uint64_t seq, const kb_event *body)
+{
+	kb_evheap *h = &w->heap;
+	kb_evkey k;
+
+	if (__builtin_expect(!h->n_free, 0))
+		return put_rare(lp, w, t, pair, seq, body);
+	h->hole = 0;
+	w->reg = KB_REG_EMPTY;
+	k = (kb_evkey){ t, pair, seq, h->free[--h->n_free] };
+	ev_fill(&h->ev[k.slot], &k, body);
+	key_put(&h->key[evheap_down(h, 0, &k)], &k);
+	return KB_OK;
+}
+
+/* ev_put's other cases, the registers not empty or the heap's first
+ * earlier: into the second register, when the push orders before the
+ * heap's first, or into the heap. The common ones call nothing but by
+ * tail calls, so that they need no registers saved either. */
 static __attribute__((noinline)) int put_far(kb_lp *lp, kb_worker *w, kb_time t, uint64_t pair,
 					     uint64_t seq, const kb_event *body)
 {
 	kb_evheap *h = &w->heap;
 
-	if (__builtin_expect(w->reg == KB_REG_HOLE || !h->n_free ||
-			     (w->reg == KB_REG_FULL && ev_before(t, pair, seq, w->nxt)), 0))
+	if (w->reg == KB_REG_ONE && (!h->n || key_before(t, pair, seq, &h->key[0]))) {
+		reg_second(w, t, pair, seq, body);
+		return KB_OK;
+	}
+	if (__builtin_expect(!h->n_free || (w->reg == KB_REG_TWO && ev_before(t, pair, seq, w->nxt2)), 0))
 		return put_rare(lp, w, t, pair, seq, body);
 	evheap_insert(h, t, pair, seq, body);
 	return KB_OK;
 }
 
 /* Schedules the event keyed (t, pair, seq) with body's type, aux and
- * payload on worker w (lp: the sender). The common case, the register
- * empty and the key before the heap's first, writes the register's
- * buffer and calls nothing but put_far by a tail call, so that it needs
- * no registers saved. */
+ * payload on worker w (lp: the sender). The common case, the registers
+ * empty and the key before the heap's first, writes the first
+ * register's buffer and calls nothing but put_far by a tail call, so
+ * that it needs no registers saved. */
 static inline __attribute__((always_inline)) int ev_put(kb_lp *lp, kb_worker *w, kb_time t,
 							uint64_t pair, uint64_t seq,
 							const kb_event *body)
@@ -459,9 +511,11 @@ static inline __attribute__((always_inline)) int ev_put(kb_lp *lp, kb_worker *w,
 	if (__builtin_expect(w->reg == KB_REG_EMPTY &&
 			     (!h->n || key_before(t, pair, seq, &h->key[0])), 1)) {
 		ev_fill(w->nxt, &(kb_evkey){ t, pair, seq, 0 }, body);
-		w->reg = KB_REG_FULL;
+		w->reg = KB_REG_ONE;
 		return KB_OK;
 	}
+	if (w->reg == KB_REG_HOLE)
+		return put_hole(lp, w, t, pair, seq, body);
 	return put_far(lp, w, t, pair, seq, body);
 }
 
@@ -574,24 +628,33 @@ int kb__lp_send(kb_lp *lp, uint32_t dst, kb_time delay, const kb_event *ev)
 
 /* ---- what executors call ---- */
 
-/* Puts the register's event (if any) into the heap as the loop ends. */
+/* Puts a register's event into the heap as the loop ends. */
+static void reg_spill(kb_worker *w, kb_event *r)
+{
+	const kb_lp_type *type;
+
+	if (!evheap_push(&w->heap, r))
+		return;
+	/* Lost: let its type free what it owns; the run fails. */
+	type = w->sim->lps[r->dst]->type;
+	if (type->discard)
+		type->discard(r);
+	atomic_store_explicit(&w->sim->failed, 1, memory_order_relaxed);
+	if (!w->err) {
+		kb_error_clear(&w->error);
+		kb__err(&w->error, KB_ENOMEM, "out of memory scheduling an event");
+		w->err = KB_ENOMEM;
+		w->err_time = r->time;
+		w->err_lp = r->dst;
+	}
+}
+
 static void reg_close(kb_worker *w)
 {
-	if (w->reg == KB_REG_FULL && evheap_push(&w->heap, w->nxt)) {
-		const kb_lp_type *type = w->sim->lps[w->nxt->dst]->type;
-
-		/* Lost: let its type free what it owns; the run fails. */
-		if (type->discard)
-			type->discard(w->nxt);
-		atomic_store_explicit(&w->sim->failed, 1, memory_order_relaxed);
-		if (!w->err) {
-			kb_error_clear(&w->error);
-			kb__err(&w->error, KB_ENOMEM, "out of memory scheduling an event");
-			w->err = KB_ENOMEM;
-			w->err_time = w->nxt->time;
-			w->err_lp = w->nxt->dst;
-		}
-	}
+	if (w->reg >= KB_REG_ONE)
+		reg_spill(w, w->nxt);
+	if (w->reg == KB_REG_TWO)
+		reg_spill(w, w->nxt2);
 	w->reg = KB_REG_OFF;
 }
 
@@ -608,7 +671,6 @@ static inline __attribute__((always_inline)) void worker_run(kb_worker *w, kb_ti
 	kb_evheap *h = &w->heap;
 	uint64_t ran = 0;
 	kb_time last = w->last_time;
-	uintptr_t flip = w->flip;
 	/* A sequential run's spread work (kb_sim_config): one predictable
 	 * test per event, a call while there is some. */
 	static const size_t none;
@@ -626,16 +688,19 @@ static inline __attribute__((always_inline)) void worker_run(kb_worker *w, kb_ti
 		kb_lp *lp;
 		int rc;
 
-		if (w->reg == KB_REG_FULL) {
+		if (w->reg >= KB_REG_ONE) {
 			kb_event *ev = w->nxt;
 
 			t = ev->time;
 			if (bounded && t >= bound)
 				break;
-			/* The handler reads its event in this buffer; its
-			 * pushes fill the other. */
-			w->nxt = (kb_event *)((uintptr_t)ev ^ flip);
-			w->reg = KB_REG_EMPTY;
+			/* The handler reads its event in this buffer (now
+			 * cur); the second register's event, if any, moves up,
+			 * and the last event's buffer is free for a push. */
+			w->nxt = w->nxt2;
+			w->nxt2 = w->cur;
+			w->cur = ev;
+			w->reg--;
 			lp = lps[ev->dst];
 			lp->now = t;
 			last = t;
@@ -652,14 +717,13 @@ static inline __attribute__((always_inline)) void worker_run(kb_worker *w, kb_ti
 			if (bounded && t >= bound)
 				break;
 			lp = lps[k0->pair >> 32];
-			/* Out of the heap now where that costs a sift of at most
-			 * one compare, so that the handler's push may go into the
-			 * register; else as a hole, which the first push fills
-			 * with one sift (one, not a pop's and a push's). */
+			/* Left as a hole, which a push fills with one sift (a
+			 * pop and a push cost two), or which is filled after the
+			 * handler; out at once where that costs no compare. */
 			h->hole = 1;
-			if (h->n <= HOLE_MIN) {
+			if (h->n <= HOLE_MIN)
 				evheap_settle(h);
-			} else
+			else
 				w->reg = KB_REG_HOLE;
 			lp->now = t;
 			last = t;
@@ -1197,7 +1261,8 @@ static int build_workers(kb_sim *sim, kb_error *err)
 		w->index = i;
 		w->sim = sim;
 		w->nxt = &w->rbuf[0];
-		w->flip = (uintptr_t)&w->rbuf[0] ^ (uintptr_t)&w->rbuf[1];
+		w->nxt2 = &w->rbuf[1];
+		w->cur = &w->rbuf[2];
 		__cds_wfcq_init(&sim->workers[i].ret_head, &sim->workers[i].ret_tail);
 	}
 	for (size_t i = 0; i < sim->n_lps; i++) {

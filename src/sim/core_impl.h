@@ -87,30 +87,31 @@ _Static_assert(offsetof(struct kb_lp, now) == offsetof(kb_lp_head, now) &&
 	       offsetof(struct kb_lp, id) == offsetof(kb_lp_head, id) &&
 	       offsetof(struct kb_lp, sim) < 64, "kb_lp starts with kb_lp_head, its hot fields on one line");
 
-/* The states of a worker's next-event register (kb_worker reg). */
+/* The states of a worker's next-event registers (kb_worker reg). */
 enum {
 	KB_REG_OFF = 0,          /* no event loop runs: every event is in the heap */
-	KB_REG_EMPTY,            /* in the loop, the register empty: a push may fill it */
-	KB_REG_FULL,             /* it holds the worker's earliest pending event */
-	KB_REG_HOLE,             /* the heap has a hole (kb_evheap): pushes fill that */
+	KB_REG_HOLE,             /* the heap has a hole (kb_evheap): the next push fills it */
+	KB_REG_EMPTY,            /* in the loop, both empty: a push may fill the first */
+	KB_REG_ONE,              /* the first holds the worker's earliest pending event */
+	KB_REG_TWO,              /* and the second the next one */
 };
 
 struct __attribute__((aligned(64))) kb_worker {
 	/* What a send and the event loop touch, on the first line. The
-	 * next-event register: while the loop runs, a push whose key orders
-	 * before every key in the heap goes into the buffer at nxt instead
-	 * (reg KB_REG_FULL), and the loop runs it from there, with no heap
+	 * next-event registers: while the loop runs, a push whose key orders
+	 * before every key in the heap goes into the buffer at nxt (reg
+	 * KB_REG_ONE) instead, or, behind the event there, into the one at
+	 * nxt2 (KB_REG_TWO), and the loop runs them from there, with no heap
 	 * or slot work: most of decode's events send the very next one
-	 * (~78% of opt3's). The register's event orders before every heap
-	 * key (a push that orders before it moves it into the heap), so
-	 * events run in exactly the heap's order; it goes into the heap
-	 * when the loop ends, so nothing outside the loop sees it. The
-	 * loop's event and the next are in the two buffers of rbuf, one
-	 * each (nxt ^ flip is the other). */
+	 * (~78% of opt3's), and a second push at the same time often comes
+	 * next after it (a quarter of opt2's events). The registers' events
+	 * order before every heap key (a push before the second moves that
+	 * one into the heap), so events run in exactly the heap's order;
+	 * they go into the heap when the loop ends, so nothing outside the
+	 * loop sees them. The loop's own event is in the third buffer of
+	 * rbuf (cur): running the first rotates the three. */
 	int reg;
-	kb_event *nxt;
-	uintptr_t flip;
-	uint64_t messages;
+	kb_event *nxt, *nxt2, *cur;	uint64_t messages;
 	/* Every pending event of its LPs in one heap: popped in the order
 	 * a heap of LPs on (earliest time, LP id), each with its own heap on
 	 * (time, source, sequence), gave, at one sift per event instead of
@@ -121,7 +122,7 @@ struct __attribute__((aligned(64))) kb_worker {
 	kb_lp **members;         /* its LPs in id order (stable) */
 	size_t n_lps, cap_lps;
 	kb_msgnode *free_nodes;
-	kb_event rbuf[2] __attribute__((aligned(64)));
+	kb_event rbuf[3] __attribute__((aligned(64)));
 	/* Nodes other workers received go back here (many producers, drained
 	 * by whoever next needs nodes for this worker, outside drain phases). */
 	struct __cds_wfcq_head ret_head __attribute__((aligned(64)));
