@@ -39,6 +39,11 @@ typedef struct kb_cpu {
 	 * the same every dispatch (pe, eng, op, bytes, size) filled at init. */
 	kb_oplog_lane *lane;
 	kb_oplog_record rec;
+	/* Read every command, found once at init: the command kinds' names,
+	 * PE_SCHEDULER's LP and the latency to it. */
+	const char *kind_name[KB_CMD_KIND_COUNT];
+	uint32_t sched_lp;
+	kb_time lat;
 } kb_cpu;
 
 #define PEEK_MAX 64
@@ -216,7 +221,6 @@ static int advance(kb_lp *lp, kb_cpu *c)
 
 static int dispatched(kb_lp *lp, kb_cpu *c)
 {
-	kb_machine *m = c->ps->m;
 	kb_cmd *cmd = c->cur;
 	kb_time now = kb__lp_now(lp);
 	int rc;
@@ -225,7 +229,7 @@ static int dispatched(kb_lp *lp, kb_cpu *c)
 		c->rec.t0_ps = c->dispatch_t0;
 		c->rec.t1_ps = now;
 		c->rec.cmd = cmd->id;
-		c->rec.kind = kb__cmd_kind_name((int)cmd->kind);
+		c->rec.kind = cmd->kind < KB_CMD_KIND_COUNT ? c->kind_name[cmd->kind] : "?";
 		c->rec.lbytes = (int64_t)cmd->lbytes;
 		rc = kb__oplog_emit(c->lane, &c->rec, NULL, 0);
 		if (rc)
@@ -256,7 +260,7 @@ static int dispatched(kb_lp *lp, kb_cpu *c)
 			c->sends[c->n_sends++] = cmd->id;
 		}
 		c->outstanding++;
-		rc = kb__lp_send(lp, kb__pe_lp(c->ps->pe, KB_ENG_SCHED), m->lat_pe, &ev);
+		rc = kb__lp_send(lp, c->sched_lp, c->lat, &ev);
 		if (rc)
 			return rc;
 	}
@@ -380,6 +384,10 @@ static int cpu_init(void *st, void *arg)
 
 	c->ps = ((const kb_pe_lp_arg *)arg)->ps;
 	c->lane = c->ps->lane[KB_ENG_CPU];
+	for (int k = 0; k < KB_CMD_KIND_COUNT; k++)
+		c->kind_name[k] = kb__cmd_kind_name(k);
+	c->sched_lp = kb__pe_lp(c->ps->pe, KB_ENG_SCHED);
+	c->lat = c->ps->m->lat_pe;
 	c->rec = (kb_oplog_record){ 0, 0, c->ps->pe, kb__eng_names[KB_ENG_CPU], "dispatch", 0, NULL, 0, -1,
 				    NULL, 0, sizeof(kb_oplog_record) };
 	return KB_OK;
