@@ -736,8 +736,9 @@ END_TEST
 
 /* A record's two times: where t0 shares t1's multiple of 10^8 (9 and 10
  * digit times), the prefix is written once and both low chunks beside
- * each other; at every edge of that (t0 a multiple below, t0 past t1, t1
- * of 9, 10 and 11 digits, lows of 0 and 10^8 - 1) against printf. */
+ * each other, and under 10^8 both chunks without their leading zeros; at
+ * every edge of that (t0 a multiple below, t0 past t1, t1 of 1 to 8, 9,
+ * 10 and 11 digits, lows of 0 and 10^8 - 1) against printf. */
 typedef struct time_check {
 	uint64_t t0[8192], t1[8192];
 	int n, bad;
@@ -768,7 +769,8 @@ START_TEST(time_pairs)
 	static time_check c;
 	const uint64_t e8 = UINT64_C(100000000);
 	/* t1 values, increasing (a lane's t1 never decreases) */
-	const uint64_t t1s[] = { e8 - 1, e8, e8 + 1, 2 * e8 - 1, 2 * e8, 2 * e8 + 12345678,
+	const uint64_t t1s[] = { 0, 1, 9, 10, 99, 100, 12345, 999999, 1000000, 9999999, 10000000,
+				 12345678, e8 - 1, e8, e8 + 1, 2 * e8 - 1, 2 * e8, 2 * e8 + 12345678,
 				 9 * e8 + 99999999, 10 * e8, 10 * e8 + 1, 37 * e8 + 4200000,
 				 99 * e8, 100 * e8 - 1, 100 * e8, 100 * e8 + 1, 999 * e8 + 99999999,
 				 1000 * e8 + 5, 1234 * e8 + 7, 9999 * e8 + 99999999, 10000 * e8,
@@ -868,10 +870,10 @@ START_TEST(number_at_record_end)
 }
 END_TEST
 
-/* A record's kind, formatted once per kind a lane meets and copied after
- * that (put_kind): more kinds than slots, some texts at two addresses, a
- * kind that must be escaped nowhere (kinds are written as they are), met
- * in turns, each record as formatted from scratch. */
+/* A record's kind, kept in the lane's record forms with its lbytes:
+ * more kinds than slots, some texts at two addresses, a kind that must be
+ * escaped nowhere (kinds are written as they are), met in turns, each
+ * record as formatted from scratch. */
 START_TEST(kind_templates)
 {
 	static char kinds[12][24];
@@ -958,8 +960,8 @@ START_TEST(cmd_digits)
 END_TEST
 
 /* The lane keeps each (pe, eng, op)'s middle text by the strings'
- * addresses: 40 kinds (more than its table holds) on two PEs, each met
- * twice in a cycle, must all read back as printf writes them. */
+ * addresses (in its record forms): 40 kinds on two PEs, each met twice in
+ * a cycle, must all read back as printf writes them. */
 START_TEST(middle_templates)
 {
 	static char ops[40][12];
@@ -997,6 +999,169 @@ START_TEST(middle_templates)
 				 (i % 2) * 1000, i % 3 ? "math" : "dma", ops[(i * 11 + round) % 40], i);
 			ck_assert_str_eq(got.text[n], want);
 		}
+	kb__oplog_destroy(log);
+}
+END_TEST
+
+/* A lane keeps the forms of the records it meets (a record's text
+ * around its cmd, by eng, op, pe and what its tail is a function of).
+ * Families of 48 forms that differ in one part only (pe, eng, op, bytes,
+ * step at and past 2^16, n, operands of 0 to 6 bytes, kind, lbytes, a
+ * field's value, type and key, one field or two),
+ * more than a lane's sets: some share a set, so a form found by less than
+ * all it depends on reads back wrong. Engine stages, dispatches, records
+ * without a kind, records with fields (whose tail is formatted each
+ * time), drawn at random so that forms come back after others took their
+ * places, times and cmds of every record its own; each against printf. */
+typedef struct form_check {
+	char want[8192][192];
+	int n, bad;
+} form_check;
+
+static int check_form(const kb_oplog_record *rec, void *payload)
+{
+	form_check *c = payload;
+
+	if (c->n >= 8192)
+		return 1;
+	if (rec->json_len != strlen(c->want[c->n]) ||
+	    memcmp(rec->json, c->want[c->n], rec->json_len)) {
+		if (!c->bad)
+			fprintf(stderr, "record_forms: got %.*s\n want %s\n", (int)rec->json_len,
+				rec->json, c->want[c->n]);
+		c->bad++;
+	}
+	c->n++;
+	return 0;
+}
+
+START_TEST(record_forms)
+{
+	static form_check c;
+	static char engs[48][8], ops[48][8], kinds[48][8], operands[48][8];
+	uint64_t x = UINT64_C(0x9e3779b97f4a7c15), t1 = 5, cmd = 0;
+	kb_oplog_options oo = { 0 };
+	kb_oplog *log = NULL;
+	kb_oplog_lane *lane;
+	kb_error err;
+	char hex[65];
+
+	for (int i = 0; i < 48; i++) {
+		snprintf(engs[i], sizeof(engs[i]), "e%d", i);
+		snprintf(ops[i], sizeof(ops[i]), "op%d", i);
+		snprintf(kinds[i], sizeof(kinds[i]), "k%d", i);
+		/* 1 to 6 bytes, the last one apart: each its own */
+		snprintf(operands[i], sizeof(operands[i]), "%.*s%c", i % 6, "abcde", 'a' + i / 6);
+	}
+	snprintf(operands[1], sizeof(operands[1]), "q\"\\");
+	c.n = c.bad = 0;
+	oo.callback = check_form;
+	oo.payload = &c;
+	ck_assert_int_eq(kb__oplog_create(&log, &oo, &err), 0);
+	lane = kb__oplog_lane(log, 0);
+	ck_assert_ptr_nonnull(lane);
+	for (int i = 0; i < 8192; i++) {
+		/* family (the part that varies) and member (its value) */
+		unsigned fam, m, type;
+		kb_oplog_record r = { 0, 0, 12, engs[3], ops[5], 0, NULL, -1, -1, NULL, 0,
+				      sizeof(kb_oplog_record) };
+		kb_oplog_stage st = { 2, 512, NULL };
+		kb_oplog_field fl[2] = { KB_FIELD_U("peer", i % 3), KB_FIELD_U("tag", 7) };
+		int nf = 1;
+		char *w = c.want[i];
+		size_t room = sizeof(c.want[i]);
+		int len;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		fam = (unsigned)(x % 10);
+		m = (unsigned)(x >> 8) % 48;
+		type = (unsigned)(x >> 16) % 3;   /* stage, emit, emit with a field */
+		if (fam >= 3 && fam <= 6)
+			type = 0;                 /* the stage's parts */
+		if (fam == 7 || fam == 8)
+			type = 1 + type % 2;      /* kind and lbytes */
+		if (fam == 9)
+			type = 2;                 /* the fields */
+		switch (fam) {
+		case 0: r.pe = m * 97; break;
+		case 1: r.eng = engs[m]; break;
+		case 2: r.op = ops[m]; break;
+		case 3: r.bytes = m ? (int64_t)(m - 1) * 12345 : -1; break;
+		case 4: st.step = (m % 2 ? 65536 : 0) + m / 2 + (m > 40 ? 65536 : 0); break;
+		case 5: st.n = m ? (int64_t)(m - 1) * 777 : -1; break;
+		case 6: st.operand = m ? operands[m] : NULL; break;
+		case 7: r.kind = m ? kinds[m] : NULL; break;
+		case 8: r.kind = kinds[1]; r.lbytes = (int64_t)m * 13; break;
+		default:
+			/* a value as U64, the same as I64 (one text), negative,
+			 * its bits as U64, another key, two fields, a string,
+			 * and no field but a kind at the key's address (a
+			 * static string too) with the value as lbytes */
+			fl[0].v.u = m / 8;
+			if (m % 8 == 1 || m % 8 == 2) {
+				fl[0].type = KB_FIELD_I64;
+				fl[0].v.i = m % 8 == 1 ? (int64_t)(m / 8) : -(int64_t)(m / 8) - 1;
+			}
+			if (m % 8 == 3)
+				fl[0].v.u = (uint64_t)(-(int64_t)(m / 8) - 1);
+			if (m % 8 == 4)
+				fl[0] = fl[1];
+			nf = m % 8 == 5 ? 2 : 1;
+			if (m % 8 == 6)
+				fl[0] = KB_FIELD_S("peer", m % 2 ? "s" : "t");
+			if (m % 8 == 7) {
+				type = 1;
+				r.kind = fl[0].key;
+				r.lbytes = (int64_t)(m / 8);
+			}
+			break;
+		}
+		t1 += x >> 60;
+		cmd = x & 0x100 ? cmd + ((x >> 9) & 1) : (x >> 20) % 100000;
+		r.t0_ps = t1 - (x >> 32) % 4096;
+		r.t1_ps = t1;
+		r.cmd = cmd;
+		len = snprintf(w, room,
+			       "{\"t0\":%" PRIu64 ",\"t1\":%" PRIu64 ",\"pe\":%u,\"eng\":\"%s\","
+			       "\"op\":\"%s\",\"cmd\":%" PRIu64,
+			       r.t0_ps, r.t1_ps, r.pe, r.eng, r.op, r.cmd);
+		if (type == 0) {
+			if (r.bytes >= 0)
+				len += snprintf(w + len, room - (size_t)len, ",\"bytes\":%" PRId64, r.bytes);
+			len += snprintf(w + len, room - (size_t)len, ",\"step\":%" PRIu64, st.step);
+			if (st.n >= 0)
+				len += snprintf(w + len, room - (size_t)len, ",\"n\":%" PRId64, st.n);
+			if (st.operand)
+				len += snprintf(w + len, room - (size_t)len, ",\"operand\":\"%s\"",
+						st.operand == operands[1] ? "q\\\"\\\\" : st.operand);
+			snprintf(w + len, room - (size_t)len, "}");
+			ck_assert_int_eq(kb__oplog_emit_stage(lane, &r, &st), 0);
+			continue;
+		}
+		if (r.kind)
+			len += snprintf(w + len, room - (size_t)len, ",\"kind\":\"%s\",\"lbytes\":%" PRId64,
+					r.kind, r.lbytes);
+		if (r.bytes >= 0)
+			len += snprintf(w + len, room - (size_t)len, ",\"bytes\":%" PRId64, r.bytes);
+		for (int k = 0; type == 2 && k < nf; k++) {
+			const kb_oplog_field *g = &fl[k];
+			const char *key = g->key_len == 8 ? "peer" : "tag";
+
+			if (g->type == KB_FIELD_STR)
+				len += snprintf(w + len, room - (size_t)len, ",\"%s\":\"%s\"", key, g->v.s);
+			else if (g->type == KB_FIELD_I64)
+				len += snprintf(w + len, room - (size_t)len, ",\"%s\":%" PRId64, key, g->v.i);
+			else
+				len += snprintf(w + len, room - (size_t)len, ",\"%s\":%" PRIu64, key, g->v.u);
+		}
+		snprintf(w + len, room - (size_t)len, "}");
+		ck_assert_int_eq(kb__oplog_emit(lane, &r, type == 2 ? fl : NULL, type == 2 ? nf : 0), 0);
+	}
+	ck_assert_int_eq(kb__oplog_finish(log, hex, NULL, &err), 0);
+	ck_assert_int_eq(c.n, 8192);
+	ck_assert_int_eq(c.bad, 0);
 	kb__oplog_destroy(log);
 }
 END_TEST
@@ -1807,6 +1972,7 @@ Suite *oplog_suite(void)
 	tcase_add_test(format, middle_templates);
 	tcase_add_test(format, kind_templates);
 	tcase_add_test(format, cmd_digits);
+	tcase_add_test(format, record_forms);
 	suite_add_tcase(s, format);
 
 	tcase_set_timeout(stream, 120);

@@ -43,18 +43,35 @@ typedef struct lane_buf {
 	size_t text_n, text_cap;
 } lane_buf;
 
-/* The constant middle of a record, `,"pe":P,"eng":"E","op":"O","cmd":`,
- * formatted once per (pe, eng, op) that a lane meets and copied whole after
- * that: eng and op are static strings (oplog.h), so their addresses name
- * them. A small open-addressed table by op: an engine logs a handful of
- * stage kinds. */
-#define TPL_SLOTS 32     /* the top 5 bits of a Fibonacci hash index it */
-typedef struct rec_tpl {
-	const char *eng, *op;
+/* A record's form: its text around the cmd's digits, the middle
+ * `,"pe":P,"eng":"E","op":"O","cmd":` before them and the tail after
+ * them (`,"kind":"K","lbytes":L`, `,"bytes":B`, an engine stage's
+ * members, `}` and the newline), kept per lane by what it is a function
+ * of: eng and op (static strings, oplog.h: their addresses name them),
+ * pe and a tail key (form_key). A run meets few forms (opt3 at 262,144
+ * tokens: 33 for 143,367 records), so a record mostly copies its middle
+ * and tail whole after one lookup, where the middle had a lookup of its
+ * own and the tail was formatted field by field (issue 13). A form whose tail is not kept
+ * (fields, a long operand: tail_len 0) still gives the middle. */
+#define FORM_SETS 16     /* of two forms each, per kind of record (the top 4 bits of a hash) */
+#define FORM_MID 64
+#define FORM_TAIL 48
+typedef struct rec_form {
+	const char *op, *eng;    /* op NULL: empty */
+	uint64_t key[3];         /* form_key */
 	uint32_t pe;
-	uint32_t len;            /* 0: empty */
-	char text[72];
-} rec_tpl;
+	uint8_t mid_len, tail_len;
+	char mid[FORM_MID];
+	char tail[FORM_TAIL];
+} rec_form;
+
+/* A lane's cache, allocated at its first record: an optimisation (without
+ * memory for it, every record is formatted whole). FORM_SETS sets for each
+ * kind of record, whose keys mean different things: kb__oplog_emit's
+ * without fields, with fields, kb__oplog_emit_stage's. */
+typedef struct lane_cache {
+	rec_form form[3 * FORM_SETS][2];
+} lane_cache;
 
 /* A serial run's flushed bytes that the hash has not taken yet (issue
  * 13): they stay in the text buffer they were formatted in while the
@@ -72,8 +89,13 @@ struct kb_oplog_lane {
 	/* The log's shared lane once every record comes from one thread in
 	 * order (kb__oplog_serial), else NULL. */
 	kb_oplog_lane *shared;
-	rec_tpl *tpl;            /* TPL_SLOTS, then KIND_SLOTS, allocated at the first record */
-	rec_tpl *last_tpl;       /* the template of the last record (put_middle), or NULL */
+	lane_cache *cache;       /* NULL until the first record, or without memory */
+	/* The time prefix of the lane's last record (put_times): its value
+	 * times 10^8 and its one to four digits, the first in the lowest
+	 * byte (pre_len 0: none yet). */
+	uint64_t pre_base;
+	uint32_t pre_text;
+	uint32_t pre_len;
 	/* The trace or the callback reads each record's fields; else only
 	 * t1 (the merge order) is kept beside the text. */
 	int keep_fields;
@@ -609,132 +631,124 @@ static inline __m128i digits8x2(uint32_t a, uint32_t b)
 }
 #endif
 
+/* `T0,"t1":T1` of two times under 10^8 (a run's first 100 us simulated:
+ * all of a short run's, and the synthetic bench's), both chunks at once,
+ * each without its leading zeros: two fmt_u64 were ~100 instructions a
+ * record (issue 13). Stores 22 bytes at p. */
+static inline char *put_times8(char *p, uint32_t t0, uint32_t t1)
+{
+#ifdef __SSE2__
+	__m128i d = digits8x2(t0, t1);
+	unsigned z = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(d, _mm_set1_epi8('0')));
+	/* leading zeros: 0 to 7 (0 is "0") */
+	unsigned l0 = (unsigned)__builtin_ctz(~z | 0x80), l1 = (unsigned)__builtin_ctz(~z >> 8 | 0x80);
+	uint64_t a, b;
+
+	_mm_storel_epi64((__m128i *)(void *)&a, d);
+	_mm_storel_epi64((__m128i *)(void *)&b, _mm_srli_si128(d, 8));
+	store8(p, a >> (8 * l0));
+	p += 8 - l0;
+	memcpy(p, ",\"t1\":", 6);
+	store8(p + 6, b >> (8 * l1));
+	return p + 14 - l1;
+#else
+	p = put_lead8(p, t0);
+	memcpy(p, ",\"t1\":", 6);
+	return put_lead8(p + 6, t1);
+#endif
+}
+
 /* `T0,"t1":T1` at p, which has HEAD_ROOM bytes before end (the
  * caller's test). Most records' times have 9 to 12 digits, and t0 the
  * same first one to four as t1 (the same multiple of 10^8): then both are
- * that prefix, once divided out, and eight digits each, the two chunks
- * independent of each other (issue 13). Else each number by itself. The
- * prefix reaches four digits past 10^10 ps (10 ms simulated): a decode
- * run of 1,048,576 tokens writes most of its records there, and each
- * number by itself made its records ~25% dearer than a shorter run's
- * (the issue's linear-cost goal). */
-static inline __attribute__((always_inline)) char *put_times(char *p, const char *end, uint64_t t0, uint64_t t1)
+ * that prefix and eight digits each, the two chunks independent of each
+ * other (issue 13). Else each number by itself. The prefix reaches four
+ * digits past 10^10 ps (10 ms simulated): a decode run of 1,048,576
+ * tokens writes most of its records there, and each number by itself
+ * made its records ~25% dearer than a shorter run's (the issue's
+ * linear-cost goal). A lane's t1 does not decrease, so its records mostly
+ * share their prefix with its last one: the lane keeps that prefix's
+ * digits (pre_*), and a record in it pays two subtractions for it, not a
+ * division and the prefix's digits (issue 13). */
+static inline __attribute__((always_inline)) char *put_times(char *p, const char *end, kb_oplog_lane *lane,
+							    uint64_t t0, uint64_t t1)
 {
-	if (t1 >= E8 && t1 < 10000 * E8 && t0 <= t1) {
-		uint64_t hi = t1 / E8, lo1 = t1 - hi * E8;
+	uint64_t lo1 = t1 - lane->pre_base, lo0 = t0 - lane->pre_base;
+	uint32_t pre;
+	size_t h;
+	char *q;
 
-		if (t1 - t0 <= lo1) {   /* then t0 >= hi * 10^8 too */
-#ifdef __SSE2__
-			__m128i d = digits8x2((uint32_t)(lo1 - (t1 - t0)), (uint32_t)lo1);
-#else
-			uint64_t d1 = digits8((uint32_t)lo1) + ASCII_ZEROS;
-			uint64_t d0 = digits8((uint32_t)(lo1 - (t1 - t0))) + ASCII_ZEROS;
-#endif
-			/* The prefix's one to four digits from a register, both
-			 * times (its bytes past h scratch, which the digits
-			 * after it overwrite): reading them back from p after
-			 * a store stalled on store forwarding. */
-			size_t h;
-			uint32_t pre;
-			char *q;
+	/* In the lane's prefix (lo1 < 10^8, and t0 from the same multiple
+	 * up to t1: lo0 wraps past lo1 below it), where one was set. */
+	if (!(lo1 < E8 && lo0 <= lo1 && lane->pre_len)) {
+		uint64_t hi = t1 / E8;
 
-			if (hi < 10) {
-				h = 1;
-				pre = (uint32_t)('0' + hi);
-			} else if (hi < 100) {
-				h = 2;
-				pre = (uint8_t)digits2[2 * hi] | (uint32_t)(uint8_t)digits2[2 * hi + 1] << 8;
-			} else {
-				uint32_t z = digits4((uint32_t)hi);
-				unsigned lead = (unsigned)__builtin_ctz(z) >> 3;   /* z != 0: hi >= 100 */
-
-				h = 4 - lead;
-				pre = (z + 0x30303030u) >> (8 * lead);
-			}
-			q = p + h;
-			p[0] = (char)pre;
-			p[1] = (char)(pre >> 8);
-			p[2] = (char)(pre >> 16);
-			p[3] = (char)(pre >> 24);
-#ifdef __SSE2__
-			_mm_storel_epi64((__m128i *)(void *)q, d);
-#else
-			store8(q, d0);
-#endif
-			memcpy(q + 8, ",\"t1\":", 6);
-			q[14] = (char)pre;
-			q[15] = (char)(pre >> 8);
-			q[16] = (char)(pre >> 16);
-			q[17] = (char)(pre >> 24);
-#ifdef __SSE2__
-			_mm_storel_epi64((__m128i *)(void *)(q + 14 + h), _mm_srli_si128(d, 8));
-#else
-			store8(q + 14 + h, d1);
-#endif
-			return q + 22 + h;
+		if (hi < 1 && t0 <= t1)
+			return put_times8(p, (uint32_t)t0, (uint32_t)t1);
+		if (hi < 1 || hi >= 10000 || t0 > t1 || t0 < hi * E8) {
+			p = put_u64(p, end, t0);
+			p = PUT_LIT(p, end, ",\"t1\":");
+			return put_u64(p, end, t1);
 		}
+		/* The prefix's one to four digits, kept as a register's
+		 * bytes (those past its length are scratch, which the digits
+		 * after it overwrite): reading them back from p after a store
+		 * stalled on store forwarding. */
+		if (hi < 10) {
+			h = 1;
+			pre = (uint32_t)('0' + hi);
+		} else if (hi < 100) {
+			h = 2;
+			pre = (uint8_t)digits2[2 * hi] | (uint32_t)(uint8_t)digits2[2 * hi + 1] << 8;
+		} else {
+			uint32_t z = digits4((uint32_t)hi);
+			unsigned lead = (unsigned)__builtin_ctz(z) >> 3;   /* z != 0: hi >= 100 */
+
+			h = 4 - lead;
+			pre = (z + 0x30303030u) >> (8 * lead);
+		}
+		lane->pre_base = hi * E8;
+		lane->pre_text = pre;
+		lane->pre_len = (uint32_t)h;
+		lo1 = t1 - lane->pre_base;
+		lo0 = t0 - lane->pre_base;
 	}
-	p = put_u64(p, end, t0);
-	p = PUT_LIT(p, end, ",\"t1\":");
-	return put_u64(p, end, t1);
+	pre = lane->pre_text;
+	h = lane->pre_len;
+	q = p + h;
+	p[0] = (char)pre;
+	p[1] = (char)(pre >> 8);
+	p[2] = (char)(pre >> 16);
+	p[3] = (char)(pre >> 24);
+	memcpy(q + 8, ",\"t1\":", 6);
+	q[14] = (char)pre;
+	q[15] = (char)(pre >> 8);
+	q[16] = (char)(pre >> 16);
+	q[17] = (char)(pre >> 24);
+#ifdef __SSE2__
+	{
+		__m128i d = digits8x2((uint32_t)lo0, (uint32_t)lo1);
+
+		_mm_storel_epi64((__m128i *)(void *)q, d);
+		_mm_storel_epi64((__m128i *)(void *)(q + 14 + h), _mm_srli_si128(d, 8));
+	}
+#else
+	store8(q, digits8((uint32_t)lo0) + ASCII_ZEROS);
+	store8(q + 14 + h, digits8((uint32_t)lo1) + ASCII_ZEROS);
+#endif
+	return q + 22 + h;
 }
 
-/* `,"pe":P,"eng":"E","op":"O","cmd":` of r at the end of the times
- * (HEAD_ROOM): from the lane's cache, or formatted (and kept when it fits
- * a slot). */
-static inline __attribute__((always_inline)) char *put_middle(char *p, const char *end, kb_oplog_lane *lane,
-			       const kb_oplog_record *r)
+/* `,"pe":P,"eng":"E","op":"O","cmd":` of r, formatted (a form's middle). */
+static inline char *put_middle(char *p, const char *end, const kb_oplog_record *r)
 {
-	rec_tpl *t = NULL;
-	char *from = p;
-
-	if (lane->tpl) {   /* p != NULL with HEAD_ROOM: put_times's end */
-		rec_tpl *x = lane->last_tpl;
-
-		/* Mostly the last record's template: an LP logs runs of one
-		 * op (PE_CPU only dispatches, a GEMM engine only gemms), so
-		 * that is tried before the hash and the probe (issue 13). */
-		if (!x || x->op != r->op || x->eng != r->eng || x->pe != r->pe) {
-			size_t h = (size_t)((uint64_t)(uintptr_t)r->op * UINT64_C(0x9e3779b97f4a7c15) >> 59);
-
-			/* Linear probing up to the first empty slot, which the
-			 * new template takes; none is evicted, and a full table
-			 * (more kinds than a PE has) only formats each time. */
-			for (size_t w = 0;; w++) {
-				if (w == TPL_SLOTS)
-					goto format;
-				x = &lane->tpl[(h + w) % TPL_SLOTS];
-				if (!x->len) {
-					t = x;
-					goto format;
-				}
-				if (x->op == r->op && x->eng == r->eng && x->pe == r->pe)
-					break;
-			}
-			lane->last_tpl = x;
-		}
-		/* The whole slot (HEAD_ROOM has room for it): a copy of known
-		 * size, not a call to memcpy. */
-		memcpy(p, x->text, sizeof(x->text));
-		return p + x->len;
-	}
-format:
 	p = PUT_LIT(p, end, ",\"pe\":");
 	p = put_u64(p, end, r->pe);
 	p = PUT_LIT(p, end, ",\"eng\":\"");
 	p = put_str(p, end, r->eng);
 	p = PUT_LIT(p, end, "\",\"op\":\"");
 	p = put_str(p, end, r->op);
-	p = PUT_LIT(p, end, "\",\"cmd\":");
-	if (t && p && (size_t)(p - from) <= sizeof(t->text)) {
-		t->eng = r->eng;
-		t->op = r->op;
-		t->pe = r->pe;
-		t->len = (uint32_t)(p - from);
-		memcpy(t->text, from, t->len);
-		lane->last_tpl = t;
-	}
-	return p;
+	return PUT_LIT(p, end, "\",\"cmd\":");
 }
 
 /* A record's cmd from the digits of its lane's last one. An LP logs its
@@ -767,39 +781,6 @@ static inline __attribute__((always_inline)) char *put_cmd(char *p, const char *
 	return p + n;
 }
 
-/* `,"kind":"K","lbytes":` of a record's kind K (a static string, as op
- * is): from one of the lane's KIND_SLOTS after its templates, direct-
- * mapped by K's address (a run has a handful of command kinds), or
- * formatted and kept there. PE_CPU's dispatch record (one a command) has
- * a kind: a strlen and a memcpy call each (issue 13). */
-#define KIND_SLOTS 8     /* the top 3 bits of a Fibonacci hash index them */
-static inline __attribute__((always_inline)) char *put_kind(char *p, const char *end, kb_oplog_lane *lane,
-							   const char *kind)
-{
-	rec_tpl *t = NULL;
-	char *from = p;
-
-	if (lane->tpl && p) {
-		t = &lane->tpl[TPL_SLOTS +
-			       ((uint64_t)(uintptr_t)kind * UINT64_C(0x9e3779b97f4a7c15) >> 61)];
-		if (t->op == kind && t->len) {
-			if ((size_t)(end - p) < sizeof(t->text))
-				return put_mem(p, end, t->text, t->len);
-			memcpy(p, t->text, sizeof(t->text));
-			return p + t->len;
-		}
-	}
-	p = PUT_LIT(p, end, ",\"kind\":\"");
-	p = put_str(p, end, kind);
-	p = PUT_LIT(p, end, "\",\"lbytes\":");
-	if (t && p && (size_t)(p - from) <= sizeof(t->text)) {
-		t->op = kind;
-		t->len = (uint32_t)(p - from);
-		memcpy(t->text, from, t->len);
-	}
-	return p;
-}
-
 /* An engine stage's members (kb_oplog_stage): those that the same record
  * with the fields step, n (n >= 0) and operand (when there is one) gets,
  * with the keys as literals. */
@@ -823,33 +804,75 @@ static inline char *put_stage(char *p, const char *end, const kb_oplog_stage *st
 	return p;
 }
 
-/* The rest of an engine stage's record without an operand, from bytes
- * on (`,"bytes":B,"step":S,"n":N}` and the newline), where p has
- * STAGE_TAIL_ROOM bytes: at most 84 written, the last fmt_u64's scratch
- * (FMT_U64_ROOM) ending at 86. One test of the room for the tail, where
- * each literal and number tested its own and p (issue 13). */
-#define STAGE_TAIL_ROOM 96
-static inline __attribute__((always_inline)) char *put_stage_tail(char *p, const kb_oplog_record *r,
-								  const kb_oplog_stage *st)
+/* A record's tail after its cmd's digits, formatted (a form's tail): the
+ * kind and lbytes of a dispatch, bytes, the fields or an engine stage's
+ * members (st), the end and the newline. */
+static inline __attribute__((always_inline)) char *put_tail(char *p, const char *end, const kb_oplog_record *r,
+			     const kb_oplog_field *fields, int n_fields, const kb_oplog_stage *st)
 {
+	if (!st && r->kind) {   /* an engine stage's record has none */
+		p = PUT_LIT(p, end, ",\"kind\":\"");
+		p = put_str(p, end, r->kind);
+		p = PUT_LIT(p, end, "\",\"lbytes\":");
+		p = put_i64(p, end, r->lbytes);
+	}
 	if (r->bytes >= 0) {
-		memcpy(p, ",\"bytes\":", 9);
-		p = fmt_u64(p + 9, (uint64_t)r->bytes);
+		p = PUT_LIT(p, end, ",\"bytes\":");
+		p = put_i64(p, end, r->bytes);
 	}
-	memcpy(p, ",\"step\":", 8);
-	p = st->step < 100 ? put_small(p + 8, (uint32_t)st->step) : fmt_u64(p + 8, st->step);
-	if (st->n >= 0) {
-		memcpy(p, ",\"n\":", 5);
-		p = fmt_u64(p + 5, (uint64_t)st->n);
+	if (st)
+		p = put_stage(p, end, st);
+	else if (n_fields)
+		p = put_fields(p, end, fields, n_fields);
+	return PUT_LIT(p, end, "}\n");
+}
+
+/* A record's tail key: three words that its tail is a function of, of
+ * which the third is 0 when the tail is not kept. An engine stage's:
+ * bytes, n, and its step (under 2^16) beside its operand, none (1) or of
+ * up to five bytes (2, then the bytes from bit 8: no byte is 0, so each
+ * string has its own). kb__oplog_emit's without fields: bytes, lbytes
+ * and the kind's address (kind NULL: 1, and lbytes not read); with one
+ * number field (no kind), whose text is its value's digits: bytes, the
+ * value and the key's address (a static string: its text). */
+static inline void form_key(uint64_t k[3], const kb_oplog_record *r, const kb_oplog_field *fields,
+			    int n_fields, const kb_oplog_stage *st)
+{
+	k[0] = (uint64_t)r->bytes;
+	if (st) {
+		uint64_t o = 2;
+
+		k[1] = (uint64_t)st->n;
+		if (!st->operand) {
+			o = 1;
+		} else {
+			for (unsigned i = 0; st->operand[i] && o; i++)
+				o = i < 5 ? o | (uint64_t)(unsigned char)st->operand[i] << (8 + 8 * i) : 0;
+		}
+		k[2] = st->step < 65536 && o ? st->step | o << 16 : 0;
+	} else if (n_fields) {
+		const kb_oplog_field *f = &fields[0];
+
+		k[1] = f->v.u;
+		k[2] = n_fields == 1 && !r->kind &&
+			       (f->type == KB_FIELD_U64 || (f->type == KB_FIELD_I64 && f->v.i >= 0))
+			       ? (uint64_t)(uintptr_t)f->key
+			       : 0;
+	} else {
+		k[1] = r->kind ? (uint64_t)r->lbytes : 0;
+		k[2] = r->kind ? (uint64_t)(uintptr_t)r->kind : 1;
 	}
-	memcpy(p, "}\n", 2);
-	return p + 2;
+}
+
+static inline int form_is(const rec_form *f, const kb_oplog_record *r, const uint64_t k[3])
+{
+	return f->op == r->op && f->eng == r->eng && f->pe == r->pe && f->key[0] == k[0] &&
+	       f->key[1] == k[1] && f->key[2] == k[2];
 }
 
 /* `{"t0":` (6), the times (at most 2 * 20 + 6: put_u64's FMT_U64_ROOM
- * each, with the scratch after them), a middle's template slot copied
- * whole (72). */
-#define HEAD_ROOM (6 + 2 * FMT_U64_ROOM + 6 + sizeof(((rec_tpl *)0)->text))
+ * each, with the scratch after them), a form's middle copied whole. */
+#define HEAD_ROOM (6 + 2 * FMT_U64_ROOM + 6 + FORM_MID)
 
 /* Formats the fixed keys in their contract order, then the optional ones
  * (the fields, or an engine stage's: st), and the newline; returns the
@@ -860,34 +883,70 @@ static inline __attribute__((always_inline)) int format_record(kb_oplog_lane *la
 							       const kb_oplog_stage *st)
 {
 	const char *end = buf + len;
-	char *p = buf + 6;
+	char *p = buf + 6, *mid, *tail;
+	rec_form *f = NULL;
+	uint64_t k[3];
 
-	/* `{"t0":`, the times and a middle from a template need at most
-	 * HEAD_ROOM bytes, which emit's buffer has (len is a constant there):
-	 * they test no room (issue 13). */
-	if (len < HEAD_ROOM)
+	/* The head (HEAD_ROOM), the cmd (FMT_U64_ROOM) and a form's tail
+	 * copied whole fit in emit's buffer (len is a constant there): they
+	 * test no room (issue 13). */
+	if (len < HEAD_ROOM + FMT_U64_ROOM + FORM_TAIL)
 		return -1;
 	memcpy(buf, "{\"t0\":", 6);
-	p = put_times(p, end, r->t0_ps, r->t1_ps);
-	p = put_middle(p, end, lane, r);
+	p = put_times(p, end, lane, r->t0_ps, r->t1_ps);
+	form_key(k, r, fields, n_fields, st);
+	if (lane->cache) {
+		uint64_t x = (uint64_t)(uintptr_t)r->op ^ k[0] ^ (k[1] << 21 | k[1] >> 43) ^
+			     (k[2] << 42 | k[2] >> 22);
+		rec_form *set = lane->cache->form[(x * UINT64_C(0x9e3779b97f4a7c15) >> 60) +
+						  (st ? 2 * FORM_SETS : n_fields ? FORM_SETS : 0)];
+
+		f = form_is(&set[0], r, k) ? &set[0] : &set[1];
+		if (f == &set[0] || form_is(f, r, k)) {
+			memcpy(p, f->mid, FORM_MID);
+			p = put_cmd(p + f->mid_len, end, lane, r->cmd);
+			if (f->tail_len) {
+				memcpy(p, f->tail, FORM_TAIL);
+				return (int)(p + f->tail_len - buf);
+			}
+			p = put_tail(p, end, r, fields, n_fields, st);
+			return p ? (int)(p - buf) : -1;
+		}
+		/* A new form goes first, the first second (and the second
+		 * out): two forms that share a set with an older one and come
+		 * in turns keep their places. */
+		if (set[0].op)
+			set[1] = set[0];
+		f = &set[0];
+	}
+	mid = p;
+	p = put_middle(p, end, r);
+	if (!p)
+		return -1;
+	if (f && p - mid <= FORM_MID) {
+		f->op = NULL;   /* not a form until whole */
+		memcpy(f->mid, mid, (size_t)(p - mid));
+		f->mid_len = (uint8_t)(p - mid);
+	} else {
+		f = NULL;
+	}
 	p = put_cmd(p, end, lane, r->cmd);
-	if (st && !st->operand && p && end - p >= STAGE_TAIL_ROOM)
-		return (int)(put_stage_tail(p, r, st) - buf);
-	if (!st && r->kind) {   /* an engine stage's record has none */
-		p = put_kind(p, end, lane, r->kind);
-		p = put_i64(p, end, r->lbytes);
+	tail = p;
+	p = put_tail(p, end, r, fields, n_fields, st);
+	if (!p)
+		return -1;
+	if (f) {
+		f->tail_len = 0;
+		if (k[2] && p - tail <= FORM_TAIL) {
+			memcpy(f->tail, tail, (size_t)(p - tail));
+			f->tail_len = (uint8_t)(p - tail);
+		}
+		memcpy(f->key, k, sizeof(f->key));
+		f->pe = r->pe;
+		f->eng = r->eng;
+		f->op = r->op;
 	}
-	if (r->bytes >= 0) {
-		p = PUT_LIT(p, end, ",\"bytes\":");
-		p = put_i64(p, end, r->bytes);
-	}
-	/* PE_CPU's and the scheduler's records have no fields: no call */
-	if (st)
-		p = put_stage(p, end, st);
-	else if (n_fields)
-		p = put_fields(p, end, fields, n_fields);
-	p = PUT_LIT(p, end, "}\n");
-	return p ? (int)(p - buf) : -1;
+	return (int)(p - buf);
 }
 
 /* The longest record (without its newline): formatting stops (an error)
@@ -917,9 +976,9 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 		}
 	}
 
-	/* The template cache is an optimisation: without memory, none. */
-	if (!lane->tpl)
-		lane->tpl = calloc(TPL_SLOTS + KIND_SLOTS, sizeof(*lane->tpl));
+	/* The form cache is an optimisation: without memory, none. */
+	if (!lane->cache)
+		lane->cache = calloc(1, sizeof(*lane->cache));
 	/* Room for the longest record, then it is formatted in place. */
 	if (lane_reserve(b, MAX_RECORD + 1, lane->keep_fields) ||
 	    (n = format_record(lane, b->text + b->text_n, MAX_RECORD + 1, rec, fields, n_fields, st)) < 0) {
@@ -1732,7 +1791,7 @@ void kb__oplog_destroy(kb_oplog *log)
 		free(log->lanes[i]->ready.ent);
 		free(log->lanes[i]->ready.rec);
 		free(log->lanes[i]->ready.text);
-		free(log->lanes[i]->tpl);
+		free(log->lanes[i]->cache);
 		free(log->lanes[i]);
 	}
 	for (size_t i = log->q_head; i < log->n_q; i++)
