@@ -4,6 +4,7 @@ program named by KB_TWIN_KERNEL (tests/python/twin_kernel.c)."""
 import json
 import os
 import subprocess
+import sys
 import unittest
 
 import kernbench
@@ -238,6 +239,24 @@ class PythonKernels(unittest.TestCase):
                 sim.run()
         self.assertEqual(cm.exception.detail, "tcm_exhausted")
         self.assertIn("test_kernbench.py", cm.exception.source)
+
+    def test_release_then_use_names_python_line(self):
+        lines = {}
+
+        def stale(tl, _):
+            r = tl.ref(0, "fp32", (16, 16))
+            tl.load(r)
+            self.assertEqual(tl.release(r), 0)
+            lines["use"] = sys._getframe().f_lineno + 1
+            tl.load(r)  # released: stale
+
+        with kernbench.Simulation() as sim:
+            sim.launch(stale)
+            with self.assertRaises(kernbench.Error) as cm:
+                sim.run()
+        self.assertEqual(cm.exception.detail, "bad_handle")
+        self.assertIn("released", cm.exception.message)
+        self.assertIn("test_kernbench.py:%d" % lines["use"], cm.exception.source)
 
     def test_upload_download(self):
         with kernbench.Simulation(data=True) as sim:
