@@ -232,6 +232,7 @@ int kb__plan_create(kb_plan **out, kb_cmd *cmd, const kb_machine *m, kb_error *e
  * it (issue 13).
  */
 #define N_MEMO 16
+#define N_SMEMO 4                /* loads and stores, by kind and bytes */
 
 typedef struct kb_cost_block {
 	uint32_t refs;           /* the memo's entry and the plans using it */
@@ -256,8 +257,8 @@ static void cost_release(kb_plan *p)
  * a kernel's composites (opt3: ten a tile) take consecutive entries, and
  * a look-up is one comparison, cheap enough for a plan of one stage. */
 struct kb_plan_memo {
-	uint64_t key[N_MEMO];    /* 0: unused */
-	kb_plan *plan[N_MEMO];   /* stages and costs only: no command */
+	uint64_t key[N_MEMO + N_SMEMO];    /* 0: unused */
+	kb_plan *plan[N_MEMO + N_SMEMO];   /* stages and costs only: no command */
 };
 
 /* Whether a plan's stage costs fit its cost buffer: those of every step
@@ -314,9 +315,34 @@ static void plan_copy(kb_plan *p, const kb_plan *f)
 	p->cost_ok = 1;
 }
 
+/* Where key is kept: a digest key among the first N_MEMO entries, a
+ * load's or store's (simple_key) among the rest. */
+static uint32_t memo_index(uint64_t key)
+{
+	return key >> 63 ? N_MEMO + (uint32_t)((key >> 56 ^ key >> 6) % N_SMEMO) : (uint32_t)(key % N_MEMO);
+}
+
 static const kb_plan *memo_find(const kb_plan_memo *mo, uint64_t key)
 {
-	return mo->key[key % N_MEMO] == key ? mo->plan[key % N_MEMO] : NULL;
+	uint32_t i = memo_index(key);
+
+	return mo->key[i] == key ? mo->plan[i] : NULL;
+}
+
+/*
+ * The memo key of a load's or store's plan: its stage and that stage's
+ * cost follow from its kind and the bytes it moves (decode opt3 loads
+ * two tiles of one size per KV tile, each planned and costed anew
+ * before). Top bit set: never a digest key, which counts from 1. 0: not
+ * kept (another kind, or bytes too many for the key).
+ */
+static uint64_t simple_key(const kb_cmd *c)
+{
+	uint64_t bytes = kb__tview_bytes(&c->src);
+
+	if ((c->kind != KB_CMD_LOAD && c->kind != KB_CMD_STORE) || bytes >> 48)
+		return 0;
+	return UINT64_C(1) << 63 | (uint64_t)c->kind << 56 | bytes;
 }
 
 /* Keeps a copy of p (costs worked out) as the plan of key. */
@@ -328,7 +354,7 @@ static void memo_keep(kb_plan_pool *pool, uint64_t key, const kb_plan *p)
 
 	if (!mo && !(mo = pool->memo = calloc(1, sizeof(*mo))))
 		return;
-	i = (uint32_t)(key % N_MEMO);
+	i = memo_index(key);
 	mo->key[i] = 0;
 	if (!(f = mo->plan[i]) && !(f = mo->plan[i] = calloc(1, sizeof(*f))))
 		return;
@@ -380,9 +406,14 @@ int kb__plan_create_from(kb_plan **out, kb_plan_pool *pool, kb_cmd *cmd, const k
 			if (!rc && key && costs_fit(p) && !cost_all(p))
 				memo_keep(pool, key, p);
 		}
+	} else if ((key = pool ? simple_key(cmd) : 0) && pool->memo &&
+		   (memo = memo_find(pool->memo, key))) {
+		plan_copy(p, memo);
 	} else {
 		plan_fresh(p);
 		rc = plan_simple(p, cmd);
+		if (!rc && key && !cost_all(p))
+			memo_keep(pool, key, p);
 	}
 	if (!rc && m->mem && alloc_data(p))
 		rc = -2;
@@ -480,7 +511,7 @@ void kb__plan_free_pool(kb_plan_pool *pool)
 		free(p);
 	}
 	if (pool->memo) {
-		for (int i = 0; i < N_MEMO; i++)
+		for (int i = 0; i < N_MEMO + N_SMEMO; i++)
 			if (pool->memo->plan[i]) {
 				cost_release(pool->memo->plan[i]);
 				free(pool->memo->plan[i]);
