@@ -1250,6 +1250,53 @@ START_TEST(test_replay_tcm_exhausted)
 }
 END_TEST
 
+/* Calls like the last one a template replayed (kb__replay_like) but for
+ * one thing: a handle of another shape, a scalar, the places a handle
+ * repeats at. Each takes the key (or the full lowering) and every command
+ * is the full lowering's. */
+static void like_kernel(kb_tl *tl)
+{
+	kb_tl_tensor *q = tcm2(tl, KB_FP16, 8, 128), *o = tcm2(tl, KB_FP32, 8, 64);
+	kb_tl_tensor *p = tcm2(tl, KB_FP32, 8, 64);
+
+	for (int j = 0; j < 16; j++) {
+		kb_tl_op scale = { .op = "scale", .extras = { { "scale", j % 4 == 3 ? 0.5 : 0.125 } } };
+		kb_tl_op add = { .op = "add", .args = { { "other", j % 2 ? o : p } } };
+		kb_tl_composite_desc d;
+		kb_tl_tensor *k;
+
+		ck_assert_int_eq(kb_tl_scope_begin(tl), KB_OK);
+		k = hbm2(tl, 0x100000 + (uint64_t)j * 0x8000, KB_FP16, j % 3 == 2 ? 32 : 64, 128);
+		d = (kb_tl_composite_desc){ .op = "gemm", .a = q, .b = k, .flags = KB_TL_TRANS_B,
+					    .epilogue = &scale, .n_epilogue = 1 };
+		ck_assert_ptr_nonnull(kb_tl_composite(tl, &d));
+		d = (kb_tl_composite_desc){ .op = "relu", .a = j % 5 == 4 ? p : o, .out = o,
+					    .epilogue = &add, .n_epilogue = 1 };
+		ck_assert_ptr_eq(kb_tl_composite(tl, &d), o);
+		ck_assert_int_eq(kb_tl_scope_end(tl), KB_OK);
+	}
+}
+
+START_TEST(test_replay_like_differs)
+{
+	capture rp = { .n = 0 }, full = { .n = 0 };
+	kb_tl *a = new_tl(&rp), *b = new_tl(&full);
+
+	b->replay_off = 1;
+	like_kernel(a);
+	like_kernel(b);
+	ck_assert_ptr_null(kb__tl_error(a));
+	ck_assert_uint_ge(a->replays, 10);
+	ck_assert_int_eq(rp.n, full.n);
+	for (int i = 0; i < rp.n; i++)
+		same_cmd(rp.c[i], full.c[i], i);
+	cap_clear(&rp);
+	cap_clear(&full);
+	kb__tl_destroy(a);
+	kb__tl_destroy(b);
+}
+END_TEST
+
 /* A kernel that cycles through more composites than replay keeps
  * templates for (twenty shapes of one op, one name): templates evicted
  * and made again, some calls replayed, and every command the full
@@ -1591,6 +1638,7 @@ Suite *tl_suite(void)
 	tcase_add_test(rec, test_replay_matches_full);
 	tcase_add_loop_test(rec, test_replay_tcm_exhausted, 0, 2);
 	tcase_add_test(rec, test_replay_cycle_past_templates);
+	tcase_add_test(rec, test_replay_like_differs);
 	tcase_add_test(val, test_err_autobind_conflict);
 	tcase_add_test(val, test_err_prologue_hbm);
 	tcase_add_test(val, test_err_two_gemms);

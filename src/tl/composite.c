@@ -812,9 +812,15 @@ KB_API kb_tl_tensor *kb_tl_composite_at(kb_tl *tl, const kb_tl_composite_desc *d
 		tl->replays++;
 		return result;
 	}
-	if (!tl->replay_off)
+	if (!tl->replay_off) {
+		if (kb__replay_like(&lw->replay, tl, d, &lw->key, &result)) {
+			tl->replays++;
+			return result;
+		}
 		kb__replay_key(tl, d, &lw->key);
+	}
 	if (lw->key.ok && kb__replay_run(&lw->replay, tl, &lw->key, &result)) {
+		kb__replay_snap(lw->replay, tl, d, &lw->key);
 		tl->replays++;
 		return result;
 	}

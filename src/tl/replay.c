@@ -34,6 +34,39 @@ typedef struct tpl_patch {
 } tpl_patch;
 _Static_assert(TPL_MAX_OPS * sizeof(kb_opspec) <= UINT16_MAX, "patch offsets are 16 bits");
 
+/* A handle as a lowering read it (a one-op MATH call's, a snapshot's). */
+typedef struct msig {
+	uint8_t rank, space, dtype;
+	int64_t shape[KB_TL_MAX_RANK];
+} msig;
+
+#define SNAP_POS (3 + KB_TL_MAX_ARGS)   /* a, b, out, the epilogue op's args */
+#define SNAP_NONE 0xffu
+
+/*
+ * The last call a template replayed by its key, where that call had no
+ * prologue, at most one epilogue op and only the library's own names
+ * (decode opt3's three, opt2's Q.K^T): what kb__replay_key read of it. A
+ * later call with the very same names, flags, counts and scalars, whose
+ * handles repeat at the same places and each is this one's or has its
+ * rank, dtype, space and shape, has the same key: kb__replay_like checks
+ * that in place, without building the key (~450 instructions a call)
+ * and comparing it with each template's (issue 13).
+ */
+typedef struct tpl_snap {
+	int ok;
+	const char *op, *eop;
+	unsigned flags;
+	kb_tl_scope scope;
+	uint32_t n_epi, n_ex, n_eex, n_args, n_pos;
+	const char *ex_name[KB_TL_MAX_EXTRAS], *eex_name[KB_TL_MAX_EXTRAS], *arg_name[KB_TL_MAX_ARGS];
+	uint64_t ex_bits[KB_TL_MAX_EXTRAS], eex_bits[KB_TL_MAX_EXTRAS];
+	const kb_tl_tensor *v[SNAP_POS];   /* each position's handle (NULL: absent) */
+	uint8_t first[SNAP_POS];           /* first position with that handle; SNAP_NONE: absent */
+	uint32_t gen[SNAP_POS];            /* its slot's generation, all 32 bits */
+	msig sig[SNAP_POS];
+} tpl_snap;
+
 /*
  * A template: one allocation, its arrays sized to it and laid out in the
  * order a replay reads them (the key's words and names' addresses, the
@@ -60,13 +93,9 @@ typedef struct tpl {
 	const unsigned char *ops;
 	const uint16_t *name_at; /* where each name starts in names */
 	const char *names;       /* the names, each NUL-terminated, in order */
+	tpl_snap snap;           /* kb__replay_snap's; snap.ok 0: none */
 } tpl;
 
-/* A one-op MATH call (kb__replay_math): a handle as its lowering read it. */
-typedef struct msig {
-	uint8_t rank, space, dtype;
-	int64_t shape[KB_TL_MAX_RANK];
-} msig;
 
 #define N_MATH 32                /* opt3: seven a tile, a merge's more */
 
@@ -308,29 +337,26 @@ static inline void sets_distinct(kb_cmd *c, kb_hslot *const *hs, const uint8_t *
 	c->fence = fence;
 }
 
-int kb__replay_run(kb_replay **rp, kb_tl *tl, const kb_rkey *k, kb_tl_tensor **res)
+/* Lowers and emits the call whose key's handles k holds by template t. */
+static void replay_tpl(kb_tl *tl, const tpl *t, const kb_rkey *k, kb_tl_tensor **res)
 {
-	const tpl *t = *rp ? find(*rp, k) : NULL;
 	kb_hslot *hs[TPL_MAX_ALL];
 	const unsigned char *from;
 	kb_tl_tensor *tt;
 	kb_cmd *c;
 
-	if (!t)
-		return 0;
-	(*rp)->hits++;
 	*res = NULL;
 	/* In the full lowering's order: the command, then the allocations. */
 	c = kb__tl_cmd_new_n(tl, KB_CMD_COMPOSITE, t->max_ops, t->cap_ids);
 	if (!c)
-		return 1;
+		return;
 	memcpy(hs, k->h, k->nh * sizeof(hs[0]));
 	for (uint32_t i = 0; i < t->n_alloc; i++) {
 		hs[k->nh + i] = kb__tl_new_tcm_sized(tl, (kb_dtype)t->alloc[i].dtype, t->alloc[i].rank,
 						     t->alloc[i].shape, t->alloc[i].bytes, &tt);
 		if (!hs[k->nh + i]) {
 			kb__cmd_free(c);
-			return 1;
+			return;
 		}
 		if ((int)i == t->result)
 			*res = tt;
@@ -376,7 +402,186 @@ int kb__replay_run(kb_replay **rp, kb_tl *tl, const kb_rkey *k, kb_tl_tensor **r
 	sets_distinct(c, hs, t->set, t->n_rd, t->n_wait, t->set + t->n_rd, t->n_wr);
 	if (kb__tl_emit(tl, c))
 		*res = NULL;
+}
+
+int kb__replay_run(kb_replay **rp, kb_tl *tl, const kb_rkey *k, kb_tl_tensor **res)
+{
+	const tpl *t = *rp ? find(*rp, k) : NULL;
+
+	if (!t)
+		return 0;
+	(*rp)->hits++;
+	replay_tpl(tl, t, k, res);
 	return 1;
+}
+
+/* ---- calls like a template's last (tpl_snap) ---- */
+
+static inline uint64_t value_bits(double v)
+{
+	uint64_t b;
+
+	memcpy(&b, &v, sizeof(b));
+	return b;
+}
+
+static inline int sig_eq(const msig *s, const kb_tview *v);
+static void sig_set(msig *s, const kb_tview *v);
+
+/* Keeps extras ex in kextras's order. */
+static void snap_extras(const kb_tl_extra *ex, const char **name, uint64_t *bits, uint32_t *n)
+{
+	for (*n = 0; *n < KB_TL_MAX_EXTRAS && ex[*n].name; (*n)++) {
+		name[*n] = ex[*n].name;
+		bits[*n] = value_bits(ex[*n].value);
+	}
+}
+
+static inline int extras_eq(const kb_tl_extra *ex, const char *const *name, const uint64_t *bits,
+			    uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (ex[i].name != name[i] || value_bits(ex[i].value) != bits[i])
+			return 0;
+	return n == KB_TL_MAX_EXTRAS || !ex[n].name;
+}
+
+/* The handles of d (no prologue) in kb__replay_key's order: a, b, out,
+ * the epilogue op's args. */
+static uint32_t call_handles(const kb_tl_composite_desc *d, const kb_tl_tensor **v)
+{
+	uint32_t n = 0;
+
+	v[n++] = d->a;
+	v[n++] = d->b;
+	v[n++] = d->out;
+	if (d->n_epilogue)
+		for (int i = 0; i < KB_TL_MAX_ARGS && d->epilogue->args[i].name; i++)
+			v[n++] = d->epilogue->args[i].t;
+	return n;
+}
+
+void kb__replay_snap(kb_replay *r, kb_tl *tl, const kb_tl_composite_desc *d, const kb_rkey *k)
+{
+	tpl *t = r ? r->t[r->last] : NULL;
+	tpl_snap *s;
+
+	if (!t || d->n_prologue || d->n_epilogue > 1)
+		return;
+	s = &t->snap;
+	s->ok = 0;
+	/* the library's own names only: the same address is the same text */
+	for (uint32_t i = 0; i < k->nn; i++)
+		if (k->name[i] != t->fixed[i])
+			return;
+	s->op = d->op;
+	s->flags = d->flags;
+	s->n_epi = (uint32_t)d->n_epilogue;
+	snap_extras(d->extras, s->ex_name, s->ex_bits, &s->n_ex);
+	s->n_args = 0;
+	if (d->n_epilogue) {
+		const kb_tl_op *e = d->epilogue;
+
+		s->eop = e->op;
+		s->scope = e->scope;
+		while (s->n_args < KB_TL_MAX_ARGS && e->args[s->n_args].name) {
+			s->arg_name[s->n_args] = e->args[s->n_args].name;
+			s->n_args++;
+		}
+		snap_extras(e->extras, s->eex_name, s->eex_bits, &s->n_eex);
+	}
+	s->n_pos = call_handles(d, s->v);
+	for (uint32_t p = 0; p < s->n_pos; p++) {
+		const kb_hslot *h;
+		uint32_t f = 0;
+
+		s->first[p] = SNAP_NONE;
+		if (!s->v[p])
+			continue;
+		while (s->v[f] != s->v[p])
+			f++;
+		s->first[p] = (uint8_t)f;
+		if (f == p) {
+			if (!(h = kb__tl_slot_find(tl, s->v[p])))
+				return;
+			s->gen[p] = h->gen;
+			sig_set(&s->sig[p], &h->view);
+		}
+	}
+	s->ok = 1;
+}
+
+/* Whether d is like t's snapshot (tpl_snap), with k's handles and out
+ * set as kb__replay_key would set them when it is. */
+static int snap_match(kb_tl *tl, const tpl_snap *s, const kb_tl_composite_desc *d, kb_rkey *k)
+{
+	const kb_tl_tensor *v[SNAP_POS];
+	uint32_t n;
+
+	if (d->op != s->op || d->flags != s->flags || d->n_epilogue != s->n_epi ||
+	    !extras_eq(d->extras, s->ex_name, s->ex_bits, s->n_ex))
+		return 0;
+	if (s->n_epi) {
+		const kb_tl_op *e = d->epilogue;
+
+		if (!e || e->op != s->eop || e->scope != s->scope ||
+		    !extras_eq(e->extras, s->eex_name, s->eex_bits, s->n_eex))
+			return 0;
+		for (uint32_t i = 0; i < s->n_args; i++)
+			if (e->args[i].name != s->arg_name[i])
+				return 0;
+		if (s->n_args < KB_TL_MAX_ARGS && e->args[s->n_args].name)
+			return 0;
+	}
+	n = call_handles(d, v);
+	if (n != s->n_pos)
+		return 0;
+	k->nh = 0;
+	for (uint32_t p = 0; p < n; p++) {
+		kb_hslot *h;
+		uint32_t f = 0;
+
+		if (!v[p]) {
+			if (s->first[p] != SNAP_NONE)
+				return 0;
+			continue;
+		}
+		while (v[f] != v[p])
+			f++;
+		if (f != s->first[p])
+			return 0;
+		if (f < p)
+			continue;   /* a repeat: checked where it first came */
+		/* The same handle (live, and not a slot reused 2^16 times
+		 * since, which a handle's value cannot tell) has the same view. */
+		if (!(h = kb__tl_slot_find(tl, v[p])) ||
+		    ((v[p] != s->v[p] || h->gen != s->gen[p]) && !sig_eq(&s->sig[p], &h->view)))
+			return 0;
+		k->h[k->nh++] = h;
+	}
+	k->out = d->out;
+	return 1;
+}
+
+int kb__replay_like(kb_replay **rp, kb_tl *tl, const kb_tl_composite_desc *d, kb_rkey *k,
+		    kb_tl_tensor **res)
+{
+	kb_replay *r = *rp;
+
+	if (!r || d->n_prologue || d->out_hbm || d->n_epilogue > 1)
+		return 0;
+	for (uint32_t n = 1; n <= N_TPL; n++) {
+		uint32_t i = (r->last + n) % N_TPL;
+		const tpl *t = r->t[i];
+
+		if (t && t->snap.ok && snap_match(tl, &t->snap, d, k)) {
+			r->last = i;
+			r->hits++;
+			replay_tpl(tl, t, k, res);
+			return 1;
+		}
+	}
+	return 0;
 }
 
 /* Index of h among the key's handles and the allocations; -1: none. */
@@ -576,6 +781,7 @@ static tpl *tpl_make(const kb_rkey *k, const kb_replay_src *s)
 	t->n_rw = c->n_rw;
 	t->result = result;
 	t->lbytes = c->lbytes;
+	t->snap.ok = 0;
 	return t;
 }
 

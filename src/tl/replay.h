@@ -66,6 +66,14 @@ void kb__replay_key(kb_tl *tl, const kb_tl_composite_desc *d, kb_rkey *k);
  * call's result in *res (NULL when it failed, the error recorded as the
  * full lowering records it); 0 when none matches. */
 int kb__replay_run(kb_replay **rp, kb_tl *tl, const kb_rkey *k, kb_tl_tensor **res);
+/* Lowers and emits d like the last call its template replayed by key
+ * (kb__replay_snap), without building d's key: 1 when one did, *res as
+ * kb__replay_run's, k's handles and out set; 0 when none is like it. */
+int kb__replay_like(kb_replay **rp, kb_tl *tl, const kb_tl_composite_desc *d, kb_rkey *k,
+		    kb_tl_tensor **res);
+/* After kb__replay_run found d's template by its key k: remembers d for
+ * kb__replay_like, where it is a call that can be (replay.c's tpl_snap). */
+void kb__replay_snap(kb_replay *r, kb_tl *tl, const kb_tl_composite_desc *d, const kb_rkey *k);
 /* Remembers a successful full lowering of the call keyed k. */
 void kb__replay_save(kb_replay **rp, const kb_rkey *k, const kb_replay_src *s);
 void kb__replay_free(kb_replay *r);
