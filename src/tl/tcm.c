@@ -537,6 +537,11 @@ int kb__tcm_alloc(kb_tcm *t, uint64_t bytes, uint64_t *off, uint64_t *fence)
 			b->off += size;
 			t->cursor = b->off;
 			t->used += size;
+			/* The next free is most likely of this block, the newest
+			 * one in scope: find's answer for it is the block at the
+			 * cursor. */
+			t->hint[AT_FREE][0] = k;
+			t->hint[AT_FREE][1] = i;
 			return 0;
 		}
 	}
