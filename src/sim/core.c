@@ -669,7 +669,7 @@ static inline __attribute__((always_inline)) void worker_run(kb_worker *w, kb_ti
 {
 	kb_lp *const *lps = w->sim->lps;
 	kb_evheap *h = &w->heap;
-	uint64_t ran = 0;
+	uint64_t left = budget;
 	kb_time last = w->last_time;
 	/* A sequential run's spread work (kb_sim_config): one predictable
 	 * test per event, a call while there is some. */
@@ -678,12 +678,12 @@ static inline __attribute__((always_inline)) void worker_run(kb_worker *w, kb_ti
 
 	free(h->retired);
 	h->retired = NULL;
-	/* ran and last reach the worker after the loop: nothing a handler
-	 * calls reads them. */
+	/* The count and last reach the worker after the loop: nothing a
+	 * handler calls reads them. */
 	if (w->err)
 		return;
 	w->reg = KB_REG_EMPTY;
-	while (ran < budget) {
+	while (left) {
 		kb_time t;
 		kb_lp *lp;
 		int rc;
@@ -704,7 +704,7 @@ static inline __attribute__((always_inline)) void worker_run(kb_worker *w, kb_ti
 			lp = lps[ev->dst];
 			lp->now = t;
 			last = t;
-			ran++;
+			left--;
 			rc = lp->event(lp, ev);
 		} else {
 			const kb_evkey *k0 = h->key;
@@ -727,7 +727,7 @@ static inline __attribute__((always_inline)) void worker_run(kb_worker *w, kb_ti
 				w->reg = KB_REG_HOLE;
 			lp->now = t;
 			last = t;
-			ran++;
+			left--;
 			rc = lp->event(lp, &h->ev[slot]);
 			if (h->hole) {
 				evheap_settle(h);
@@ -748,7 +748,7 @@ static inline __attribute__((always_inline)) void worker_run(kb_worker *w, kb_ti
 		}
 	}
 	reg_close(w);
-	w->events += ran;
+	w->events += budget - left;
 	w->last_time = last;
 }
 
