@@ -758,12 +758,13 @@ static inline char *put_middle(char *p, const char *end, const kb_oplog_record *
  * replace fmt_u64's call and its branches on the id's size; else the
  * eight digits once, branch-free (issue 13). */
 static inline __attribute__((always_inline)) char *put_cmd(char *p, const char *end, kb_oplog_lane *lane,
-							  uint64_t cmd)
+							  uint64_t cmd, int room)
 {
 	uint64_t d = cmd - lane->cmd_last, x = lane->cmd_dig;
 	unsigned n = lane->cmd_n;
 
-	if (!p || end - p < 8 || cmd >= E8)
+	/* room (a constant): the caller knows p has FMT_U64_ROOM bytes */
+	if ((!room && (!p || end - p < 8)) || cmd >= E8)
 		return put_u64(p, end, cmd);
 	if (d > 1 || !n || (d && (x >> (8 * (n - 1)) & 0xff) == '9')) {
 		uint64_t z = digits8((uint32_t)cmd);
@@ -807,7 +808,7 @@ static inline char *put_stage(char *p, const char *end, const kb_oplog_stage *st
 /* A record's tail after its cmd's digits, formatted (a form's tail): the
  * kind and lbytes of a dispatch, bytes, the fields or an engine stage's
  * members (st), the end and the newline. */
-static inline __attribute__((always_inline)) char *put_tail(char *p, const char *end, const kb_oplog_record *r,
+static __attribute__((noinline)) char *put_tail(char *p, const char *end, const kb_oplog_record *r,
 			     const kb_oplog_field *fields, int n_fields, const kb_oplog_stage *st)
 {
 	if (!st && r->kind) {   /* an engine stage's record has none */
@@ -874,52 +875,17 @@ static inline int form_is(const rec_form *f, const kb_oplog_record *r, const uin
  * each, with the scratch after them), a form's middle copied whole. */
 #define HEAD_ROOM (6 + 2 * FMT_U64_ROOM + 6 + FORM_MID)
 
-/* Formats the fixed keys in their contract order, then the optional ones
- * (the fields, or an engine stage's: st), and the newline; returns the
- * length, or -1 past len. */
-static inline __attribute__((always_inline)) int format_record(kb_oplog_lane *lane, char *buf, size_t len,
-							       const kb_oplog_record *r,
-							       const kb_oplog_field *fields, int n_fields,
-							       const kb_oplog_stage *st)
+/* The rest of a record from its middle on (at p, the times' end), where
+ * the lane holds no form for it: formatted, and kept as the form f (when
+ * not NULL) if it fits. Out of line: the records that come here are few,
+ * and inlined it cost every record stack and saved registers. */
+static __attribute__((noinline)) int format_new(kb_oplog_lane *lane, rec_form *f, char *buf, char *p,
+						const char *end, const kb_oplog_record *r,
+						const kb_oplog_field *fields, int n_fields,
+						const kb_oplog_stage *st, const uint64_t k[3])
 {
-	const char *end = buf + len;
-	char *p = buf + 6, *mid, *tail;
-	rec_form *f = NULL;
-	uint64_t k[3];
+	char *mid = p, *tail;
 
-	/* The head (HEAD_ROOM), the cmd (FMT_U64_ROOM) and a form's tail
-	 * copied whole fit in emit's buffer (len is a constant there): they
-	 * test no room (issue 13). */
-	if (len < HEAD_ROOM + FMT_U64_ROOM + FORM_TAIL)
-		return -1;
-	memcpy(buf, "{\"t0\":", 6);
-	p = put_times(p, end, lane, r->t0_ps, r->t1_ps);
-	form_key(k, r, fields, n_fields, st);
-	if (lane->cache) {
-		uint64_t x = (uint64_t)(uintptr_t)r->op ^ k[0] ^ (k[1] << 21 | k[1] >> 43) ^
-			     (k[2] << 42 | k[2] >> 22);
-		rec_form *set = lane->cache->form[(x * UINT64_C(0x9e3779b97f4a7c15) >> 60) +
-						  (st ? 2 * FORM_SETS : n_fields ? FORM_SETS : 0)];
-
-		f = form_is(&set[0], r, k) ? &set[0] : &set[1];
-		if (f == &set[0] || form_is(f, r, k)) {
-			memcpy(p, f->mid, FORM_MID);
-			p = put_cmd(p + f->mid_len, end, lane, r->cmd);
-			if (f->tail_len) {
-				memcpy(p, f->tail, FORM_TAIL);
-				return (int)(p + f->tail_len - buf);
-			}
-			p = put_tail(p, end, r, fields, n_fields, st);
-			return p ? (int)(p - buf) : -1;
-		}
-		/* A new form goes first, the first second (and the second
-		 * out): two forms that share a set with an older one and come
-		 * in turns keep their places. */
-		if (set[0].op)
-			set[1] = set[0];
-		f = &set[0];
-	}
-	mid = p;
 	p = put_middle(p, end, r);
 	if (!p)
 		return -1;
@@ -930,7 +896,7 @@ static inline __attribute__((always_inline)) int format_record(kb_oplog_lane *la
 	} else {
 		f = NULL;
 	}
-	p = put_cmd(p, end, lane, r->cmd);
+	p = put_cmd(p, end, lane, r->cmd, 0);
 	tail = p;
 	p = put_tail(p, end, r, fields, n_fields, st);
 	if (!p)
@@ -947,6 +913,56 @@ static inline __attribute__((always_inline)) int format_record(kb_oplog_lane *la
 		f->op = r->op;
 	}
 	return (int)(p - buf);
+}
+
+/* Formats the fixed keys in their contract order, then the optional ones
+ * (the fields, or an engine stage's: st), and the newline; returns the
+ * length, or -1 past len. */
+static inline __attribute__((always_inline)) int format_record(kb_oplog_lane *lane, char *buf, size_t len,
+							       const kb_oplog_record *r,
+							       const kb_oplog_field *fields, int n_fields,
+							       const kb_oplog_stage *st)
+{
+	const char *end = buf + len;
+	char *p = buf + 6;
+	rec_form *f = NULL;
+	uint64_t k[3];
+
+	/* The head (HEAD_ROOM), the cmd (FMT_U64_ROOM) and a form's tail
+	 * copied whole fit in emit's buffer (len is a constant there): they
+	 * test no room (issue 13). */
+	if (len < HEAD_ROOM + FMT_U64_ROOM + FORM_TAIL)
+		return -1;
+	memcpy(buf, "{\"t0\":", 6);
+	p = put_times(p, end, lane, r->t0_ps, r->t1_ps);
+	form_key(k, r, fields, n_fields, st);
+	if (lane->cache) {
+		uint64_t x = (uint64_t)(uintptr_t)r->op + k[0] + 3 * k[1] + k[2];
+		rec_form *set = lane->cache->form[(x * UINT64_C(0x9e3779b97f4a7c15) >> 60) +
+						  (st ? 2 * FORM_SETS : n_fields ? FORM_SETS : 0)];
+
+		f = form_is(&set[0], r, k) ? &set[0] : &set[1];
+		if (f == &set[0] || form_is(f, r, k)) {
+			memcpy(p, f->mid, FORM_MID);
+			p = put_cmd(p + f->mid_len, end, lane, r->cmd, 1);
+			if (f->tail_len) {
+				memcpy(p, f->tail, FORM_TAIL);
+				return (int)(p + f->tail_len - buf);
+			}
+			p = put_tail(p, end, r, fields, n_fields, st);
+			return p ? (int)(p - buf) : -1;
+		}
+		/* A new form goes first, the first second (and the second
+		 * out): two forms that share a set with an older one and come
+		 * in turns keep their places. */
+		if (set[0].op)
+			set[1] = set[0];
+		f = &set[0];
+	} else {
+		/* The form cache is an optimisation: without memory, none. */
+		lane->cache = calloc(1, sizeof(*lane->cache));
+	}
+	return format_new(lane, f, buf, p, end, r, fields, n_fields, st, k);
 }
 
 /* The longest record (without its newline): formatting stops (an error)
@@ -976,9 +992,6 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 		}
 	}
 
-	/* The form cache is an optimisation: without memory, none. */
-	if (!lane->cache)
-		lane->cache = calloc(1, sizeof(*lane->cache));
 	/* Room for the longest record, then it is formatted in place. */
 	if (lane_reserve(b, MAX_RECORD + 1, lane->keep_fields) ||
 	    (n = format_record(lane, b->text + b->text_n, MAX_RECORD + 1, rec, fields, n_fields, st)) < 0) {
