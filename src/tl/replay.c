@@ -40,13 +40,13 @@ typedef struct msig {
 	int64_t shape[KB_TL_MAX_RANK];
 } msig;
 
-#define SNAP_POS (3 + KB_TL_MAX_ARGS)   /* a, b, out, the epilogue op's args */
+#define SNAP_POS (3 + 2 * KB_TL_MAX_ARGS)   /* the recipe's args, a, b, out, the epilogue op's args */
 #define SNAP_NONE 0xffu
 
 /*
- * The last call a template replayed by its key, where that call had no
- * prologue, at most one epilogue op and only the library's own names
- * (decode opt3's three, opt2's Q.K^T): what kb__replay_key read of it. A
+ * The last call a template replayed by its key, where that call had at
+ * most one recipe call and one epilogue op and only the library's own
+ * names (decode opt3's three, opt2's two): what kb__replay_key read of it. A
  * later call with the very same names, flags, counts and scalars, whose
  * handles repeat at the same places and each is this one's or has its
  * rank, dtype, space and shape, has the same key: kb__replay_like checks
@@ -55,11 +55,12 @@ typedef struct msig {
  */
 typedef struct tpl_snap {
 	int ok;
-	const char *op, *eop;
+	const char *op, *eop, *recipe;
 	unsigned flags;
 	kb_tl_scope scope;
-	uint32_t n_epi, n_ex, n_eex, n_args, n_pos;
+	uint32_t n_pro, n_epi, n_ex, n_eex, n_pargs, n_args, n_pos;
 	const char *ex_name[KB_TL_MAX_EXTRAS], *eex_name[KB_TL_MAX_EXTRAS], *arg_name[KB_TL_MAX_ARGS];
+	const char *parg_name[KB_TL_MAX_ARGS];
 	uint64_t ex_bits[KB_TL_MAX_EXTRAS], eex_bits[KB_TL_MAX_EXTRAS];
 	const kb_tl_tensor *v[SNAP_POS];   /* each position's handle (NULL: absent) */
 	uint8_t first[SNAP_POS];           /* first position with that handle; SNAP_NONE: absent */
@@ -446,12 +447,16 @@ static inline int extras_eq(const kb_tl_extra *ex, const char *const *name, cons
 	return n == KB_TL_MAX_EXTRAS || !ex[n].name;
 }
 
-/* The handles of d (no prologue) in kb__replay_key's order: a, b, out,
- * the epilogue op's args. */
+/* The handles of d (at most one recipe call and one epilogue op) in
+ * kb__replay_key's order: the recipe's args, a, b, out, the epilogue
+ * op's args. */
 static uint32_t call_handles(const kb_tl_composite_desc *d, const kb_tl_tensor **v)
 {
 	uint32_t n = 0;
 
+	if (d->n_prologue)
+		for (int i = 0; i < KB_TL_MAX_ARGS && d->prologue->args[i].name; i++)
+			v[n++] = d->prologue->args[i].t;
 	v[n++] = d->a;
 	v[n++] = d->b;
 	v[n++] = d->out;
@@ -466,7 +471,7 @@ void kb__replay_snap(kb_replay *r, kb_tl *tl, const kb_tl_composite_desc *d, con
 	tpl *t = r ? r->t[r->last] : NULL;
 	tpl_snap *s;
 
-	if (!t || d->n_prologue || d->n_epilogue > 1)
+	if (!t || d->n_prologue > 1 || d->n_epilogue > 1)
 		return;
 	s = &t->snap;
 	s->ok = 0;
@@ -478,6 +483,17 @@ void kb__replay_snap(kb_replay *r, kb_tl *tl, const kb_tl_composite_desc *d, con
 	s->flags = d->flags;
 	s->n_epi = (uint32_t)d->n_epilogue;
 	snap_extras(d->extras, s->ex_name, s->ex_bits, &s->n_ex);
+	s->n_pro = (uint32_t)d->n_prologue;
+	s->n_pargs = 0;
+	if (d->n_prologue) {
+		const kb_tl_recipe_call *rc = d->prologue;
+
+		s->recipe = rc->recipe;
+		while (s->n_pargs < KB_TL_MAX_ARGS && rc->args[s->n_pargs].name) {
+			s->parg_name[s->n_pargs] = rc->args[s->n_pargs].name;
+			s->n_pargs++;
+		}
+	}
 	s->n_args = 0;
 	if (d->n_epilogue) {
 		const kb_tl_op *e = d->epilogue;
@@ -519,8 +535,19 @@ static int snap_match(kb_tl *tl, const tpl_snap *s, const kb_tl_composite_desc *
 	uint32_t n;
 
 	if (d->op != s->op || d->flags != s->flags || d->n_epilogue != s->n_epi ||
-	    !extras_eq(d->extras, s->ex_name, s->ex_bits, s->n_ex))
+	    d->n_prologue != s->n_pro || !extras_eq(d->extras, s->ex_name, s->ex_bits, s->n_ex))
 		return 0;
+	if (s->n_pro) {
+		const kb_tl_recipe_call *rc = d->prologue;
+
+		if (!rc || rc->recipe != s->recipe)
+			return 0;
+		for (uint32_t i = 0; i < s->n_pargs; i++)
+			if (rc->args[i].name != s->parg_name[i])
+				return 0;
+		if (s->n_pargs < KB_TL_MAX_ARGS && rc->args[s->n_pargs].name)
+			return 0;
+	}
 	if (s->n_epi) {
 		const kb_tl_op *e = d->epilogue;
 
@@ -568,7 +595,7 @@ int kb__replay_like(kb_replay **rp, kb_tl *tl, const kb_tl_composite_desc *d, kb
 {
 	kb_replay *r = *rp;
 
-	if (!r || d->n_prologue || d->out_hbm || d->n_epilogue > 1)
+	if (!r || d->n_prologue > 1 || d->out_hbm || d->n_epilogue > 1)
 		return 0;
 	for (uint32_t n = 1; n <= N_TPL; n++) {
 		uint32_t i = (r->last + n) % N_TPL;
