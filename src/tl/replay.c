@@ -280,10 +280,28 @@ static int library_name(const char *s)
 	return 0;
 }
 
+/* Templates in use: t[0..tpl_used) (made in turn, the oldest replaced). */
+static inline uint32_t tpl_used(const kb_replay *r)
+{
+	return r->next < N_TPL ? r->next : N_TPL;
+}
+
+/* The template i after the last replayed, n = 1..tpl_used: a loop's next
+ * call is the one after (only templates in use: a kernel of three
+ * composites went round all sixteen entries per call). */
+static inline uint32_t tpl_nth(const kb_replay *r, uint32_t n, uint32_t used)
+{
+	uint32_t i = r->last + n;   /* last < used, n <= used */
+
+	return i < used ? i : i - used;
+}
+
 static const tpl *find(kb_replay *r, const kb_rkey *k)
 {
-	for (uint32_t n = 1; n <= N_TPL; n++) {
-		uint32_t i = (r->last + n) % N_TPL;
+	uint32_t used = tpl_used(r);
+
+	for (uint32_t n = 1; n <= used; n++) {
+		uint32_t i = tpl_nth(r, n, used);
 		const tpl *t = r->t[i];
 
 		if (r->hash[i] == k->hash && t && t->nw == k->nw && t->nn == k->nn &&
@@ -594,11 +612,13 @@ int kb__replay_like(kb_replay **rp, kb_tl *tl, const kb_tl_composite_desc *d, kb
 		    kb_tl_tensor **res)
 {
 	kb_replay *r = *rp;
+	uint32_t used;
 
 	if (!r || d->n_prologue > 1 || d->out_hbm || d->n_epilogue > 1)
 		return 0;
-	for (uint32_t n = 1; n <= N_TPL; n++) {
-		uint32_t i = (r->last + n) % N_TPL;
+	used = tpl_used(r);
+	for (uint32_t n = 1; n <= used; n++) {
+		uint32_t i = tpl_nth(r, n, used);
 		const tpl *t = r->t[i];
 
 		if (t && t->snap.ok && snap_match(tl, &t->snap, d, k)) {
