@@ -82,9 +82,9 @@ static int mark_done(kb_cpu *c, uint64_t id)
 {
 	uint64_t i = id - c->base;
 
-	/* Commands mostly finish in order: id is the prefix, and when the id
-	 * after it is not done yet the prefix moves by one. Only ids from the
-	 * prefix on are ever read in the bitmap, so id's own bit is left. */
+	/* In order: id is the prefix, and when the id after it is not done
+	 * yet the prefix moves by one. Only ids from the prefix on are ever
+	 * read in the bitmap, so id's own bit is left. */
 	if (id == c->prefix) {
 		uint64_t k = i + 1;
 
@@ -110,6 +110,10 @@ static int mark_done(kb_cpu *c, uint64_t id)
 		c->n_words = n;
 	}
 	c->bits[i / 64] |= UINT64_C(1) << (i % 64);
+	/* Out of order (two thirds of opt3's commands): an id past the
+	 * prefix leaves it where it is (the prefix's own id is not done). */
+	if (id != c->prefix)
+		return 0;
 	/* The prefix moves over the run of done ids at it, a word at a time
 	 * (a count of trailing ones, not a bit per turn): mostly id itself. */
 	for (;;) {
