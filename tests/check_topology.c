@@ -200,6 +200,30 @@ START_TEST(test_default_equals_minimal_load)
 }
 END_TEST
 
+/* The embedded default is read without jansson (topology.c's mini
+ * reader, issue 13): it must equal jansson's parse of the same file, read
+ * through the file loader's walk (which sets every key the file names,
+ * and the file names them all). */
+START_TEST(test_default_equals_jansson_parse)
+{
+	kb_topology *d = NULL, *f = NULL;
+	kb_error err;
+	char *dd, *fd;
+
+	ck_assert_int_eq(kb_topology_default(&d, &err), 0);
+	ck_assert_msg(kb_topology_load_file(&f, KB_SRCDIR "/src/model/default_topology.json", &err) == 0,
+		      "%s", err.message);
+	assert_same_params(kb__topology_params(d), kb__topology_params(f));
+	dd = kb_topology_dump(d);
+	fd = kb_topology_dump(f);
+	ck_assert_str_eq(dd, fd);
+	kb_free(dd);
+	kb_free(fd);
+	kb_topology_destroy(d);
+	kb_topology_destroy(f);
+}
+END_TEST
+
 START_TEST(test_partial_overlay)
 {
 	kb_topology *t = load_ok("{" SCHEMA ", \"pe\": {\"gemm\": {\"tile_m\": 32}},"
@@ -607,6 +631,7 @@ Suite *topology_suite(void)
 
 	tcase_add_test(tc, test_default_values);
 	tcase_add_test(tc, test_default_equals_minimal_load);
+	tcase_add_test(tc, test_default_equals_jansson_parse);
 	tcase_add_test(tc, test_partial_overlay);
 	tcase_add_test(tc, test_load_file_ok);
 	tcase_add_test(tc, test_parse_error_string);

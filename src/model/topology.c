@@ -151,13 +151,25 @@ static double get_num(const kb_topo_params *p, const key_def *d)
 	}
 }
 
+static size_t u64_text(char *buf, uint64_t v);
+
 /* Shortest text that reads back as exactly v; always looks like a real. */
 static void fmt_real(char *buf, size_t n, double v)
 {
 	int prec;
 
 	if (v == floor(v) && fabs(v) < 1e15) {
-		snprintf(buf, n, "%.1f", v);
+		/* "%.1f" of a whole number, written (issue 13). */
+		if (n >= 24) {
+			size_t k = 0;
+
+			if (signbit(v))
+				buf[k++] = '-';
+			k += u64_text(buf + k, (uint64_t)fabs(v));
+			memcpy(buf + k, ".0", 3);
+		} else {
+			snprintf(buf, n, "%.1f", v);
+		}
 		return;
 	}
 	for (prec = 1; prec <= 17; prec++) {
@@ -344,6 +356,9 @@ static int cross_check(const kb_topo_params *p, kb_error *err)
 
 /* ---- JSON input ------------------------------------------------------ */
 
+static int parse_value(kb_topo_params *p, const key_def *d, const char *text, kb_error *err);
+static int set_enum(kb_topo_params *p, const key_def *d, const char *text, kb_error *err);
+
 static void set_source(kb_error *err, const char *src)
 {
 	if (err)
@@ -502,27 +517,165 @@ static int parse(json_t **out, const char *buf, size_t len, const char *src, kb_
 }
 
 /*
+ * The embedded default, read without jansson (issue 13: its parse was a
+ * sixth of a short run). It reads only what default_topology.json is made
+ * of: objects, member names and strings without escapes, numbers (a
+ * number is an integer when it has no '.', 'e' or 'E', as in jansson), with
+ * the same key table, types, ranges and rules as a file's walk; anything
+ * else fails, and the build's test compares this reading with jansson's
+ * parse of the same file (check_topology.c).
+ */
+typedef struct mini {
+	const char *s, *end;
+} mini;
+
+static void mini_space(mini *m)
+{
+	while (m->s < m->end && (*m->s == ' ' || *m->s == '\n' || *m->s == '\t' || *m->s == '\r'))
+		m->s++;
+}
+
+/* The text of a string (no escapes) at m->s, its quotes consumed. */
+static int mini_string(mini *m, const char **text, size_t *len, kb_error *err)
+{
+	const char *q;
+
+	if (m->s >= m->end || *m->s != '"')
+		return kb__err(err, KB_EPARSE, "byte %td: expected a string",
+			       m->s - (const char *)default_json);
+	q = ++m->s;
+	while (m->s < m->end && *m->s != '"' && *m->s != '\\' && (unsigned char)*m->s >= 0x20)
+		m->s++;
+	if (m->s >= m->end || *m->s != '"')
+		return kb__err(err, KB_EPARSE, "byte %td: a string this reader cannot read",
+			       q - (const char *)default_json);
+	*text = q;
+	*len = (size_t)(m->s++ - q);
+	return 0;
+}
+
+static int mini_object(load_ctx *c, mini *m, char *path, size_t plen);
+
+/* The value of the member at path (plen bytes). */
+static int mini_value(load_ctx *c, mini *m, char *path, size_t plen)
+{
+	const key_def *d = find_key(path);
+	char text[64];
+	const char *t;
+	size_t n;
+	int rc;
+
+	if (m->s < m->end && *m->s == '{') {
+		if (d || !is_group(path, plen))
+			return kb__err(c->err, KB_EKEY, "'%s' is not an object of the schema", path);
+		return mini_object(c, m, path, plen);
+	}
+	if (!d)
+		return unknown_key(c->err, path);
+	if (c->seen[d - keys])
+		return kb__err(c->err, KB_EKEY, "duplicate key '%s'", path);
+	c->seen[d - keys] = true;
+	if (m->s < m->end && *m->s == '"') {
+		rc = mini_string(m, &t, &n, c->err);
+		if (rc)
+			return rc;
+		if (n >= sizeof(text) || (d->kind != K_STRING && d->kind != K_ENUM))
+			return kb__err(c->err, KB_ETYPE, "%s: a string this reader cannot use", path);
+		memcpy(text, t, n);
+		text[n] = '\0';
+		if (d->kind == K_ENUM)
+			return set_enum(&c->p, d, text, c->err);
+		if (strcmp(text, KB_TOPOLOGY_SCHEMA) != 0)
+			return kb__err(c->err, KB_EINVAL, "schema = \"%s\": unsupported", text);
+		return 0;
+	}
+	t = m->s;
+	while (m->s < m->end && strchr("0123456789+-.eE", *m->s) && *m->s)
+		m->s++;
+	n = (size_t)(m->s - t);
+	if (n == 0 || n >= sizeof(text) || d->kind == K_STRING || d->kind == K_ENUM)
+		return kb__err(c->err, KB_ETYPE, "%s: a value this reader cannot use", path);
+	memcpy(text, t, n);
+	text[n] = '\0';
+	/* A real where an integer is wanted is a type error (parse_value). */
+	return parse_value(&c->p, d, text, c->err);
+}
+
+/* The members of the object at m->s (its braces consumed), at path. */
+static int mini_object(load_ctx *c, mini *m, char *path, size_t plen)
+{
+	const char *name;
+	size_t n, len;
+	int rc;
+
+	m->s++;
+	mini_space(m);
+	if (m->s < m->end && *m->s == '}') {
+		m->s++;
+		return 0;
+	}
+	for (;;) {
+		mini_space(m);
+		rc = mini_string(m, &name, &n, c->err);
+		if (rc)
+			return rc;
+		len = plen + (plen ? 1 : 0) + n;
+		if (len > MAX_KEY_LEN || n == 0 || memchr(name, '.', n))
+			return kb__err(c->err, KB_EKEY, "a member name this reader cannot use");
+		if (plen)
+			path[plen] = '.';
+		memcpy(path + plen + (plen ? 1 : 0), name, n);
+		path[len] = '\0';
+		mini_space(m);
+		if (m->s >= m->end || *m->s++ != ':')
+			return kb__err(c->err, KB_EPARSE, "%s: expected ':'", path);
+		mini_space(m);
+		rc = mini_value(c, m, path, len);
+		if (rc)
+			return rc;
+		path[plen] = '\0';
+		mini_space(m);
+		if (m->s < m->end && *m->s == ',') {
+			m->s++;
+			continue;
+		}
+		if (m->s < m->end && *m->s == '}') {
+			m->s++;
+			return 0;
+		}
+		return kb__err(c->err, KB_EPARSE, "byte %td: expected ',' or '}'",
+			       m->s - (const char *)default_json);
+	}
+}
+
+/*
  * Fills *p from the embedded default, which must name every key. A failure
  * other than memory is a bug in the build, hence KB_EINTERNAL.
  */
 static int load_defaults(kb_topo_params *p, kb_error *err)
 {
 	load_ctx c;
-	json_t *root = NULL;
+	mini m = { (const char *)default_json, (const char *)default_json + sizeof(default_json) };
+	char path[MAX_KEY_LEN + 2] = "";
 	size_t i;
 	int rc;
 
 	memset(&c, 0, sizeof(c));
 	c.err = err;
-	rc = parse(&root, (const char *)default_json, sizeof(default_json), "<default>", err);
-	if (rc == 0)
-		rc = walk(&c, root, "");
+	mini_space(&m);
+	rc = m.s < m.end && *m.s == '{' ? mini_object(&c, &m, path, 0)
+				       : kb__err(err, KB_EPARSE, "not a JSON object");
+	if (rc == 0) {
+		mini_space(&m);
+		if (m.s != m.end)
+			rc = kb__err(err, KB_EPARSE, "byte %td: text after the object",
+				     m.s - (const char *)default_json);
+	}
 	for (i = 0; rc == 0 && i < N_KEYS; i++)
 		if (!c.seen[i])
 			rc = kb__err(err, KB_EINTERNAL, "default topology lacks '%s'", keys[i].key);
 	if (rc == 0)
 		rc = cross_check(&c.p, err);
-	json_decref(root);
 	if (rc && rc != KB_ENOMEM && err) {
 		err->code = KB_EINTERNAL;
 		kb__err_prefix(err, "embedded default topology");
@@ -897,106 +1050,169 @@ static size_t count_dots(const char *s)
 	return n;
 }
 
-static void dump_value(FILE *f, const kb_topo_params *p, const key_def *d)
+/*
+ * The dump is written into a buffer, not through a FILE (open_memstream
+ * and stdio were most of a run's topology hash: issue 13). Its size has a
+ * bound (dump_bound), so the writer never checks for room.
+ */
+typedef struct dbuf {
+	char *p;
+} dbuf;
+
+static void put_mem(dbuf *b, const char *s, size_t n)
+{
+	memcpy(b->p, s, n);
+	b->p += n;
+}
+
+static void put_str(dbuf *b, const char *s)
+{
+	put_mem(b, s, strlen(s));
+}
+
+static void put_ch(dbuf *b, char c)
+{
+	*b->p++ = c;
+}
+
+/* The digits of v, as "%llu" writes them; returns their count. */
+static size_t u64_text(char *buf, uint64_t v)
+{
+	char tmp[20];
+	size_t n = 0, i;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	for (i = 0; i < n; i++)
+		buf[i] = tmp[n - 1 - i];
+	buf[n] = '\0';
+	return n;
+}
+
+/* A value as "%.0f" writes it: an integral double below 2^64 is exactly
+ * its uint64 value, written as digits; the rest through snprintf. */
+static void fmt_whole(char *buf, size_t n, double v)
+{
+	if (v >= 0 && v < 18446744073709551616.0 && v == floor(v) && n > 20)
+		u64_text(buf, (uint64_t)v);
+	else
+		snprintf(buf, n, "%.0f", v);
+}
+
+static void dump_value(dbuf *b, const kb_topo_params *p, const key_def *d)
 {
 	char buf[40];
 
-	if (d->kind == K_STRING)
-		fprintf(f, "\"%s\"", KB_TOPOLOGY_SCHEMA);
-	else if (d->kind == K_ENUM)
-		fprintf(f, "\"%s\"", d->choices[(uint32_t)get_num(p, d)]);
-	else if (d->kind == K_REAL) {
+	if (d->kind == K_STRING) {
+		put_ch(b, '"');
+		put_str(b, KB_TOPOLOGY_SCHEMA);
+		put_ch(b, '"');
+	} else if (d->kind == K_ENUM) {
+		put_ch(b, '"');
+		put_str(b, d->choices[(uint32_t)get_num(p, d)]);
+		put_ch(b, '"');
+	} else if (d->kind == K_REAL) {
 		fmt_real(buf, sizeof(buf), get_num(p, d));
-		fputs(buf, f);
-	} else
-		fprintf(f, "%.0f", get_num(p, d));
-}
-
-/* A new line indented two spaces a level (the dump's layout, written
- * rather than formatted: issue 13). */
-static void new_line(FILE *f, size_t level)
-{
-	static const char spaces[] = "                                ";
-
-	fputc('\n', f);
-	for (size_t n = 2 * level; n > 0;) {
-		size_t k = n < sizeof(spaces) - 1 ? n : sizeof(spaces) - 1;
-
-		fwrite(spaces, 1, k, f);
-		n -= k;
+		put_str(b, buf);
+	} else {
+		fmt_whole(buf, sizeof(buf), get_num(p, d));
+		put_str(b, buf);
 	}
 }
 
-/* ",\n    \"name\": " (no comma for an object's first member). */
-static void open_member(FILE *f, bool first, size_t level, const char *name, size_t len)
+/* A new line indented two spaces a level. */
+static void new_line(dbuf *b, size_t level)
 {
-	if (!first)
-		fputc(',', f);
-	new_line(f, level);
-	fputc('"', f);
-	fwrite(name, 1, len, f);
-	fputs("\": ", f);
+	put_ch(b, '\n');
+	memset(b->p, ' ', 2 * level);
+	b->p += 2 * level;
 }
 
-static void close_object(FILE *f, size_t level)
+/* ",\n    \"name\": " (no comma for an object's first member). */
+static void open_member(dbuf *b, bool first, size_t level, const char *name, size_t len)
 {
-	new_line(f, level);
-	fputc('}', f);
+	if (!first)
+		put_ch(b, ',');
+	new_line(b, level);
+	put_ch(b, '"');
+	put_mem(b, name, len);
+	put_mem(b, "\": ", 3);
+}
+
+static void close_object(dbuf *b, size_t level)
+{
+	new_line(b, level);
+	put_ch(b, '}');
+}
+
+/*
+ * The most bytes the dump can take: per key, the objects it opens and
+ * closes (each a line of at most MAX_KEY_LEN name bytes and 2 * depth
+ * spaces), its own line, and a value of at most 40 bytes (fmt_real's and
+ * fmt_whole's buffers, an enum value, the schema).
+ */
+static size_t dump_bound(void)
+{
+	size_t n = 8, i, depth;
+
+	for (i = 0; i < N_KEYS; i++) {
+		depth = count_dots(keys[i].key) + 1;
+		n += (depth + 1) * (2 * depth + MAX_KEY_LEN + 8) + 40 + sizeof(KB_TOPOLOGY_SCHEMA);
+		for (size_t c = 0; keys[i].choices && keys[i].choices[c]; c++)
+			n += strlen(keys[i].choices[c]);
+	}
+	return n;
 }
 
 /*
  * Writes the objects as keys[] nests them: before each key, closes the
  * objects it does not share with the previous key and opens its own.
  */
-static void dump_to(FILE *f, const kb_topo_params *p)
+static void dump_to(dbuf *b, const kb_topo_params *p)
 {
 	const char *prev = "", *seg;
 	size_t i, depth = 0, groups, j;
 	bool first = true;
 
-	fputs("{", f);
+	put_ch(b, '{');
 	for (i = 0; i < N_KEYS; i++) {
 		groups = count_dots(keys[i].key);
 		j = common_segments(prev, keys[i].key, groups);
 		for (; depth > j; depth--)
-			close_object(f, depth);
+			close_object(b, depth);
 		seg = keys[i].key;
 		for (j = 0; j < groups; j++, seg += strcspn(seg, ".") + 1) {
 			if (j < depth)
 				continue;
-			open_member(f, first, depth + 1, seg, strcspn(seg, "."));
-			fputs("{", f);
+			open_member(b, first, depth + 1, seg, strcspn(seg, "."));
+			put_ch(b, '{');
 			first = true;
 			depth++;
 		}
-		open_member(f, first, depth + 1, seg, strlen(seg));
-		dump_value(f, p, &keys[i]);
+		open_member(b, first, depth + 1, seg, strlen(seg));
+		dump_value(b, p, &keys[i]);
 		first = false;
 		prev = keys[i].key;
 	}
 	for (; depth > 0; depth--)
-		close_object(f, depth);
-	fputs("\n}\n", f);
+		close_object(b, depth);
+	put_mem(b, "\n}\n", 4);   /* with the terminating NUL */
 }
 
 KB_API char *kb_topology_dump(const kb_topology *t)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f;
-	bool bad;
+	dbuf b;
+	char *buf;
 
 	if (!t)
 		return NULL;
-	f = open_memstream(&buf, &len);
-	if (!f)
+	buf = malloc(dump_bound());
+	if (!buf)
 		return NULL;
-	dump_to(f, &t->p);
-	bad = ferror(f) != 0;
-	if (fclose(f) != 0 || bad) {
-		free(buf);
-		return NULL;
-	}
+	b.p = buf;
+	dump_to(&b, &t->p);
 	return buf;
 }
 
