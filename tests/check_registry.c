@@ -17,6 +17,7 @@
 #include "base/err.h"
 #include "base/str.h"
 
+#include "bench/bench_impl.h"
 #include "runtime/result.h"
 #include "suites.h"
 #include "testutil.h"
@@ -623,6 +624,154 @@ START_TEST(oplog_record_size)
 }
 END_TEST
 
+/* ---- the result's text (result_json.c) ------------------------------- */
+
+/* kb_result_to_json must equal jansson's dump of kb__result_json's object;
+ * fast says the direct writer must write it (no fallback). */
+static void same_text(const kb_result *r, int fast)
+{
+	char *ref = kb__result_to_json_jansson(r), *got = kb_result_to_json(r),
+	     *direct = kb__result_text(r);
+
+	ck_assert_ptr_nonnull(ref);
+	ck_assert_ptr_nonnull(got);
+	ck_assert_str_eq(got, ref);
+	if (fast) {
+		ck_assert_msg(direct != NULL, "fell back on %s", ref);
+		ck_assert_str_eq(direct, ref);
+	}
+	free(ref);
+	free(got);
+	free(direct);
+}
+
+/* Every bench as a user runs it: sequential and threaded, timing and data. */
+START_TEST(result_text_of_runs)
+{
+	static const char *const runs[][4] = {
+		{ "gemm", "M=32", "K=32", "N=32" },
+		{ "synthetic", NULL, NULL, NULL },
+		{ "gqa_decode_opt2", "S_kv=256", NULL, NULL },
+		{ "gqa_decode_opt3", "S_kv=256", "input_std=0.1", NULL },
+	};
+	static const int threads[] = { 1, 2, KB_THREADS_AUTO };
+
+	for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++)
+		for (size_t t = 0; t < 3; t++)
+			for (int data = 0; data < 2; data++) {
+				kb_run_options ro = KB_RUN_OPTIONS_INIT;
+				const char *argv[] = { "kernbench", "run", "a \"quoted\"\targ", "\\" };
+				kb_result res = KB_RESULT_INIT;
+				kb_params *p = NULL;
+				kb_error err;
+
+				if (data && strcmp(runs[i][0], "synthetic") == 0)
+					continue;   /* it has no data mode */
+				ck_assert_int_eq(kb_params_create(&p, &err), 0);
+				for (size_t k = 1; k < 4 && runs[i][k]; k++)
+					ck_assert_int_eq(kb_params_set_assignment(p, runs[i][k], &err), 0);
+				ro.threads = threads[t];
+				ro.data = data;
+				ro.argc = 4;
+				ro.argv = argv;
+				ck_assert_msg(kb_bench_run(runs[i][0], p, NULL, &ro, &res, &err) == 0, "%s",
+					      err.message);
+				same_text(&res, 1);
+				kb_result_clear(&res);
+				kb_params_destroy(p);
+			}
+}
+END_TEST
+
+/* Results made by hand: what the writer copies, rewrites, or leaves to
+ * jansson. */
+START_TEST(result_text_by_hand)
+{
+	static const char *const fast_texts[] = {
+		"{}", "[]", "{\"a\":1,\"b\":[1,-2,0,true,false,null,\"x\"],\"c\":{\"d\":{}}}",
+		"{\"r\":0.10000000000000001,\"s\":1e300,\"t\":-0.0,\"u\":1E-320,\"v\":2.5e+10}",
+		"{\"i\":123456789012345678,\"j\":-12345678901234567}",
+		"{\"e\":\"a\\\"b\\\\c\\nd\\te\\rf\\bg\\fh\",\"x\":\"/~\x7f\"}",
+		"[1.5,[[[]]],{\"k\":[0.333333333333333314829616256247]}]",
+	};
+	static const char *const slow_texts[] = {
+		"", "1", "\"s\"", "{\"a\":1,\"a\":2}", "{\"a\": 1}", " {}", "{}x",
+		"{\"u\":\"\\u0041\"}", "{\"u\":\"\\/\"}", "{\"u\":\"\xc3\xa9\"}", "{\"n\":01}",
+		"{\"n\":-0}", "{\"n\":1234567890123456789}", "{\"n\":1e999}", "{\"n\":1.}",
+		"{\"n\":.5}", "{\"n\":tru}", "{\"n\":trueX}", "{\"a\":[1,]}", "{\"a\":1", "[",
+		"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
+	};
+	kb_engine_busy busy[] = { { 0, "cpu", 5 }, { 1, "dma", 7 }, { 0, "gemm", 3 },
+				  { 1, "cpu", 1 } };
+	kb_result r = KB_RESULT_INIT;
+	char *orig;
+
+	snprintf(r.bench, sizeof(r.bench), "hand");
+	snprintf(r.oplog_sha256, sizeof(r.oplog_sha256), "%064d", 0);
+	r.threads = 3;
+	r.workers = 2;
+	r.pes = 2;
+	r.sim_time_ps = 1000;
+	r.events = 10;
+	r.tiles = 4;
+	r.dispatch_per_tile_ns = 1.0 / 3.0;
+	r.dispatch_kernel_per_tile_ns = 1e21;
+	r.windows = 5;
+	r.exec.threads = 2;
+	r.exec.ns_oplog_serial = 7;
+	r.exec.gathered = 2;
+	r.wall_s = 0.00012345;
+	r.events_per_s = 123456789012.0;
+	r.busy = busy;
+	r.n_busy = 4;
+	same_text(&r, 1);
+	for (size_t i = 0; i < sizeof(fast_texts) / sizeof(fast_texts[0]); i++) {
+		r.params_json = (char *)fast_texts[i];
+		r.meta_json = (char *)fast_texts[(i + 1) % (sizeof(fast_texts) / sizeof(fast_texts[0]))];
+		same_text(&r, 1);
+	}
+	for (size_t i = 0; i < sizeof(slow_texts) / sizeof(slow_texts[0]); i++) {
+		r.params_json = (char *)slow_texts[i];
+		r.meta_json = NULL;
+		same_text(&r, 0);
+		r.params_json = NULL;
+		r.meta_json = (char *)slow_texts[i];
+		same_text(&r, 0);
+	}
+	r.params_json = r.meta_json = NULL;
+	/* Values jansson refuses or writes as null, the threads' word, data. */
+	r.threads = KB_THREADS_AUTO;
+	r.data = 1;
+	r.max_abs_err = NAN;
+	r.max_rel_err = 1e-7;
+	r.dispatch_per_tile_ns = INFINITY;
+	r.wall_s = NAN;
+	r.events_per_s = -INFINITY;
+	r.sim_time_ps = UINT64_MAX;   /* written as json_int_t */
+	same_text(&r, 1);
+	r.sim_time_ps = 0;            /* utilization 0.0 */
+	same_text(&r, 1);
+	/* An engine twice for a PE, or named "pe": jansson keeps one member. */
+	busy[3].eng = "dma";
+	busy[3].pe = 1;
+	same_text(&r, 0);
+	busy[3].eng = "pe";
+	same_text(&r, 0);
+	busy[3].eng = "cpu";
+	/* Names jansson escapes or refuses. */
+	orig = strdup(r.bench);
+	snprintf(r.bench, sizeof(r.bench), "a\"b");
+	same_text(&r, 0);
+	snprintf(r.bench, sizeof(r.bench), "\xc3\xa9");
+	same_text(&r, 0);
+	snprintf(r.bench, sizeof(r.bench), "%s", orig);
+	free(orig);
+	same_text(&r, 1);
+	r.size = KB_RESULT_SIZE_V1 - 1;
+	ck_assert_ptr_null(kb_result_to_json(&r));
+}
+END_TEST
+
 Suite *registry_suite(void)
 {
 	Suite *s = suite_create("registry");
@@ -638,6 +787,8 @@ Suite *registry_suite(void)
 	tcase_add_test(tc, own_bench_runs_checks_and_dumps);
 	tcase_add_test(tc, plugin_errors_name_the_file);
 	tcase_add_test(tc, json_api_through_a_registry);
+	tcase_add_test(tc, result_text_of_runs);
+	tcase_add_test(tc, result_text_by_hand);
 	suite_add_tcase(s, tc);
 	sizes = tcase_create("sizes");
 	tcase_set_timeout(sizes, 60);

@@ -64,6 +64,13 @@ int kb__registry_add_builtins(kb_registry *reg, kb_error *err);
 struct json_t;
 /* kb_result_to_json's object (a new reference); NULL when out of memory. */
 struct json_t *kb__result_json(const kb_result *r);
+/* kb_result_to_json's text as jansson writes kb__result_json's object:
+ * kb_result_to_json writes the same text itself (result_json.c) and
+ * falls back to this where it cannot. */
+char *kb__result_to_json_jansson(const kb_result *r);
+/* The text written directly; NULL where only jansson's path reproduces it
+ * (or out of memory). */
+char *kb__result_text(const kb_result *r);
 /* The reverse, for results that travel as JSON (sweep transports): fills
  * res (cleared first) from kb__result_json's object; KB_EPARSE naming the
  * member that does not fit. */

@@ -436,16 +436,6 @@ json_t *kb__result_json(const kb_result *r)
 	return o;
 }
 
-KB_API char *kb_result_to_json(const kb_result *r)
-{
-	json_t *o = kb__result_json(r);
-	char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12))
-		    : NULL;
-
-	json_decref(o);
-	return s;
-}
-
 /* ---- a result read back from its JSON object -------------------------- */
 
 static int get_u64(const json_t *o, const char *k, uint64_t *v, kb_error *err)
