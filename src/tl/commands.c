@@ -10,22 +10,6 @@
 
 /* ---- commands ---- */
 
-kb_cmd *kb__tl_cmd_new_n(kb_tl *tl, kb_cmd_kind kind, uint32_t n_ops, uint32_t cap_ids)
-{
-	kb_cmd *c = kb__cmd_alloc(n_ops, cap_ids);
-
-	if (!c) {
-		kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory for a command");
-		return NULL;
-	}
-	c->kind = kind;
-	c->pe = tl->cfg.pe;
-	c->id = tl->next_cmd;
-	c->file = tl->op_file;
-	c->line = tl->op_line;
-	return c;
-}
-
 /* Every command but a composite reads and writes at most two handles. */
 kb_cmd *kb__tl_cmd_new(kb_tl *tl, kb_cmd_kind kind)
 {

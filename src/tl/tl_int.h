@@ -109,7 +109,22 @@ kb_hslot *kb__tl_new_tcm_sized(kb_tl *tl, kb_dtype dt, int rank, const int64_t *
 int kb__scope_track(kb_tl *tl, uint32_t slot);
 kb_cmd *kb__tl_cmd_new(kb_tl *tl, kb_cmd_kind kind);
 /* A command with room for n_ops ops and cap_ids handle ids per set. */
-kb_cmd *kb__tl_cmd_new_n(kb_tl *tl, kb_cmd_kind kind, uint32_t n_ops, uint32_t cap_ids);
+static inline kb_cmd *kb__tl_cmd_new_n(kb_tl *tl, kb_cmd_kind kind, uint32_t n_ops, uint32_t cap_ids)
+{
+	/* inline: a replay's command is a few stores around kb__cmd_alloc */
+	kb_cmd *c = kb__cmd_alloc(n_ops, cap_ids);
+
+	if (!c) {
+		kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory for a command");
+		return NULL;
+	}
+	c->kind = kind;
+	c->pe = tl->cfg.pe;
+	c->id = tl->next_cmd;
+	c->file = tl->op_file;
+	c->line = tl->op_line;
+	return c;
+}
 int kb__cmd_read(kb_cmd *c, const kb_hslot *h, int implicit_wait);
 int kb__cmd_write(kb_cmd *c, const kb_hslot *h);
 /* A composite's hazard sets: reads (with an implicit wait for their
