@@ -30,8 +30,6 @@ typedef struct chan {
 } chan;
 
 typedef struct kb_engine {
-	kb_pe_state *ps;
-	int eng;
 	/* Read every stage, found once at init instead of through ps and
 	 * its machine: the machine, its memory store (data mode), this PE's
 	 * first LP, the latency between its LPs and this engine's busy time. */
@@ -200,8 +198,6 @@ static int engine_init(void *st, void *arg)
 	kb_engine *e = st;
 	const kb_pe_lp_arg *a = arg;
 
-	e->ps = a->ps;
-	e->eng = a->eng;
 	e->m = a->ps->m;
 	e->mem = a->ps->m->mem;
 	e->lp0 = kb__pe_lp(a->ps->pe, 0);

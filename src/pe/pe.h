@@ -176,15 +176,4 @@ static inline int kb__pe_log(const kb_pe_state *ps, int eng, const char *op, uin
 	return lane ? kb__oplog_emit(lane, &r, fields, n_fields) : KB_OK;
 }
 
-/* The same for an engine's stage (kb_oplog_stage's members). */
-static inline int kb__pe_log_stage(const kb_pe_state *ps, int eng, const char *op, uint64_t cmd,
-				   kb_time t0, kb_time t1, int64_t bytes, const kb_oplog_stage *st)
-{
-	kb_oplog_lane *lane = ps->lane[eng];
-	kb_oplog_record r = { t0, t1, ps->pe, kb__eng_names[eng], op, cmd, NULL, -1, bytes, NULL, 0,
-			      sizeof(kb_oplog_record) };
-
-	return lane ? kb__oplog_emit_stage(lane, &r, st) : KB_OK;
-}
-
 #endif
