@@ -26,7 +26,9 @@ typedef struct kb_evkey {
  * key[0] belongs to the event running now and is still counted in n; the
  * handler's first push fills it with one sift down (a pop and a push
  * cost one sift, not two), or the worker refills it from the last key
- * after the handler. */
+ * after the handler. The loop leaves a hole only in a heap of more than
+ * a few events (core.c HOLE_MIN); a smaller one it pops at once, so that
+ * the push may go into a next-event register (kb_worker). */
 typedef struct kb_evheap {
 	kb_evkey *key;
 	kb_event *ev;
@@ -97,7 +99,7 @@ enum {
 };
 
 struct __attribute__((aligned(64))) kb_worker {
-	/* What a send and the event loop touch, on the first line. The
+	/* What a send and the event loop touch first, then the heap. The
 	 * next-event registers: while the loop runs, a push whose key orders
 	 * before every key in the heap goes into the buffer at nxt (reg
 	 * KB_REG_ONE) instead, or, behind the event there, into the one at
@@ -111,7 +113,8 @@ struct __attribute__((aligned(64))) kb_worker {
 	 * loop sees them. The loop's own event is in the third buffer of
 	 * rbuf (cur): running the first rotates the three. */
 	int reg;
-	kb_event *nxt, *nxt2, *cur;	uint64_t messages;
+	kb_event *nxt, *nxt2, *cur;
+	uint64_t messages;
 	/* Every pending event of its LPs in one heap: popped in the order
 	 * a heap of LPs on (earliest time, LP id), each with its own heap on
 	 * (time, source, sequence), gave, at one sift per event instead of
