@@ -368,6 +368,7 @@ static void set_source(kb_error *err, const char *src)
 typedef struct load_ctx {
 	kb_topo_params p;
 	bool seen[N_KEYS];
+	size_t next;   /* the embedded default's reader: the key expected next */
 	kb_error *err;
 } load_ctx;
 
@@ -559,22 +560,28 @@ static int mini_object(load_ctx *c, mini *m, char *path, size_t plen);
 /* The value of the member at path (plen bytes). */
 static int mini_value(load_ctx *c, mini *m, char *path, size_t plen)
 {
-	const key_def *d = find_key(path);
+	const key_def *d;
 	char text[64];
 	const char *t;
 	size_t n;
 	int rc;
 
+	/* A group of the schema is never one of its keys. */
 	if (m->s < m->end && *m->s == '{') {
-		if (d || !is_group(path, plen))
+		if (!is_group(path, plen))
 			return kb__err(c->err, KB_EKEY, "'%s' is not an object of the schema", path);
 		return mini_object(c, m, path, plen);
 	}
+	/* The file lists the keys in keys[]'s order: the key after the last
+	 * one read is tried first. */
+	d = c->next < N_KEYS && strcmp(keys[c->next].key, path) == 0 ? &keys[c->next]
+								    : find_key(path);
 	if (!d)
 		return unknown_key(c->err, path);
 	if (c->seen[d - keys])
 		return kb__err(c->err, KB_EKEY, "duplicate key '%s'", path);
 	c->seen[d - keys] = true;
+	c->next = (size_t)(d - keys) + 1;
 	if (m->s < m->end && *m->s == '"') {
 		rc = mini_string(m, &t, &n, c->err);
 		if (rc)
