@@ -18,6 +18,7 @@
 #include "base/str.h"
 
 #include "bench/bench_impl.h"
+#include "bench/provenance.h"
 #include "runtime/result.h"
 #include "suites.h"
 #include "testutil.h"
@@ -769,7 +770,9 @@ START_TEST(result_text_by_hand)
 	busy[3].eng = "cpu";
 	/* Names jansson escapes or refuses. */
 	orig = strdup(r.bench);
-	snprintf(r.bench, sizeof(r.bench), "a\"b");
+	snprintf(r.bench, sizeof(r.bench), "a\"b\\c\td\x7f");
+	same_text(&r, 1);
+	snprintf(r.bench, sizeof(r.bench), "a\001");
 	same_text(&r, 0);
 	snprintf(r.bench, sizeof(r.bench), "\xc3\xa9");
 	same_text(&r, 0);
@@ -778,6 +781,127 @@ START_TEST(result_text_by_hand)
 	same_text(&r, 1);
 	r.size = KB_RESULT_SIZE_V1 - 1;
 	ck_assert_ptr_null(kb_result_to_json(&r));
+}
+END_TEST
+
+/* The date of a provenance text, its digits masked: two texts made a
+ * second apart compare equal. */
+static void mask_date(char *s)
+{
+	char *d = s ? strstr(s, "\"date_utc\":\"") : NULL;
+
+	for (d = d ? d + 12 : NULL; d && *d && *d != '"'; d++)
+		if (*d >= '0' && *d <= '9')
+			*d = '0';
+}
+
+static void same_provenance(const kb_provenance_options *o, int fast)
+{
+	char *got = NULL, *ref = NULL;
+	kb_error err;
+
+	ck_assert_int_eq(kb__provenance_text(o, &got, &err), 0);
+	ck_assert_int_eq(kb__provenance_dump(o, &ref, &err), 0);
+	if (fast)
+		ck_assert_msg(got != NULL, "fell back on %s", ref);
+	if (got) {
+		mask_date(got);
+		mask_date(ref);
+		ck_assert_str_eq(got, ref);
+	}
+	free(got);
+	free(ref);
+}
+
+START_TEST(provenance_text_equals_jansson)
+{
+	static const char *const fast_params[] = {
+		NULL, "{}", "{\"a\":0.10000000000000001,\"b\":1e5,\"c\":[1,\"x\\ty\"],\"d\":-0.0}",
+	};
+	static const char *const slow_params[] = { "1", "{\"a\" :1}", "{\"a\":\"\xc3\xa9\"}" };
+	const char *argv[] = { "kernbench", NULL, "a \"q\"\t\\", "x" };
+	const char *argv_utf8[] = { "kernbench", "\xc3\xa9" };
+	kb_provenance_options o = KB_PROVENANCE_OPTIONS_INIT;
+	kb_topology *t = NULL;
+	kb_error err;
+	char *out = NULL;
+
+	same_provenance(NULL, 1);
+	ck_assert_int_eq(kb_topology_default(&t, &err), 0);
+	ck_assert_int_eq(kb_topology_set(t, "pe.gemm.tile_m", "32", &err), 0);
+	o.topology = t;
+	o.threads = 3;
+	o.argc = 4;
+	o.argv = argv;
+	for (size_t i = 0; i < sizeof(fast_params) / sizeof(fast_params[0]); i++) {
+		o.params_json = fast_params[i];
+		same_provenance(&o, 1);
+	}
+	for (size_t i = 0; i < sizeof(slow_params) / sizeof(slow_params[0]); i++) {
+		o.params_json = slow_params[i];
+		same_provenance(&o, 0);
+	}
+	o.params_json = NULL;
+	o.argc = 2;
+	o.argv = argv_utf8;
+	same_provenance(&o, 0);
+	o.argc = 0;
+	same_provenance(&o, 1);
+	/* The public entry point: the same text, and jansson's errors. */
+	ck_assert_int_eq(kb_provenance_json(&out, &o, &err), 0);
+	ck_assert_ptr_nonnull(strstr(out, "\"command_line\":null,\"threads\":3,"));
+	kb_free(out);
+	o.params_json = "{";
+	ck_assert_int_eq(kb_provenance_json(&out, &o, &err), KB_EPARSE);
+	ck_assert_ptr_null(out);
+	kb_topology_destroy(t);
+}
+END_TEST
+
+/* A run's parameter text (kb__params_text) against jansson's. */
+START_TEST(params_text_equals_jansson)
+{
+	static const kb_param_info ps[] = {
+		{ "n", KB_PARAM_INT, "12", NULL, NULL, 0, 1e18 },
+		{ "x", KB_PARAM_REAL, "0.1", NULL, NULL, -1e300, 1e300 },
+		{ "s", KB_PARAM_STRING, "plain", NULL, NULL, 0, 0 },
+	};
+	static const char *const fast[][3] = {
+		{ NULL, NULL, NULL }, { "-7", "1e5", "a b" }, { "12x", "0.5z", "q\"t\\" },
+		{ "99999999999999999999", "-0.0", "~" }, { "+3", "1e-320", "/" },
+	};
+	static const char *const slow[][3] = { { NULL, NULL, "a\"b" }, { NULL, NULL, "\xc3\xa9" },
+					      { NULL, "1e999", NULL } };
+	kb_bench_info b = { "hand", NULL, ps, 3 };
+
+	for (size_t k = 0; k < 2; k++) {
+		size_t n = k ? sizeof(slow) / sizeof(slow[0]) : sizeof(fast) / sizeof(fast[0]);
+
+		for (size_t i = 0; i < n; i++) {
+			kb_params *p = NULL;
+			kb_error err;
+			char *got, *ref;
+
+			ck_assert_int_eq(kb_params_create(&p, &err), 0);
+			for (size_t j = 0; j < 3; j++) {
+				const char *v = k ? slow[i][j] : fast[i][j];
+
+				if (v)
+					ck_assert_msg(kb_params_set(p, ps[j].name, v, &err) == 0, "%s: %s",
+						      v, err.message);
+			}
+			got = kb__params_text(&b, p);
+			ref = kb__params_dump(&b, p);
+			ck_assert_ptr_nonnull(ref);
+			if (!k)
+				ck_assert_msg(got != NULL, "fell back on %s", ref);
+			if (got)
+				ck_assert_str_eq(got, ref);
+			free(got);
+			free(ref);
+			kb_params_destroy(p);
+		}
+	}
 }
 END_TEST
 
@@ -798,6 +922,8 @@ Suite *registry_suite(void)
 	tcase_add_test(tc, json_api_through_a_registry);
 	tcase_add_test(tc, result_text_of_runs);
 	tcase_add_test(tc, result_text_by_hand);
+	tcase_add_test(tc, provenance_text_equals_jansson);
+	tcase_add_test(tc, params_text_equals_jansson);
 	suite_add_tcase(s, tc);
 	sizes = tcase_create("sizes");
 	tcase_set_timeout(sizes, 60);

@@ -64,6 +64,12 @@ int kb__registry_add_builtins(kb_registry *reg, kb_error *err);
 struct json_t;
 /* kb_result_to_json's object (a new reference); NULL when out of memory. */
 struct json_t *kb__result_json(const kb_result *r);
+/* A run's parameters (every one, with its value or default, in b's
+ * order) as a compact JSON object's text, written directly: NULL where
+ * only jansson writes it (or out of memory); kb__params_dump is
+ * jansson's. */
+char *kb__params_text(const kb_bench_info *b, const kb_params *p);
+char *kb__params_dump(const kb_bench_info *b, const kb_params *p);
 /* kb_result_to_json's text as jansson writes kb__result_json's object:
  * kb_result_to_json writes the same text itself (result_json.c) and
  * falls back to this where it cannot. */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/err.h"
+#include "bench/json_text.h"
 
 /*
  * t as "YYYY-MM-DDTHH:MM:SSZ", what gmtime_r and strftime gave, by
@@ -44,23 +45,48 @@ static void utc_text(time_t t, char *buf, size_t n)
 		 sod / 60 % 60, sod % 60);
 }
 
+/* The hash of opt's topology (the default's when it has none). */
+static int topology_hex(const kb_provenance_options *opt, char hex[65], kb_error *err)
+{
+	kb_topology *own = NULL;
+	int rc;
+
+	if (!opt->topology && (rc = kb_topology_default(&own, err)))
+		return rc;
+	rc = kb_topology_sha256(opt->topology ? opt->topology : own, hex, err);
+	kb_topology_destroy(own);
+	return rc;
+}
+
+/* What a provenance says beside the caller's options: the topology's
+ * hash, the host's name ("" when it has none to give), the date. */
+typedef struct facts {
+	char hex[65], host[256], date[32];
+} facts;
+
+static int gather(const kb_provenance_options *opt, facts *f, kb_error *err)
+{
+	int rc = topology_hex(opt, f->hex, err);
+
+	if (rc)
+		return rc;
+	if (gethostname(f->host, sizeof(f->host) - 1) != 0)
+		f->host[0] = '\0';
+	f->host[sizeof(f->host) - 1] = '\0';
+	utc_text(time(NULL), f->date, sizeof(f->date));
+	return KB_OK;
+}
+
 json_t *kb__provenance(const kb_provenance_options *opt, json_t *params, kb_error *err)
 {
 	kb_provenance_options dflt = KB_PROVENANCE_OPTIONS_INIT;
-	kb_topology *own = NULL;
 	json_t *o, *argv = json_null();
-	char hex[65], host[256] = "", date[32] = "";
-	time_t now = time(NULL);
+	facts f;
 	int rc;
 
 	if (!opt)
 		opt = &dflt;
-	if (!opt->topology && (rc = kb_topology_default(&own, err))) {
-		json_decref(params);
-		return NULL;
-	}
-	rc = kb_topology_sha256(opt->topology ? opt->topology : own, hex, err);
-	kb_topology_destroy(own);
+	rc = gather(opt, &f, err);
 	if (rc) {
 		json_decref(params);
 		return NULL;
@@ -79,31 +105,85 @@ json_t *kb__provenance(const kb_provenance_options *opt, json_t *params, kb_erro
 		for (int i = 0; i < opt->argc; i++)
 			json_array_append_new(argv, json_string(opt->argv[i] ? opt->argv[i] : ""));
 	}
-	if (gethostname(host, sizeof(host) - 1) != 0)
-		host[0] = '\0';
-	utc_text(now, date, sizeof(date));
 	o = json_object();
 	json_object_set_new(o, "kernbench_version", json_string(kb_version()));
 	json_object_set_new(o, "git_revision",
 			    *kb_git_revision() ? json_string(kb_git_revision()) : json_null());
-	json_object_set_new(o, "topology_sha256", json_string(hex));
+	json_object_set_new(o, "topology_sha256", json_string(f.hex));
 	json_object_set_new(o, "params", params ? params : json_object());
 	json_object_set_new(o, "command_line", argv);
 	json_object_set_new(o, "threads", json_integer(opt->threads));
-	json_object_set_new(o, "host", json_string(host));
-	json_object_set_new(o, "date_utc", json_string(date));
+	json_object_set_new(o, "host", json_string(f.host));
+	json_object_set_new(o, "date_utc", json_string(f.date));
 	if (!o)
 		kb__err(err, KB_ENOMEM, "out of memory");
 	return o;
 }
 
-KB_API int kb_provenance_json(char **out, const kb_provenance_options *opt, kb_error *err)
+/*
+ * kb__provenance's object as json_dumps writes it compact, written
+ * directly (json_text.h): the same members in the same order, the params
+ * text copied as its parse would be dumped (precision 17, jansson's
+ * default). Strings that are not plain ASCII, and params texts the
+ * writer does not reproduce, leave *out NULL for jansson's path.
+ */
+int kb__provenance_text(const kb_provenance_options *opt, char **out, kb_error *err)
+{
+	kb_provenance_options dflt = KB_PROVENANCE_OPTIONS_INIT;
+	kb__jtext b = KB__JTEXT_INIT;
+	facts f;
+	int rc;
+
+	*out = NULL;
+	if (!opt)
+		opt = &dflt;
+	rc = gather(opt, &f, err);
+	if (rc)
+		return rc;
+	kb__jt_put(&b, "{", 1);
+	kb__jt_key(&b, "kernbench_version", true);
+	kb__jt_string(&b, kb_version());
+	kb__jt_key(&b, "git_revision", false);
+	if (*kb_git_revision())
+		kb__jt_string(&b, kb_git_revision());
+	else
+		kb__jt_put(&b, "null", 4);
+	kb__jt_key(&b, "topology_sha256", false);
+	kb__jt_string(&b, f.hex);
+	kb__jt_key(&b, "params", false);
+	if (opt->params_json)
+		kb__jt_copy(&b, opt->params_json, 17);
+	else
+		kb__jt_put(&b, "{}", 2);
+	kb__jt_key(&b, "command_line", false);
+	if (opt->argc > 0 && opt->argv) {
+		kb__jt_put(&b, "[", 1);
+		for (int i = 0; i < opt->argc; i++) {
+			if (i)
+				kb__jt_put(&b, ",", 1);
+			kb__jt_string(&b, opt->argv[i] ? opt->argv[i] : "");
+		}
+		kb__jt_put(&b, "]", 1);
+	} else {
+		kb__jt_put(&b, "null", 4);
+	}
+	kb__jt_key(&b, "threads", false);
+	kb__jt_int(&b, opt->threads);
+	kb__jt_key(&b, "host", false);
+	kb__jt_string(&b, f.host);
+	kb__jt_key(&b, "date_utc", false);
+	kb__jt_string(&b, f.date);
+	kb__jt_put(&b, "}", 1);
+	*out = kb__jt_finish(&b);
+	return KB_OK;
+}
+
+/* The provenance's text by jansson's path (kb__provenance_text's
+ * fallback). */
+int kb__provenance_dump(const kb_provenance_options *opt, char **out, kb_error *err)
 {
 	json_t *o;
 
-	kb_error_clear(err);
-	if (!out)
-		return kb__err(err, KB_EINVAL, "kb_provenance_json: out is NULL");
 	*out = NULL;
 	o = kb__provenance(opt, NULL, err);
 	if (!o)
@@ -111,4 +191,15 @@ KB_API int kb_provenance_json(char **out, const kb_provenance_options *opt, kb_e
 	*out = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(o);
 	return *out ? KB_OK : kb__err(err, KB_ENOMEM, "out of memory");
+}
+
+KB_API int kb_provenance_json(char **out, const kb_provenance_options *opt, kb_error *err)
+{
+	int rc;
+
+	kb_error_clear(err);
+	if (!out)
+		return kb__err(err, KB_EINVAL, "kb_provenance_json: out is NULL");
+	rc = kb__provenance_text(opt, out, err);
+	return rc || *out ? rc : kb__provenance_dump(opt, out, err);
 }

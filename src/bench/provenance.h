@@ -14,4 +14,10 @@
  * (issue 13). */
 json_t *kb__provenance(const kb_provenance_options *opt, json_t *params, kb_error *err);
 
+/* kb_provenance_json's text, written directly (json_text.h); KB_OK with
+ * *out NULL where only jansson's path writes it: kb__provenance_dump. */
+int kb__provenance_text(const kb_provenance_options *opt, char **out, kb_error *err);
+/* The same text through kb__provenance's object and json_dumps. */
+int kb__provenance_dump(const kb_provenance_options *opt, char **out, kb_error *err);
+
 #endif

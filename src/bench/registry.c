@@ -14,6 +14,7 @@
 #include "base/outpath.h"
 #include "base/suggest.h"
 #include "bench/bench_impl.h"
+#include "bench/json_text.h"
 #include "bench/params.h"
 #include "bench/provenance.h"
 #include "pe/pe.h"
@@ -219,6 +220,70 @@ static json_t *params_object(const kb_bench_info *b, const kb_params *p)
 	return o;
 }
 
+/* params_object's compact dump (json_dumps, precision 17), written
+ * directly (json_text.h); NULL where only jansson writes it. */
+char *kb__params_text(const kb_bench_info *b, const kb_params *p)
+{
+	kb__jtext t = KB__JTEXT_INIT;
+
+	kb__jt_put(&t, "{", 1);
+	for (size_t i = 0; i < b->n_params && !t.bad; i++) {
+		const kb_param_info *pi = &b->params[i];
+		const char *v = kb__params_get(p, pi->name), *end = NULL;
+
+		if (!v)
+			v = pi->default_value;
+		kb__jt_key(&t, pi->name, i == 0);
+		/* As kb__param_json: a whole number of the type, else the text. */
+		if (pi->type == KB_PARAM_INT) {
+			long long x = strtoll(v, (char **)&end, 10);
+
+			if (*v && !*end) {
+				kb__jt_int(&t, x);
+				continue;
+			}
+		} else if (pi->type == KB_PARAM_REAL) {
+			double x = strtod(v, (char **)&end);
+
+			if (*v && !*end) {
+				if (!isfinite(x))
+					t.bad = true;   /* json_real refuses it: no member */
+				kb__jt_real(&t, x, 17);
+				continue;
+			}
+		}
+		kb__jt_string(&t, v);
+	}
+	kb__jt_put(&t, "}", 1);
+	return kb__jt_finish(&t);
+}
+
+char *kb__params_dump(const kb_bench_info *b, const kb_params *p)
+{
+	json_t *o = params_object(b, p);
+	char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+
+	json_decref(o);
+	return s;
+}
+
+/* The provenance's text for a run without a dump folder:
+ * kb__provenance_text, else jansson's path. */
+static int meta_text(const kb_topology *topo, const char *params, const kb_run_options *opt,
+		     char **out, kb_error *err)
+{
+	kb_provenance_options po = KB_PROVENANCE_OPTIONS_INIT;
+	int rc;
+
+	po.topology = topo;
+	po.params_json = params;
+	po.threads = opt->threads;
+	po.argc = opt->argc;
+	po.argv = opt->argv;
+	rc = kb__provenance_text(&po, out, err);
+	return rc || *out ? rc : kb__provenance_dump(&po, out, err);
+}
+
 /* The provenance, its params the object whose text is params (the same
  * values: the text is its compact dump). */
 static json_t *make_meta(const kb_topology *topo, const char *params, json_t *pobj,
@@ -309,14 +374,22 @@ KB_API int kb_registry_run(const kb_registry *reg, const char *bench, const kb_p
 	if (rc)
 		return rc;
 	/* Provenance first: a bench may grow its copy of the topology, and the
-	 * hash is of the topology as given (as `kernbench topology` prints it). */
-	pobj = params_object(&def->info, params);
-	ptext = pobj ? json_dumps(pobj, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-	meta = ptext ? make_meta(ctx.topo, ptext, pobj, opt, err) : NULL;
-	json_decref(pobj);
-	rc = meta ? KB_OK : (err && err->code ? err->code : KB_ENOMEM);
-	if (!rc && !(full.meta_json = json_dumps(meta, JSON_COMPACT | JSON_PRESERVE_ORDER)))
-		rc = kb__err(err, KB_ENOMEM, "out of memory");
+	 * hash is of the topology as given (as `kernbench topology` prints it).
+	 * The texts are written directly (issue 13); a dump folder's
+	 * meta.json needs the object, and so do texts only jansson writes. */
+	ptext = opt->dump_dir ? NULL : kb__params_text(&def->info, params);
+	meta = NULL;
+	if (ptext) {
+		rc = meta_text(ctx.topo, ptext, opt, &full.meta_json, err);
+	} else {
+		pobj = params_object(&def->info, params);
+		ptext = pobj ? json_dumps(pobj, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+		meta = ptext ? make_meta(ctx.topo, ptext, pobj, opt, err) : NULL;
+		json_decref(pobj);
+		rc = meta ? KB_OK : (err && err->code ? err->code : KB_ENOMEM);
+		if (!rc && !(full.meta_json = json_dumps(meta, JSON_COMPACT | JSON_PRESERVE_ORDER)))
+			rc = kb__err(err, KB_ENOMEM, "out of memory");
+	}
 	ctx.meta_json = full.meta_json;
 	if (!rc) {
 		/* A bench's run fills res afresh: keep the provenance aside. */
