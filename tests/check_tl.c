@@ -1123,10 +1123,12 @@ static void same_cmd(const kb_cmd *a, const kb_cmd *b, int c)
 	same_ids(a->deps, a->n_deps, b->deps, b->n_deps, c, "deps");
 	same_ids(a->reads, a->n_reads, b->reads, b->n_reads, c, "reads");
 	same_ids(a->writes, a->n_writes, b->writes, b->n_writes, c, "writes");
-	same_view(&a->src, &b->src, c, -1, "src");
-	same_view(&a->dst, &b->dst, c, -1, "dst");
-	if (a->kind != KB_CMD_COMPOSITE)
+	/* a composite's src and dst are never read, nor even zeroed (cmd.h) */
+	if (a->kind != KB_CMD_COMPOSITE) {
+		same_view(&a->src, &b->src, c, -1, "src");
+		same_view(&a->dst, &b->dst, c, -1, "dst");
 		return;
+	}
 	ck_assert_ptr_nonnull(a->dig);
 	ck_assert_ptr_nonnull(b->dig);
 	/* all but the key, which only replays have (test_replay_plan_memo) */
