@@ -53,7 +53,7 @@ typedef struct lane_buf {
  * and tail whole after one lookup, where the middle had a lookup of its
  * own and the tail was formatted field by field (issue 13). A form whose tail is not kept
  * (fields, a long operand: tail_len 0) still gives the middle. */
-#define FORM_SETS 16     /* of two forms each, per kind of record (the top 4 bits of a hash) */
+#define FORM_SETS 16     /* of two forms each (the top 4 bits of a hash) */
 #define FORM_MID 64
 #define FORM_TAIL 48
 typedef struct rec_form {
@@ -65,13 +65,14 @@ typedef struct rec_form {
 	char tail[FORM_TAIL];
 } rec_form;
 
-/* A lane's cache, allocated at its first record: an optimisation (without
- * memory for it, every record is formatted whole). FORM_SETS sets for each
- * kind of record, whose keys mean different things: kb__oplog_emit's
- * without fields, with fields, kb__oplog_emit_stage's. */
-typedef struct lane_cache {
-	rec_form form[3 * FORM_SETS][2];
-} lane_cache;
+/* A lane's forms for each kind of record, whose keys mean different
+ * things: kb__oplog_emit's without fields, with fields, and
+ * kb__oplog_emit_stage's (FORM_KINDS), FORM_SETS sets of two each,
+ * allocated at the lane's first record of that kind (a lane mostly writes
+ * one kind: ~5 KB a lane, not 15). An optimisation: without memory for
+ * them, every record is formatted whole. */
+enum { FORM_PLAIN, FORM_FIELDS, FORM_STAGE, FORM_KINDS };
+typedef rec_form form_set[2];
 
 /* A serial run's flushed bytes that the hash has not taken yet (issue
  * 13): they stay in the text buffer they were formatted in while the
@@ -89,7 +90,7 @@ struct kb_oplog_lane {
 	/* The log's shared lane once every record comes from one thread in
 	 * order (kb__oplog_serial), else NULL. */
 	kb_oplog_lane *shared;
-	lane_cache *cache;       /* NULL until the first record, or without memory */
+	form_set *forms[FORM_KINDS]; /* FORM_SETS each, or NULL */
 	/* The time prefix of the lane's last record (put_times): its value
 	 * times 10^8 and its one to four digits, the first in the lowest
 	 * byte (pre_len 0: none yet). */
@@ -837,10 +838,10 @@ static __attribute__((noinline)) char *put_tail(char *p, const char *end, const 
  * number field (no kind), whose text is its value's digits: bytes, the
  * value and the key's address (a static string: its text). */
 static inline void form_key(uint64_t k[3], const kb_oplog_record *r, const kb_oplog_field *fields,
-			    int n_fields, const kb_oplog_stage *st)
+			    int n_fields, const kb_oplog_stage *st, int kind)
 {
 	k[0] = (uint64_t)r->bytes;
-	if (st) {
+	if (kind == FORM_STAGE) {
 		uint64_t o = 2;
 
 		k[1] = (uint64_t)st->n;
@@ -851,7 +852,7 @@ static inline void form_key(uint64_t k[3], const kb_oplog_record *r, const kb_op
 				o = i < 5 ? o | (uint64_t)(unsigned char)st->operand[i] << (8 + 8 * i) : 0;
 		}
 		k[2] = st->step < 65536 && o ? st->step | o << 16 : 0;
-	} else if (n_fields) {
+	} else if (kind == FORM_FIELDS) {
 		const kb_oplog_field *f = &fields[0];
 
 		k[1] = f->v.u;
@@ -921,11 +922,12 @@ static __attribute__((noinline)) int format_new(kb_oplog_lane *lane, rec_form *f
 static inline __attribute__((always_inline)) int format_record(kb_oplog_lane *lane, char *buf, size_t len,
 							       const kb_oplog_record *r,
 							       const kb_oplog_field *fields, int n_fields,
-							       const kb_oplog_stage *st)
+							       const kb_oplog_stage *st, int kind)
 {
 	const char *end = buf + len;
 	char *p = buf + 6;
 	rec_form *f = NULL;
+	form_set **forms = lane->forms;
 	uint64_t k[3];
 
 	/* The head (HEAD_ROOM), the cmd (FMT_U64_ROOM) and a form's tail
@@ -935,11 +937,10 @@ static inline __attribute__((always_inline)) int format_record(kb_oplog_lane *la
 		return -1;
 	memcpy(buf, "{\"t0\":", 6);
 	p = put_times(p, end, lane, r->t0_ps, r->t1_ps);
-	form_key(k, r, fields, n_fields, st);
-	if (lane->cache) {
+	form_key(k, r, fields, n_fields, st, kind);
+	if (forms[kind]) {
 		uint64_t x = (uint64_t)(uintptr_t)r->op + k[0] + 3 * k[1] + k[2];
-		rec_form *set = lane->cache->form[(x * UINT64_C(0x9e3779b97f4a7c15) >> 60) +
-						  (st ? 2 * FORM_SETS : n_fields ? FORM_SETS : 0)];
+		rec_form *set = forms[kind][x * UINT64_C(0x9e3779b97f4a7c15) >> 60];
 
 		f = form_is(&set[0], r, k) ? &set[0] : &set[1];
 		if (f == &set[0] || form_is(f, r, k)) {
@@ -959,8 +960,7 @@ static inline __attribute__((always_inline)) int format_record(kb_oplog_lane *la
 			set[1] = set[0];
 		f = &set[0];
 	} else {
-		/* The form cache is an optimisation: without memory, none. */
-		lane->cache = calloc(1, sizeof(*lane->cache));
+		forms[kind] = calloc(FORM_SETS, sizeof(form_set));
 	}
 	return format_new(lane, f, buf, p, end, r, fields, n_fields, st, k);
 }
@@ -969,10 +969,11 @@ static inline __attribute__((always_inline)) int format_record(kb_oplog_lane *la
  * past it. */
 #define MAX_RECORD 1024
 
-/* kb__oplog_emit and kb__oplog_emit_stage: one of fields and st. */
+/* kb__oplog_emit and kb__oplog_emit_stage: one of fields and st, kind
+ * the record's kind of form (a constant where the caller knows it). */
 static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const kb_oplog_record *rec,
 						      const kb_oplog_field *fields, int n_fields,
-						      const kb_oplog_stage *st)
+						      const kb_oplog_stage *st, int kind)
 {
 	lane_buf *b = &lane->cur;
 	uint32_t key = lane->order << 1 | 1;
@@ -994,7 +995,7 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 
 	/* Room for the longest record, then it is formatted in place. */
 	if (lane_reserve(b, MAX_RECORD + 1, lane->keep_fields) ||
-	    (n = format_record(lane, b->text + b->text_n, MAX_RECORD + 1, rec, fields, n_fields, st)) < 0) {
+	    (n = format_record(lane, b->text + b->text_n, MAX_RECORD + 1, rec, fields, n_fields, st, kind)) < 0) {
 		atomic_store_explicit(&lane->oom, 1, memory_order_relaxed);
 		return KB_ENOMEM;
 	}
@@ -1022,12 +1023,18 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 int kb__oplog_emit(kb_oplog_lane *lane, const kb_oplog_record *rec, const kb_oplog_field *fields,
 		   int n_fields)
 {
-	return emit(lane, rec, fields, n_fields, NULL);
+	/* PE_CPU's and the scheduler's records, with no fields: a copy of
+	 * emit with that known */
+	if (!n_fields)
+		return emit(lane, rec, NULL, 0, NULL, FORM_PLAIN);
+	return emit(lane, rec, fields, n_fields, NULL, FORM_FIELDS);
 }
 
 int kb__oplog_emit_stage(kb_oplog_lane *lane, const kb_oplog_record *rec, const kb_oplog_stage *st)
 {
-	return emit(lane, rec, NULL, 0, st);
+	if (!st)
+		return kb__oplog_emit(lane, rec, NULL, 0);
+	return emit(lane, rec, NULL, 0, st, FORM_STAGE);
 }
 
 void kb__oplog_hash_steps(kb_oplog *log, const size_t **n, void (**step)(void *), void **ctx)
@@ -1804,7 +1811,8 @@ void kb__oplog_destroy(kb_oplog *log)
 		free(log->lanes[i]->ready.ent);
 		free(log->lanes[i]->ready.rec);
 		free(log->lanes[i]->ready.text);
-		free(log->lanes[i]->cache);
+		for (int k = 0; k < FORM_KINDS; k++)
+			free(log->lanes[i]->forms[k]);
 		free(log->lanes[i]);
 	}
 	for (size_t i = log->q_head; i < log->n_q; i++)
