@@ -254,6 +254,78 @@ START_TEST(equal_time_order)
 }
 END_TEST
 
+/* One handler sends two, three or four messages that all arrive at one
+ * time, to LPs in descending id order, so that each orders before the ones sent before
+ * it: they pass through the worker's next-event registers (the second
+ * before the first, then the heap as the registers fill) and must still
+ * run in (time, destination) order. */
+static uint32_t fan_seen[MAX_LPS];
+static int n_fan_seen;
+
+static int fan_recv_event(kb_lp *lp, const kb_event *ev)
+{
+	record(lp, ev);
+	ck_assert_int_lt(n_fan_seen, MAX_LPS);
+	fan_seen[n_fan_seen++] = kb__lp_id(lp);
+	return KB_OK;
+}
+
+static int fan_event(kb_lp *lp, const kb_event *ev)
+{
+	tlp *s = kb__lp_state(lp);
+	int rc = KB_OK;
+
+	(void)ev;
+	for (uint32_t d = (uint32_t)s->count; d >= 1 && !rc; d--)
+		rc = send_tag(lp, d, 5 * LAT, 10u + d);
+	return rc;
+}
+
+static const kb_lp_type fan_type = { "fan", snd_start, fan_event, NULL, NULL, 0, NULL, NULL, NULL };
+static const kb_lp_type fan_recv_type = { "fanrecv", NULL, fan_recv_event, NULL, NULL, 0, NULL, NULL,
+					  NULL };
+
+START_TEST(registers_keep_order)
+{
+	for (size_t e = 0; e < N_EXEC; e++)
+		for (int n = 2; n <= 4; n++) {
+			model m;
+			kb_error err;
+			tlp *fan;
+			int rc;
+
+			n_fan_seen = 0;
+			model_init(&m, executors[e], LAT);
+			fan = model_add(&m, &fan_type);
+			fan->at = 100;
+			fan->count = n;
+			for (int i = 0; i < n; i++)
+				model_add(&m, &fan_recv_type);
+			rc = kb__sim_run(m.sim, &err);
+			ck_assert_msg(rc == 0, "threads %d: %s", executors[e], err.message);
+			ck_assert_uint_eq(kb__sim_stats(m.sim)->events, 1 + (uint64_t)n);
+			ck_assert_int_eq(n_fan_seen, n);
+			for (uint32_t d = 1; d <= (uint32_t)n; d++) {
+				const tlp *r = &m.st[d];
+
+				ck_assert_int_eq(r->n_log, 1);
+				ck_assert_uint_eq(r->log[0].time, 100 + 5 * LAT);
+				ck_assert_uint_eq(r->log[0].src, 0);
+				/* the fan's self event was its seq 0; dst n got seq 1 */
+				ck_assert_uint_eq(r->log[0].seq, (uint64_t)n + 1 - d);
+				ck_assert_uint_eq(r->log[0].tag, 10u + d);
+			}
+			/* One thread runs them in (time, destination) order. */
+			if (executors[e] == 1)
+				for (int i = 0; i < n; i++)
+					ck_assert_msg(fan_seen[i] == (uint32_t)i + 1,
+						      "%d messages: event %d ran at LP %u", n, i,
+						      fan_seen[i]);
+			kb__sim_destroy(m.sim);
+		}
+}
+END_TEST
+
 /* Self events and messages at one time: LP 1 schedules S0, S1 (t=1000) and
  * T (t=990) at start; T schedules S2 at t=1000. LP 0 and LP 2 each send one
  * message arriving at t=1000. Order: (time, src, seq). */
@@ -1290,6 +1362,7 @@ Suite *sim_suite(void)
 
 	tcase_add_test(order, equal_time_order);
 	tcase_add_test(order, self_events_same_time);
+	tcase_add_test(order, registers_keep_order);
 	suite_add_tcase(s, order);
 
 	tcase_set_timeout(errors, 60);
