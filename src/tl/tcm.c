@@ -527,8 +527,10 @@ int kb__tcm_alloc(kb_tcm *t, uint64_t bytes, uint64_t *off, uint64_t *fence)
 	/* Decode's case, try_alloc's and take's in short: the block at the
 	 * cursor (the hint names it) starts at the cursor, aligned, and is
 	 * larger than the request, which it gives from its start. Its place
-	 * does not move, so neither does the hint. */
-	if (answers(t, k, i, t->cursor)) {
+	 * does not move, so neither does the hint. A block that starts at
+	 * the cursor is find's answer for it (blocks are sorted, disjoint and
+	 * not empty), so answers' other tests are not needed. */
+	if (k < t->m && i < t->leaf[k]->n) {
 		kb_tcm_blk *b = &t->leaf[k]->b[i];
 
 		if (b->off == t->cursor && b->off == align_up(b->off) && b->off + size < b->end) {
