@@ -74,6 +74,11 @@ typedef struct rec_form {
 enum { FORM_PLAIN, FORM_FIELDS, FORM_STAGE, FORM_KINDS };
 typedef rec_form form_set[2];
 
+/* A lane's records formatted whole before its forms are made: a short
+ * run never pays for them (5 KB zeroed a lane and kind: page faults,
+ * issue 13), a long one barely notices. */
+#define FORM_CACHE_AFTER 32
+
 /* A serial run's flushed bytes that the hash has not taken yet (issue
  * 13): they stay in the text buffer they were formatted in while the
  * shared lane writes on into another, and each record that the shared
@@ -91,6 +96,7 @@ struct kb_oplog_lane {
 	 * order (kb__oplog_serial), else NULL. */
 	kb_oplog_lane *shared;
 	form_set *forms[FORM_KINDS]; /* FORM_SETS each, or NULL */
+	uint32_t uncached;       /* records formatted before the forms (FORM_CACHE_AFTER) */
 	/* The time prefix of the lane's last record (put_times): its value
 	 * times 10^8 and its one to four digits, the first in the lowest
 	 * byte (pre_len 0: none yet). */
@@ -959,7 +965,7 @@ static inline __attribute__((always_inline)) int format_record(kb_oplog_lane *la
 		if (set[0].op)
 			set[1] = set[0];
 		f = &set[0];
-	} else {
+	} else if (++lane->uncached > FORM_CACHE_AFTER) {
 		forms[kind] = calloc(FORM_SETS, sizeof(form_set));
 	}
 	return format_new(lane, f, buf, p, end, r, fields, n_fields, st, k);
