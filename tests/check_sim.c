@@ -10,6 +10,7 @@
  */
 #include <check.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -260,13 +261,15 @@ END_TEST
  * before the first, then the heap as the registers fill) and must still
  * run in (time, destination) order. */
 static uint32_t fan_seen[MAX_LPS];
-static int n_fan_seen;
+static atomic_int n_fan_seen; /* receivers may run on several threads */
 
 static int fan_recv_event(kb_lp *lp, const kb_event *ev)
 {
+	int i = atomic_fetch_add(&n_fan_seen, 1);
+
 	record(lp, ev);
-	ck_assert_int_lt(n_fan_seen, MAX_LPS);
-	fan_seen[n_fan_seen++] = kb__lp_id(lp);
+	ck_assert_int_lt(i, MAX_LPS);
+	fan_seen[i] = kb__lp_id(lp);
 	return KB_OK;
 }
 
@@ -294,7 +297,7 @@ START_TEST(registers_keep_order)
 			tlp *fan;
 			int rc;
 
-			n_fan_seen = 0;
+			atomic_store(&n_fan_seen, 0);
 			model_init(&m, executors[e], LAT);
 			fan = model_add(&m, &fan_type);
 			fan->at = 100;
@@ -304,7 +307,7 @@ START_TEST(registers_keep_order)
 			rc = kb__sim_run(m.sim, &err);
 			ck_assert_msg(rc == 0, "threads %d: %s", executors[e], err.message);
 			ck_assert_uint_eq(kb__sim_stats(m.sim)->events, 1 + (uint64_t)n);
-			ck_assert_int_eq(n_fan_seen, n);
+			ck_assert_int_eq(atomic_load(&n_fan_seen), n);
 			for (uint32_t d = 1; d <= (uint32_t)n; d++) {
 				const tlp *r = &m.st[d];
 
