@@ -355,7 +355,10 @@ int kb__oplog_serial(kb_oplog *log)
 	return KB_OK;
 }
 
-static inline __attribute__((always_inline)) int lane_reserve(lane_buf *lane, size_t text_len, int keep_fields)
+/* lane_reserve's growth, out of line: a lane grows a few dozen times a
+ * run, and inlined into emit its reallocs cost every record saved
+ * registers (issue 13). */
+static __attribute__((noinline, cold)) int lane_grow(lane_buf *lane, size_t text_len, int keep_fields)
 {
 	if (lane->n == lane->cap) {
 		size_t cap = lane->cap ? 2 * lane->cap : 64;
@@ -384,6 +387,13 @@ static inline __attribute__((always_inline)) int lane_reserve(lane_buf *lane, si
 		lane->text = t;
 		lane->text_cap = cap;
 	}
+	return 0;
+}
+
+static inline __attribute__((always_inline)) int lane_reserve(lane_buf *lane, size_t text_len, int keep_fields)
+{
+	if (__builtin_expect(lane->n == lane->cap || lane->text_n + text_len + 1 > lane->text_cap, 0))
+		return lane_grow(lane, text_len, keep_fields);
 	return 0;
 }
 
@@ -975,6 +985,14 @@ static inline __attribute__((always_inline)) int format_record(kb_oplog_lane *la
  * past it. */
 #define MAX_RECORD 1024
 
+/* A record's fields kept for the trace or the callback: out of line, as
+ * most runs keep none (issue 13). */
+static __attribute__((noinline)) void keep_rec(lane_buf *b, const kb_oplog_record *rec)
+{
+	b->rec[b->n] = *rec;
+	b->rec[b->n].json = NULL;
+}
+
 /* kb__oplog_emit and kb__oplog_emit_stage: one of fields and st, kind
  * the record's kind of form (a constant where the caller knows it). */
 static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const kb_oplog_record *rec,
@@ -1005,10 +1023,8 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 		atomic_store_explicit(&lane->oom, 1, memory_order_relaxed);
 		return KB_ENOMEM;
 	}
-	if (lane->keep_fields) {
-		b->rec[b->n] = *rec;
-		b->rec[b->n].json = NULL;
-	}
+	if (lane->keep_fields)
+		keep_rec(b, rec);
 	e = &b->ent[b->n++];
 	e->t1 = rec->t1_ps;
 	e->text_off = b->text_n;
