@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "base/dtype.h"
+#include "base/zero.h"
 #include "kernbench/common.h"
 #include "num/math_op.h"
 
@@ -196,11 +197,8 @@ typedef struct kb_cost_model {
 double kb__dispatch_cycles(const kb_cost_model *m, const kb_cmd *cmd);
 uint64_t kb__dispatch_ps(const kb_cost_model *m, const kb_cmd *cmd);
 
-/* A command with room for n_ops ops (and their digest) and cap_ids ids in
- * each of deps, reads and writes, in one allocation; zeroed but for the
- * arrays. NULL: out of memory. The block may be one kb__cmd_free kept on
- * this thread. */
-kb_cmd *kb__cmd_alloc(uint32_t n_ops, uint32_t cap_ids);
+/* kb__cmd_alloc's path when this thread's cache has no block for it. */
+kb_cmd *kb__cmd_alloc_slow(uint32_t n_ops, uint32_t cap_ids);
 /* Fills c->dig from c's n_ops ops (c from kb__cmd_alloc, which left room
  * for it). -1 when c has no room for that many. */
 int kb__cmd_digest(kb_cmd *c);
@@ -219,7 +217,113 @@ static inline void kb__cmd_put_digest(kb_cmd *c, const kb_cmd_dig *d, uint32_t n
 	memcpy(to, d, sizeof(kb_cmd_dig) + (size_t)n_ops * sizeof(kb_opdig));
 	c->dig = to;
 }
+/* kb__cmd_free's path for what the inline one does not keep. */
+void kb__cmd_free_slow(kb_cmd *cmd);
+
+/*
+ * Freed command blocks kept for the next command, per thread and per size
+ * class (512 B << k): a decode run builds and frees one 1-5 KB command per
+ * composite, too big for malloc's per-thread cache, and malloc plus free
+ * were ~3% of it (issue 13). Each thread keeps what it frees, up to
+ * KB_CMD_CACHE_KEEP blocks a class, and gives them back to malloc when it
+ * ends; a command freed on another thread than the one that built it (a
+ * kernel on its own thread) only feeds that thread's cache. Nothing is
+ * shared between threads. A hit and a keep are inline (the call around
+ * them was ~40 instructions a command); cost.c has the rest.
+ */
+#define KB_CMD_CACHE_CLASSES 6
+#define KB_CMD_CACHE_MIN 512u
+#define KB_CMD_CACHE_KEEP 64u
+
+typedef struct kb_cmd_cache {
+	kb_cmd *head[KB_CMD_CACHE_CLASSES];   /* linked through ->ops */
+	uint32_t n[KB_CMD_CACHE_CLASSES];
+	int state;                            /* 0: unused, 1: live, 2: thread ending */
+} kb_cmd_cache;
+
+/* initial-exec: one %fs-relative access instead of a TLS descriptor
+ * call per use (two a command, ~1% of decode opt3); the block is small
+ * enough for the static TLS room glibc keeps for a library loaded late. */
+extern _Thread_local kb_cmd_cache kb__cmd_cache __attribute__((tls_model("initial-exec")));
+
+/* Bytes of a command block with room for n_ops ops (and their digest)
+ * and cap_ids ids in each of deps, reads and writes. */
+static inline size_t kb__cmd_block_size(uint32_t n_ops, uint32_t cap_ids)
+{
+	size_t dig = n_ops ? sizeof(kb_cmd_dig) + (size_t)n_ops * sizeof(kb_opdig) : 0;
+
+	return sizeof(kb_cmd) + dig + (size_t)n_ops * sizeof(kb_opspec) +
+	       3 * (size_t)cap_ids * sizeof(uint64_t);
+}
+
+/* The cache's class of a block of size bytes, -1 when none. */
+static inline int kb__cmd_size_class(size_t size)
+{
+	for (int k = 0; k < KB_CMD_CACHE_CLASSES; k++)
+		if (size <= (size_t)KB_CMD_CACHE_MIN << k)
+			return k;
+	return -1;
+}
+
+/* Lays out c, a block of class k (-1: plain malloc), for n_ops ops and
+ * cap_ids ids: zeroed but for the arrays. The digest first after the
+ * header (admission reads the two together), then the ops: kb_opspec's
+ * alignment is 8, as are the digest's and the ids'. */
+static inline kb_cmd *kb__cmd_init(kb_cmd *c, int k, uint32_t n_ops, uint32_t cap_ids)
+{
+	size_t dig = n_ops ? sizeof(kb_cmd_dig) + (size_t)n_ops * sizeof(kb_opdig) : 0;
+	uint64_t *ids;
+
+	/* A composite's src, dst and the other plain commands' fields after
+	 * them are never read: not zeroed (128 bytes of ~290 per command). */
+	if (n_ops) {
+		kb__zero(c, offsetof(kb_cmd, src));
+		kb__zero(&c->fill_value, sizeof(*c) - offsetof(kb_cmd, fill_value));
+	} else {
+		kb__zero(c, sizeof(*c));
+	}
+	c->block = (uint32_t)(k + 1);
+	c->ops = n_ops ? (kb_opspec *)(void *)((char *)(c + 1) + dig) : NULL;
+	ids = (uint64_t *)(void *)((char *)(c + 1) + dig + (size_t)n_ops * sizeof(kb_opspec));
+	c->cap_ids = cap_ids;
+	c->deps = ids;
+	c->reads = ids + cap_ids;
+	c->writes = ids + 2 * (size_t)cap_ids;
+	return c;
+}
+
+/* A command with room for n_ops ops (and their digest) and cap_ids ids in
+ * each of deps, reads and writes, in one allocation; zeroed but for the
+ * arrays (and a composite's src and dst, never read). NULL: out of
+ * memory. The block may be one kb__cmd_free kept on this thread. */
+static inline kb_cmd *kb__cmd_alloc(uint32_t n_ops, uint32_t cap_ids)
+{
+	kb_cmd_cache *cc = &kb__cmd_cache;
+	int k = kb__cmd_size_class(kb__cmd_block_size(n_ops, cap_ids));
+	kb_cmd *c;
+
+	if (__builtin_expect(k < 0 || cc->state != 1 || !cc->head[k], 0))
+		return kb__cmd_alloc_slow(n_ops, cap_ids);
+	c = cc->head[k];
+	cc->head[k] = (kb_cmd *)(void *)c->ops;
+	cc->n[k]--;
+	return kb__cmd_init(c, k, n_ops, cap_ids);
+}
+
 /* Frees a command and what it owns. Accepts NULL. */
-void kb__cmd_free(kb_cmd *cmd);
+static inline void kb__cmd_free(kb_cmd *cmd)
+{
+	kb_cmd_cache *cc = &kb__cmd_cache;
+	uint32_t k;
+
+	if (__builtin_expect(!cmd || cmd->error || (k = cmd->block - 1) >= KB_CMD_CACHE_CLASSES ||
+			     cc->state != 1 || cc->n[k] >= KB_CMD_CACHE_KEEP, 0)) {
+		kb__cmd_free_slow(cmd);
+		return;
+	}
+	cmd->ops = (kb_opspec *)(void *)cc->head[k];
+	cc->head[k] = cmd;
+	cc->n[k]++;
+}
 
 #endif

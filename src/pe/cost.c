@@ -65,30 +65,15 @@ uint64_t kb__dispatch_ps(const kb_cost_model *m, const kb_cmd *cmd)
 	return kb__cycles_to_ps(kb__dispatch_cycles(m, cmd), m->clock_ghz);
 }
 
-/*
- * Freed command blocks kept for the next command, per thread and per size
- * class (512 B << k): a decode run builds and frees one 1-5 KB command per
- * composite, too big for malloc's per-thread cache, and malloc plus free
- * were ~3% of it (issue 13). Each thread keeps what it frees, up to
- * CACHE_KEEP blocks a class, and gives them back to malloc when it ends;
- * a command freed on another thread than the one that built it (a kernel
- * on its own thread) only feeds that thread's cache. Nothing is shared
- * between threads.
- */
-#define CACHE_CLASSES 6
-#define CACHE_MIN 512u
-#define CACHE_KEEP 64u
+#define CACHE_CLASSES KB_CMD_CACHE_CLASSES
+#define CACHE_MIN KB_CMD_CACHE_MIN
+#define CACHE_KEEP KB_CMD_CACHE_KEEP
 
-typedef struct cmd_cache {
-	kb_cmd *head[CACHE_CLASSES];     /* linked through ->ops */
-	uint32_t n[CACHE_CLASSES];
-	int state;                       /* 0: unused, 1: live, 2: thread ending */
-} cmd_cache;
+typedef kb_cmd_cache cmd_cache;
 
-/* initial-exec: one %fs-relative access instead of a TLS descriptor
- * call per use (two a command, ~1% of decode opt3); the block is small
- * enough for the static TLS room glibc keeps for a library loaded late. */
-static _Thread_local cmd_cache cache __attribute__((tls_model("initial-exec")));
+/* cmd.h says why a thread's cache, and why initial-exec */
+_Thread_local kb_cmd_cache kb__cmd_cache __attribute__((tls_model("initial-exec")));
+
 static pthread_key_t cache_key;
 static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
 static int cache_key_ok;
@@ -123,19 +108,11 @@ static __attribute__((noinline)) void cache_start(cmd_cache *cc)
  * thread is ending). */
 static inline cmd_cache *cache_get(void)
 {
-	cmd_cache *cc = &cache;
+	cmd_cache *cc = &kb__cmd_cache;
 
 	if (__builtin_expect(cc->state == 0, 0))
 		cache_start(cc);
 	return cc->state == 1 ? cc : NULL;
-}
-
-static int size_class(size_t size)
-{
-	for (int k = 0; k < CACHE_CLASSES; k++)
-		if (size <= (size_t)CACHE_MIN << k)
-			return k;
-	return -1;
 }
 
 /* Bytes of the digest of n_ops ops (none without ops). */
@@ -149,18 +126,14 @@ size_t kb__cmd_dig_size(uint32_t n_ops)
 	return dig_size(n_ops);
 }
 
-kb_cmd *kb__cmd_alloc(uint32_t n_ops, uint32_t cap_ids)
+kb_cmd *kb__cmd_alloc_slow(uint32_t n_ops, uint32_t cap_ids)
 {
-	/* The digest first after the header (admission reads the two
-	 * together), then the ops: kb_opspec's alignment is 8, as are the
-	 * digest's and the ids'. One block instead of five, each grown id by
-	 * id, was 8% of a decode run (malloc, realloc, calloc). */
-	size_t size = sizeof(kb_cmd) + dig_size(n_ops) + (size_t)n_ops * sizeof(kb_opspec) +
-		      3 * (size_t)cap_ids * sizeof(uint64_t);
-	int k = size_class(size);
+	/* One block instead of five, each grown id by id, was 8% of a decode
+	 * run (malloc, realloc, calloc). */
+	size_t size = kb__cmd_block_size(n_ops, cap_ids);
+	int k = kb__cmd_size_class(size);
 	cmd_cache *cc = k >= 0 ? cache_get() : NULL;
 	kb_cmd *c;
-	uint64_t *ids;
 
 	if (cc && cc->head[k]) {
 		c = cc->head[k];
@@ -171,22 +144,7 @@ kb_cmd *kb__cmd_alloc(uint32_t n_ops, uint32_t cap_ids)
 	}
 	if (!c)
 		return NULL;
-	/* A composite's src, dst and the other plain commands' fields after
-	 * them are never read: not zeroed (128 bytes of ~290 per command). */
-	if (n_ops) {
-		kb__zero(c, offsetof(kb_cmd, src));
-		kb__zero(&c->fill_value, sizeof(*c) - offsetof(kb_cmd, fill_value));
-	} else {
-		kb__zero(c, sizeof(*c));
-	}
-	c->block = (uint32_t)(k + 1);
-	c->ops = n_ops ? (kb_opspec *)(void *)((char *)(c + 1) + dig_size(n_ops)) : NULL;
-	ids = (uint64_t *)(void *)((char *)(c + 1) + dig_size(n_ops) + (size_t)n_ops * sizeof(kb_opspec));
-	c->cap_ids = cap_ids;
-	c->deps = ids;
-	c->reads = ids + cap_ids;
-	c->writes = ids + 2 * (size_t)cap_ids;
-	return c;
+	return kb__cmd_init(c, k, n_ops, cap_ids);
 }
 
 static int64_t max64(int64_t a, int64_t b)
@@ -264,7 +222,7 @@ int kb__cmd_set_digest(kb_cmd *c, const kb_cmd_dig *d)
 	return 0;
 }
 
-void kb__cmd_free(kb_cmd *cmd)
+void kb__cmd_free_slow(kb_cmd *cmd)
 {
 	cmd_cache *cc;
 	int k;
