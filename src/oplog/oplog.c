@@ -1012,8 +1012,17 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 
 		if (sh->cur.n == sh->cur.head || sh->last_t1 < rec->t1_ps ||
 		    (sh->last_t1 == rec->t1_ps && sh->last_key <= key - 1)) {
+			/* Its last record's order and a piece of the hash
+			 * taken here, before the formatting, where sh is
+			 * at hand (after it, sh was loaded again and the
+			 * key tested: issue 13). A record that then fails
+			 * (no memory) fails the run. */
 			b = &sh->cur;
 			key--;
+			sh->last_t1 = rec->t1_ps;
+			sh->last_key = key;
+			if (sh->pend->left)
+				kb__sha256_piece(sh->pend);
 		}
 	}
 
@@ -1031,14 +1040,6 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 	e->text_len = (uint32_t)n;
 	e->key = key;
 	b->text_n += (size_t)n;
-	if (!(key & 1)) {   /* the shared lane's */
-		kb_oplog_lane *sh = lane->shared;
-
-		sh->last_t1 = rec->t1_ps;
-		sh->last_key = key;
-		if (sh->pend->left)
-			kb__sha256_piece(sh->pend);
-	}
 	return KB_OK;
 }
 
