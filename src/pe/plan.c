@@ -234,14 +234,7 @@ int kb__plan_create(kb_plan **out, kb_cmd *cmd, const kb_machine *m, kb_error *e
 #define N_MEMO 16
 #define N_SMEMO 4                /* loads and stores, by kind and bytes */
 
-typedef struct kb_cost_block {
-	uint32_t refs;           /* the memo's entry and the plans using it */
-	/* The key's stage lists, pre at 0, post at KB_PLAN_MAX_STEPS, last
-	 * (and mid, its first n_mid) at 2 * KB_PLAN_MAX_STEPS: a stage's
-	 * place here is its cost's in c, a loop step's n_last further a step. */
-	kb_stage_ref st[KB_PLAN_COSTS];
-	kb_stage_cost c[KB_PLAN_COSTS];
-} kb_cost_block;
+/* (kb_cost_block: plan.h, for kb__plan_recycle's inline path.) */
 
 /* Drops p's use of its cost block (the last one frees it). */
 static void cost_release(kb_plan *p)
@@ -492,7 +485,7 @@ void kb__plan_free(kb_plan *p)
 	free(p);
 }
 
-void kb__plan_recycle(kb_plan *p, kb_plan_pool *pool)
+void kb__plan_recycle_slow(kb_plan *p, kb_plan_pool *pool)
 {
 	if (!p)
 		return;

@@ -109,7 +109,6 @@ typedef struct kb_plan_pool {
 /* kb__plan_create from a pool. */
 int kb__plan_create_from(kb_plan **out, kb_plan_pool *pool, kb_cmd *cmd, const kb_machine *m,
 			 kb_error *err);
-void kb__plan_recycle(kb_plan *p, kb_plan_pool *pool);
 void kb__plan_free_pool(kb_plan_pool *pool);
 
 /* Emit's check of a composite's ops, by their digest (kb__cmd_digest),
@@ -165,6 +164,38 @@ typedef struct kb_stage_cost {
 	const char *op;          /* op_log "op" */
 	int64_t n;               /* MATH elements / GEMM MACs, for the log */
 } kb_stage_cost;
+
+/* A digest key's stage lists and their costs, which the memo's entry and
+ * the plans of that key share (plan.c's memo). */
+typedef struct kb_cost_block {
+	uint32_t refs;           /* the memo's entry and the plans using it */
+	/* The key's stage lists, pre at 0, post at KB_PLAN_MAX_STEPS, last
+	 * (and mid, its first n_mid) at 2 * KB_PLAN_MAX_STEPS: a stage's
+	 * place here is its cost's in c, a loop step's n_last further a step. */
+	kb_stage_ref st[KB_PLAN_COSTS];
+	kb_stage_cost c[KB_PLAN_COSTS];
+} kb_cost_block;
+
+/* kb__plan_recycle's path for a plan with data buffers or the last use of
+ * its cost block. */
+void kb__plan_recycle_slow(kb_plan *p, kb_plan_pool *pool);
+
+/* Gives p (NULL: nothing) back to pool for the next kb__plan_create_from.
+ * Inline: a timing run's plan, whose cost block the memo still holds,
+ * only drops its use of it (the call was ~25 instructions a command). */
+static inline void kb__plan_recycle(kb_plan *p, kb_plan_pool *pool)
+{
+	if (__builtin_expect(!p || p->m->mem || !p->cost_blk || p->cost_blk->refs <= 1, 0)) {
+		kb__plan_recycle_slow(p, pool);
+		return;
+	}
+	p->cost_blk->refs--;
+	p->cost_blk = NULL;
+	p->cost = NULL;
+	p->cost_ok = 0;
+	p->next = pool->spare;
+	pool->spare = p;
+}
 
 /* The topology keys a stage kind's cycles come from (error messages).
  * const: a call the engines make only on failure can sink into that path. */
