@@ -136,8 +136,11 @@ int kb__tl_check_shape(kb_tl *tl, int rank, const int64_t *shape, kb_dtype dt, u
 	return KB_OK;
 }
 
-kb_hslot *kb__tl_new_handle(kb_tl *tl, kb_space space, uint64_t addr, kb_dtype dt, int rank,
-			    const int64_t *shape, kb_tl_tensor **out)
+/* kb__tl_new_handle (proto NULL: the view from space..shape) and
+ * kb__tl_new_handle_view, each with its own view code inlined. */
+static inline __attribute__((always_inline)) kb_hslot *
+new_handle(kb_tl *tl, uint64_t addr, const kb_tview *proto, kb_space space, kb_dtype dt, int rank,
+	   const int64_t *shape, kb_tl_tensor **out)
 {
 	kb_hslot *h;
 	uint32_t slot;
@@ -177,15 +180,12 @@ kb_hslot *kb__tl_new_handle(kb_tl *tl, kb_space space, uint64_t addr, kb_dtype d
 	h->fence = 0;
 	h->owns_alloc = 0;
 	h->next_free = UINT32_MAX;
-	memset(&h->view, 0, sizeof(h->view));
+	if (proto)
+		h->view = *proto;
+	else
+		kb__tl_view_proto(&h->view, space, dt, rank, shape);
 	h->view.id = ++tl->next_id;
 	h->view.addr = addr;
-	h->view.space = (uint8_t)space;
-	h->view.dtype = (uint8_t)dt;
-	h->view.rank = (uint8_t)rank;
-	for (int i = 0; i < rank; i++)
-		h->view.shape[i] = shape[i];
-	h->view.ld = shape[rank - 1];
 	if (kb__scope_track(tl, slot))
 		goto oom_slot;
 	*out = encode(tl, slot, h->gen);
@@ -197,4 +197,16 @@ oom_slot:
 oom:
 	kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory for handles");
 	return NULL;
+}
+
+kb_hslot *kb__tl_new_handle(kb_tl *tl, kb_space space, uint64_t addr, kb_dtype dt, int rank,
+			    const int64_t *shape, kb_tl_tensor **out)
+{
+	return new_handle(tl, addr, NULL, space, dt, rank, shape, out);
+}
+
+kb_hslot *kb__tl_new_handle_view(kb_tl *tl, uint64_t addr, const kb_tview *proto,
+				 kb_tl_tensor **out)
+{
+	return new_handle(tl, addr, proto, KB_SPACE_TCM, KB_FP32, 0, NULL, out);
 }

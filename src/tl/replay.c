@@ -108,6 +108,7 @@ typedef struct mcall {
 	unsigned flags;
 	msig sig[3];             /* a, b (n_in 2), out (given or made) */
 	uint64_t out_bytes;      /* a made out's, as kb__tl_check_shape found them */
+	kb_tview out_view;       /* a made out's kb__tl_view_proto */
 	const char *name[2];     /* operand names, as the full lowering set them */
 	uint64_t lbytes;
 	uint64_t dig[(sizeof(kb_cmd_dig) + sizeof(kb_opdig) + 7) / 8];   /* a kb_cmd_dig of one op */
@@ -934,8 +935,7 @@ int kb__replay_math(kb_replay **rp, kb_tl *tl, const kb_tl_composite_desc *d, kb
 	if (m->auto_out) {
 		kb_tl_tensor *t;
 
-		o = kb__tl_new_tcm_sized(tl, (kb_dtype)m->sig[2].dtype, m->sig[2].rank, m->sig[2].shape,
-					 m->out_bytes, &t);
+		o = kb__tl_new_tcm_view(tl, &m->out_view, m->out_bytes, &t);
 		if (!o) {
 			kb__cmd_free(c);
 			return 1;
@@ -1003,6 +1003,9 @@ int kb__replay_math_save(kb_replay **rp, const kb_tl_composite_desc *d, const kb
 	}
 	sig_set(&m->sig[2], &op->out);
 	m->out_bytes = kb__tview_bytes(&op->out);
+	if (m->auto_out)
+		kb__tl_view_proto(&m->out_view, KB_SPACE_TCM, (kb_dtype)op->out.dtype, op->out.rank,
+				  op->out.shape);
 	m->lbytes = c->lbytes;
 	dig = memcpy(m->dig, c->dig, kb__cmd_dig_size(1));
 	/* its commands share the digest: PE_SCHEDULER plans them alike */

@@ -25,19 +25,13 @@ static void release_slot(kb_tl *tl, uint32_t slot)
 
 /* ---- scratch scopes ---- */
 
-int kb__scope_track(kb_tl *tl, uint32_t slot)
+int kb__scope_grow(kb_scope *s)
 {
-	kb_scope *s = &tl->scopes[tl->depth];
+	uint32_t *v = kb__grow(s->slots, &s->cap, sizeof(*v), 16);
 
-	if (s->n == s->cap) {
-		uint32_t *v = kb__grow(s->slots, &s->cap, sizeof(*v), 16);
-
-		if (!v)
-			return -1;
-		s->slots = v;
-	}
-	KB_SLOT(tl, slot)->scope_pos = (uint32_t)s->n;
-	s->slots[s->n++] = slot;
+	if (!v)
+		return -1;
+	s->slots = v;
 	return 0;
 }
 
@@ -134,8 +128,10 @@ kb_hslot *kb__tl_new_tcm(kb_tl *tl, kb_dtype dt, int rank, const int64_t *shape,
 	return kb__tl_new_tcm_sized(tl, dt, rank, shape, bytes, out);
 }
 
-kb_hslot *kb__tl_new_tcm_sized(kb_tl *tl, kb_dtype dt, int rank, const int64_t *shape,
-			       uint64_t bytes, kb_tl_tensor **out)
+/* kb__tl_new_tcm_sized (proto NULL) and kb__tl_new_tcm_view. */
+static inline __attribute__((always_inline)) kb_hslot *
+new_tcm(kb_tl *tl, const kb_tview *proto, kb_dtype dt, int rank, const int64_t *shape,
+	uint64_t bytes, kb_tl_tensor **out)
 {
 	uint64_t off, fence;
 	kb_hslot *h;
@@ -149,7 +145,8 @@ kb_hslot *kb__tl_new_tcm_sized(kb_tl *tl, kb_dtype dt, int rank, const int64_t *
 			    (unsigned long long)kb__tcm_largest_free(&tl->tcm));
 		return NULL;
 	}
-	h = kb__tl_new_handle(tl, KB_SPACE_TCM, off, dt, rank, shape, out);
+	h = proto ? kb__tl_new_handle_view(tl, off, proto, out)
+		  : kb__tl_new_handle(tl, KB_SPACE_TCM, off, dt, rank, shape, out);
 	if (!h) {
 		kb__tcm_free(&tl->tcm, off, bytes, tl->next_cmd);
 		return NULL;
@@ -158,4 +155,15 @@ kb_hslot *kb__tl_new_tcm_sized(kb_tl *tl, kb_dtype dt, int rank, const int64_t *
 	h->alloc_size = bytes;
 	h->fence = fence;
 	return h;
+}
+
+kb_hslot *kb__tl_new_tcm_sized(kb_tl *tl, kb_dtype dt, int rank, const int64_t *shape,
+			       uint64_t bytes, kb_tl_tensor **out)
+{
+	return new_tcm(tl, NULL, dt, rank, shape, bytes, out);
+}
+
+kb_hslot *kb__tl_new_tcm_view(kb_tl *tl, const kb_tview *proto, uint64_t bytes, kb_tl_tensor **out)
+{
+	return new_tcm(tl, proto, (kb_dtype)proto->dtype, proto->rank, proto->shape, bytes, out);
 }

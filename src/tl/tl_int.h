@@ -100,13 +100,44 @@ static inline kb_hslot *kb__tl_slot_find(kb_tl *tl, const kb_tl_tensor *t)
 int kb__tl_check_shape(kb_tl *tl, int rank, const int64_t *shape, kb_dtype dt, uint64_t *bytes);
 kb_hslot *kb__tl_new_handle(kb_tl *tl, kb_space space, uint64_t addr, kb_dtype dt, int rank,
 			    const int64_t *shape, kb_tl_tensor **out);
+/* A new handle's view before its id and address (zeroed beyond rank, ld
+ * the last dim): kb__tl_new_handle_view copies it whole, so a caller
+ * that makes many handles of one shape (a replay's output) builds it
+ * once (issue 13). */
+static inline void kb__tl_view_proto(kb_tview *v, kb_space space, kb_dtype dt, int rank,
+				     const int64_t *shape)
+{
+	memset(v, 0, sizeof(*v));
+	v->space = (uint8_t)space;
+	v->dtype = (uint8_t)dt;
+	v->rank = (uint8_t)rank;
+	for (int i = 0; i < rank; i++)
+		v->shape[i] = shape[i];
+	v->ld = shape[rank - 1];
+}
+kb_hslot *kb__tl_new_handle_view(kb_tl *tl, uint64_t addr, const kb_tview *proto,
+				 kb_tl_tensor **out);
 kb_hslot *kb__tl_new_tcm(kb_tl *tl, kb_dtype dt, int rank, const int64_t *shape,
 			 kb_tl_tensor **out);
 /* The same for a shape kb__tl_check_shape passed before with these
  * bytes (a replay's allocations: the check was ~40 instructions each). */
 kb_hslot *kb__tl_new_tcm_sized(kb_tl *tl, kb_dtype dt, int rank, const int64_t *shape,
 			       uint64_t bytes, kb_tl_tensor **out);
-int kb__scope_track(kb_tl *tl, uint32_t slot);
+/* The same from a kb__tl_view_proto of a TCM tensor. */
+kb_hslot *kb__tl_new_tcm_view(kb_tl *tl, const kb_tview *proto, uint64_t bytes, kb_tl_tensor **out);
+int kb__scope_grow(kb_scope *s);
+/* Records slot, just made, in the current scope (inline: each new
+ * handle comes here; growing the array is the rare case). */
+static inline int kb__scope_track(kb_tl *tl, uint32_t slot)
+{
+	kb_scope *s = &tl->scopes[tl->depth];
+
+	if (s->n == s->cap && kb__scope_grow(s))
+		return -1;
+	KB_SLOT(tl, slot)->scope_pos = (uint32_t)s->n;
+	s->slots[s->n++] = slot;
+	return 0;
+}
 kb_cmd *kb__tl_cmd_new(kb_tl *tl, kb_cmd_kind kind);
 /* A command with room for n_ops ops and cap_ids handle ids per set. */
 static inline kb_cmd *kb__tl_cmd_new_n(kb_tl *tl, kb_cmd_kind kind, uint32_t n_ops, uint32_t cap_ids)
