@@ -137,7 +137,7 @@ int kb__tl_check_shape(kb_tl *tl, int rank, const int64_t *shape, kb_dtype dt, u
 }
 
 /* kb__tl_new_handle (proto NULL: the view from space..shape) and
- * kb__tl_new_handle_view, each with its own view code inlined. */
+ * kb__tl_new_tcm_view's handle (the view copied from proto). */
 static inline __attribute__((always_inline)) kb_hslot *
 new_handle(kb_tl *tl, uint64_t addr, const kb_tview *proto, kb_space space, kb_dtype dt, int rank,
 	   const int64_t *shape, kb_tl_tensor **out)
@@ -205,8 +205,44 @@ kb_hslot *kb__tl_new_handle(kb_tl *tl, kb_space space, uint64_t addr, kb_dtype d
 	return new_handle(tl, addr, NULL, space, dt, rank, shape, out);
 }
 
-kb_hslot *kb__tl_new_handle_view(kb_tl *tl, uint64_t addr, const kb_tview *proto,
-				 kb_tl_tensor **out)
+/* kb__tl_new_tcm_sized (proto NULL) and kb__tl_new_tcm_view. */
+static inline __attribute__((always_inline)) kb_hslot *
+new_tcm(kb_tl *tl, const kb_tview *proto, kb_dtype dt, int rank, const int64_t *shape,
+	uint64_t bytes, kb_tl_tensor **out)
 {
-	return new_handle(tl, addr, proto, KB_SPACE_TCM, KB_FP32, 0, NULL, out);
+	uint64_t off, fence;
+	kb_hslot *h;
+
+	if (kb__tcm_alloc(&tl->tcm, bytes, &off, &fence)) {
+		kb__tl_fail(tl, KB_V_TCM_EXHAUSTED,
+			    "TCM exhausted: %llu bytes requested, %llu of %llu free, largest free block %llu",
+			    (unsigned long long)bytes,
+			    (unsigned long long)(tl->cfg.tcm_bytes - tl->tcm.used),
+			    (unsigned long long)tl->cfg.tcm_bytes,
+			    (unsigned long long)kb__tcm_largest_free(&tl->tcm));
+		return NULL;
+	}
+	/* a replay's output (proto) takes the handle's code inline: one
+	 * call level less */
+	h = proto ? new_handle(tl, off, proto, KB_SPACE_TCM, KB_FP32, 0, NULL, out)
+		  : kb__tl_new_handle(tl, KB_SPACE_TCM, off, dt, rank, shape, out);
+	if (!h) {
+		kb__tcm_free(&tl->tcm, off, bytes, tl->next_cmd);
+		return NULL;
+	}
+	h->owns_alloc = 1;
+	h->alloc_size = bytes;
+	h->fence = fence;
+	return h;
+}
+
+kb_hslot *kb__tl_new_tcm_sized(kb_tl *tl, kb_dtype dt, int rank, const int64_t *shape,
+			       uint64_t bytes, kb_tl_tensor **out)
+{
+	return new_tcm(tl, NULL, dt, rank, shape, bytes, out);
+}
+
+kb_hslot *kb__tl_new_tcm_view(kb_tl *tl, const kb_tview *proto, uint64_t bytes, kb_tl_tensor **out)
+{
+	return new_tcm(tl, proto, (kb_dtype)proto->dtype, proto->rank, proto->shape, bytes, out);
 }

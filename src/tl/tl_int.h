@@ -101,7 +101,7 @@ int kb__tl_check_shape(kb_tl *tl, int rank, const int64_t *shape, kb_dtype dt, u
 kb_hslot *kb__tl_new_handle(kb_tl *tl, kb_space space, uint64_t addr, kb_dtype dt, int rank,
 			    const int64_t *shape, kb_tl_tensor **out);
 /* A new handle's view before its id and address (zeroed beyond rank, ld
- * the last dim): kb__tl_new_handle_view copies it whole, so a caller
+ * the last dim): kb__tl_new_tcm_view copies it whole, so a caller
  * that makes many handles of one shape (a replay's output) builds it
  * once (issue 13). */
 static inline void kb__tl_view_proto(kb_tview *v, kb_space space, kb_dtype dt, int rank,
@@ -115,8 +115,6 @@ static inline void kb__tl_view_proto(kb_tview *v, kb_space space, kb_dtype dt, i
 		v->shape[i] = shape[i];
 	v->ld = shape[rank - 1];
 }
-kb_hslot *kb__tl_new_handle_view(kb_tl *tl, uint64_t addr, const kb_tview *proto,
-				 kb_tl_tensor **out);
 kb_hslot *kb__tl_new_tcm(kb_tl *tl, kb_dtype dt, int rank, const int64_t *shape,
 			 kb_tl_tensor **out);
 /* The same for a shape kb__tl_check_shape passed before with these
