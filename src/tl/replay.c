@@ -20,8 +20,7 @@ _Static_assert(KB_RKEY_HANDLES + KB_REPLAY_ALLOCS <= 255, "patch handle indices 
 #define TPL_MAX_ALL (KB_RKEY_HANDLES + KB_REPLAY_ALLOCS)
 
 typedef struct tpl_alloc {
-	uint8_t dtype, rank;
-	int64_t shape[KB_TL_MAX_RANK];
+	kb_tview view;           /* its kb__tl_view_proto (kb__tl_new_tcm_view) */
 	uint64_t bytes;          /* as kb__tl_check_shape found them */
 } tpl_alloc;
 
@@ -372,8 +371,7 @@ static void replay_tpl(kb_tl *tl, const tpl *t, const kb_rkey *k, kb_tl_tensor *
 		return;
 	memcpy(hs, k->h, k->nh * sizeof(hs[0]));
 	for (uint32_t i = 0; i < t->n_alloc; i++) {
-		hs[k->nh + i] = kb__tl_new_tcm_sized(tl, (kb_dtype)t->alloc[i].dtype, t->alloc[i].rank,
-						     t->alloc[i].shape, t->alloc[i].bytes, &tt);
+		hs[k->nh + i] = kb__tl_new_tcm_view(tl, &t->alloc[i].view, t->alloc[i].bytes, &tt);
 		if (!hs[k->nh + i]) {
 			kb__cmd_free(c);
 			return;
@@ -750,10 +748,10 @@ static tpl *tpl_make(const kb_rkey *k, const kb_replay_src *s)
 		tpl_alloc *al = (tpl_alloc *)(void *)(b + off);
 
 		for (uint32_t i = 0; i < s->n_alloc; i++) {
-			al[i].dtype = s->alloc[i]->view.dtype;
-			al[i].rank = s->alloc[i]->view.rank;
-			for (int d = 0; d < s->alloc[i]->view.rank; d++)
-				al[i].shape[d] = s->alloc[i]->view.shape[d];
+			const kb_tview *v = &s->alloc[i]->view;
+
+			kb__tl_view_proto(&al[i].view, KB_SPACE_TCM, (kb_dtype)v->dtype, v->rank,
+					  v->shape);
 			al[i].bytes = s->alloc[i]->alloc_size;
 		}
 		t->alloc = al;

@@ -118,10 +118,11 @@ static inline void kb__tl_view_proto(kb_tview *v, kb_space space, kb_dtype dt, i
 kb_hslot *kb__tl_new_tcm(kb_tl *tl, kb_dtype dt, int rank, const int64_t *shape,
 			 kb_tl_tensor **out);
 /* The same for a shape kb__tl_check_shape passed before with these
- * bytes (a replay's allocations: the check was ~40 instructions each). */
+ * bytes (the check was ~40 instructions). */
 kb_hslot *kb__tl_new_tcm_sized(kb_tl *tl, kb_dtype dt, int rank, const int64_t *shape,
 			       uint64_t bytes, kb_tl_tensor **out);
-/* The same from a kb__tl_view_proto of a TCM tensor. */
+/* The same from a kb__tl_view_proto of a TCM tensor (a replay's
+ * allocations and outputs: made once when their template is). */
 kb_hslot *kb__tl_new_tcm_view(kb_tl *tl, const kb_tview *proto, uint64_t bytes, kb_tl_tensor **out);
 int kb__scope_grow(kb_scope *s);
 /* Records slot, just made, in the current scope (inline: each new
