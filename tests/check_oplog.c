@@ -601,9 +601,24 @@ static int keep_each(const kb_oplog_record *rec, void *payload)
 	return 0;
 }
 
-START_TEST(number_edges)
+/* A fresh op_log whose records go to got (emptied), and its lane 0. */
+static kb_oplog_lane *kept_lane(kb_oplog **log, json_list *got)
 {
 	kb_oplog_options oo = { 0 };
+	kb_oplog_lane *lane;
+	kb_error err;
+
+	got->n = 0;
+	oo.callback = keep_each;
+	oo.payload = got;
+	ck_assert_int_eq(kb__oplog_create(log, &oo, &err), 0);
+	lane = kb__oplog_lane(*log, 0);
+	ck_assert_ptr_nonnull(lane);
+	return lane;
+}
+
+START_TEST(number_edges)
+{
 	kb_oplog *log = NULL;
 	kb_oplog_lane *lane;
 	kb_error err;
@@ -618,12 +633,7 @@ START_TEST(number_edges)
 		v[n++] = p + 1;
 	}
 	v[n++] = UINT64_MAX;
-	got.n = 0;
-	oo.callback = keep_each;
-	oo.payload = &got;
-	ck_assert_int_eq(kb__oplog_create(&log, &oo, &err), 0);
-	lane = kb__oplog_lane(log, 0);
-	ck_assert_ptr_nonnull(lane);
+	lane = kept_lane(&log, &got);
 	for (int i = 0; i < n; i++) {
 		kb_oplog_record r = { v[i], v[i], 0, "cpu", "x", v[i], NULL, -1, -1, NULL, 0, sizeof(kb_oplog_record) };
 		kb_oplog_field f = KB_FIELD_U("u", v[i]);
@@ -878,7 +888,6 @@ START_TEST(kind_templates)
 {
 	static char kinds[12][24];
 	static json_list got;
-	kb_oplog_options oo = { 0 };
 	kb_oplog *log = NULL;
 	kb_oplog_lane *lane;
 	kb_error err;
@@ -887,12 +896,7 @@ START_TEST(kind_templates)
 
 	for (int i = 0; i < 12; i++)
 		snprintf(kinds[i], sizeof(kinds[i]), i < 10 ? "kind_%d" : "kind_%d_long_name", i % 10);
-	got.n = 0;
-	oo.callback = keep_each;
-	oo.payload = &got;
-	ck_assert_int_eq(kb__oplog_create(&log, &oo, &err), 0);
-	lane = kb__oplog_lane(log, 0);
-	ck_assert_ptr_nonnull(lane);
+	lane = kept_lane(&log, &got);
 	for (int round = 0; round < 3; round++)
 		for (int i = 0; i < 20; i++, n++) {
 			kb_oplog_record r = { 5, (uint64_t)n, 0, "cpu", "dispatch", (uint64_t)i,
@@ -926,19 +930,13 @@ START_TEST(cmd_digits)
 					100000000, 100000001, 99999998, 99999999, 7, 123456789012ULL,
 					123456789013ULL, 8, 18446744073709551615ULL, 0, 1 };
 	static json_list got;
-	kb_oplog_options oo = { 0 };
 	kb_oplog *log = NULL;
 	kb_oplog_lane *lane;
 	kb_error err;
 	char hex[65], want[160];
 	int n = (int)(sizeof(ids) / sizeof(ids[0]));
 
-	got.n = 0;
-	oo.callback = keep_each;
-	oo.payload = &got;
-	ck_assert_int_eq(kb__oplog_create(&log, &oo, &err), 0);
-	lane = kb__oplog_lane(log, 0);
-	ck_assert_ptr_nonnull(lane);
+	lane = kept_lane(&log, &got);
 	for (int i = 0; i < n; i++) {
 		kb_oplog_record r = { 5, (uint64_t)i, 0, "math", "add", ids[i], NULL, -1, -1,
 				      NULL, 0, sizeof(kb_oplog_record) };
@@ -966,7 +964,6 @@ START_TEST(middle_templates)
 {
 	static char ops[40][12];
 	static json_list got;
-	kb_oplog_options oo = { 0 };
 	kb_oplog *log = NULL;
 	kb_oplog_lane *lane;
 	kb_error err;
@@ -975,12 +972,7 @@ START_TEST(middle_templates)
 
 	for (int i = 0; i < 40; i++)
 		snprintf(ops[i], sizeof(ops[i]), "op_%d", i * 7);
-	got.n = 0;
-	oo.callback = keep_each;
-	oo.payload = &got;
-	ck_assert_int_eq(kb__oplog_create(&log, &oo, &err), 0);
-	lane = kb__oplog_lane(log, 0);
-	ck_assert_ptr_nonnull(lane);
+	lane = kept_lane(&log, &got);
 	for (int round = 0; round < 2; round++)
 		for (int i = 0; i < 30; i++, n++) {
 			kb_oplog_record r = { 5, (uint64_t)n, (uint32_t)(i % 2) * 1000, i % 3 ? "math" : "dma",

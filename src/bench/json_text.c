@@ -8,6 +8,8 @@
  */
 #include "bench/json_text.h"
 
+#include "base/grow.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,21 +21,17 @@
 
 static bool reserve(kb__jtext *b, size_t more)
 {
-	char *np;
-	size_t cap;
-
 	if (b->bad)
 		return false;
-	if (b->n + more <= b->cap)
-		return true;
-	cap = b->cap * 2 > b->n + more ? b->cap * 2 : b->n + more + 256;
-	np = realloc(b->p, cap);
-	if (!np) {
-		b->bad = true;
-		return false;
+	while (b->n + more > b->cap || b->n + more < b->n) {
+		char *np = kb__grow(b->p, &b->cap, 1, 256);
+
+		if (!np) {
+			b->bad = true;
+			return false;
+		}
+		b->p = np;
 	}
-	b->p = np;
-	b->cap = cap;
 	return true;
 }
 
