@@ -74,7 +74,11 @@ typedef struct kb_scalar {
 	double value;
 } kb_scalar;
 
-/* One op of a composite (ADR-0065 D2). */
+/* One op of a composite (ADR-0065 D2). The output right after the
+ * header and the operands after it: an op of a decode kernel uses the
+ * header, its output and one or two operands, three or four cache lines
+ * in a row, where the output at the end (after the operands and extras
+ * it leaves unused) was a line or two more per op (issue 13). */
 typedef struct kb_opspec {
 	uint16_t kind;           /* KB_OP_GEMM or a kb_math_kind */
 	uint8_t scope;           /* kb_scope_kind */
@@ -82,9 +86,9 @@ typedef struct kb_opspec {
 	uint8_t n_extras;
 	uint8_t has_out;
 	uint8_t trans_b;         /* GEMM: b is (N, K); also an extra "trans_b" */
+	kb_tview out;
 	kb_operand operands[KB_OP_MAX_OPERANDS];
 	kb_scalar extras[KB_OP_MAX_EXTRAS];
-	kb_tview out;
 } kb_opspec;
 
 /*
@@ -135,16 +139,18 @@ typedef enum kb_cmd_kind {
 const char *kb__cmd_kind_name(int kind);
 
 typedef struct kb_cmd {
+	/* What every command has, in two cache lines (KB_CMD_HEAD); a
+	 * composite's block has its digest right after them (see
+	 * kb__cmd_init). */
 	uint32_t kind;           /* kb_cmd_kind */
 	uint32_t pe;
 	uint64_t id;             /* per PE, in emit order, from 0 */
 	uint64_t lbytes;         /* logical bytes (DDD §4 and doc/commands.md) */
-	double cpu_cycles;       /* KB_CMD_CPU: the explicit cost */
 	/* Implicit wait before dispatch: these producers, and every command
 	 * with id < fence (scratch memory reuse), must have completed. */
 	uint64_t *deps;
 	uint32_t n_deps;
-	uint32_t block;          /* kb__cmd_alloc's size class + 1; 0: plain malloc */
+	int line;                /* kernel call site (with file) */
 	uint64_t fence;
 	/* Hazard sets for the scheduler's strict-FIFO tracker (handle ids). */
 	uint64_t *reads, *writes;
@@ -152,29 +158,35 @@ typedef struct kb_cmd {
 	/* deps, reads, writes and ops live in the command's own allocation
 	 * (one malloc per command), each id array with room for cap_ids. */
 	uint32_t cap_ids;
+	uint16_t block;          /* kb__cmd_alloc's size class + 1; 0: plain malloc */
 	/* 1: disp_ps is the command's dispatch time in ps, which the tl
 	 * context worked out as it emitted it (kb__tl_emit), with the cost
 	 * model and clock of its kb_tl_config, which are the machine's (the
 	 * runtime's attach_kernels): PE_CPU takes it instead of working it
 	 * out again. 0: PE_CPU works it out. */
-	uint32_t has_disp_ps;
+	uint16_t has_disp_ps;
 	uint64_t disp_ps;
 	/* COMPOSITE */
 	kb_cmd_dig *dig;         /* kb__cmd_digest's, in the command's block; NULL until then */
 	kb_opspec *ops;
 	uint32_t n_ops;
 	uint32_t n_rw;           /* rw_handles (count only; ids are in writes) */
-	/* LOAD / STORE / FILL / SEND / RECV (a composite's are not even zeroed:
-	 * kb__cmd_alloc leaves src and dst of a command with ops as they were) */
+	/* ERROR: the validation error the kernel hit at this point */
+	kb_error *error;
+	const char *file;        /* kernel call site (a __FILE__ string) */
+	/* The other commands' fields: a command with ops (a composite) has
+	 * none, its digest is where they would be (kb__cmd_init). */
+	double cpu_cycles;       /* KB_CMD_CPU: the explicit cost */
+	/* LOAD / STORE / FILL / SEND / RECV */
 	kb_tview src, dst;
 	double fill_value;
 	uint32_t peer_pe;        /* SEND: destination; RECV: source */
 	uint32_t tag;
-	/* ERROR: the validation error the kernel hit at this point */
-	kb_error *error;
-	const char *file;        /* kernel call site (a __FILE__ string) */
-	int line;
 } kb_cmd;
+
+/* The bytes of a command every kind has (a composite's whole header). */
+#define KB_CMD_HEAD offsetof(kb_cmd, cpu_cycles)
+_Static_assert(offsetof(kb_cmd, cpu_cycles) == 128, "kb_cmd: a composite's header is two cache lines");
 
 /* ---- cost model (ADR-0064 Rev2 as the seeds quote it) ---- */
 
@@ -210,9 +222,10 @@ size_t kb__cmd_dig_size(uint32_t n_ops);
 /* kb__cmd_set_digest of a digest of n_ops ops into c, which has room for
  * them (kb__cmd_alloc's for at least n_ops ops), without the checks; a
  * constant n_ops makes it a copy of constant size, inline (a replay's). */
+static inline kb_cmd_dig *kb__cmd_dig_room(kb_cmd *c);
 static inline void kb__cmd_put_digest(kb_cmd *c, const kb_cmd_dig *d, uint32_t n_ops)
 {
-	kb_cmd_dig *to = (kb_cmd_dig *)(void *)(c + 1);   /* where kb__cmd_alloc leaves room */
+	kb_cmd_dig *to = kb__cmd_dig_room(c);
 
 	memcpy(to, d, sizeof(kb_cmd_dig) + (size_t)n_ops * sizeof(kb_opdig));
 	c->dig = to;
@@ -247,13 +260,24 @@ typedef struct kb_cmd_cache {
 extern _Thread_local kb_cmd_cache kb__cmd_cache __attribute__((tls_model("initial-exec")));
 
 /* Bytes of a command block with room for n_ops ops (and their digest)
- * and cap_ids ids in each of deps, reads and writes. */
+ * and cap_ids ids in each of deps, reads and writes: a composite's (n_ops
+ * > 0) is its header, the digest, the ids and the ops; any other's the
+ * whole kb_cmd and the ids. */
 static inline size_t kb__cmd_block_size(uint32_t n_ops, uint32_t cap_ids)
 {
-	size_t dig = n_ops ? sizeof(kb_cmd_dig) + (size_t)n_ops * sizeof(kb_opdig) : 0;
+	size_t ids = 3 * (size_t)cap_ids * sizeof(uint64_t);
 
-	return sizeof(kb_cmd) + dig + (size_t)n_ops * sizeof(kb_opspec) +
-	       3 * (size_t)cap_ids * sizeof(uint64_t);
+	if (!n_ops)
+		return sizeof(kb_cmd) + ids;
+	return KB_CMD_HEAD + sizeof(kb_cmd_dig) + (size_t)n_ops * sizeof(kb_opdig) + ids +
+	       (size_t)n_ops * sizeof(kb_opspec);
+}
+
+/* Where a composite's block keeps its digest (kb__cmd_alloc left room for
+ * it): right after the header, where the other kinds' fields would be. */
+static inline kb_cmd_dig *kb__cmd_dig_room(kb_cmd *c)
+{
+	return (kb_cmd_dig *)(void *)((char *)c + KB_CMD_HEAD);
 }
 
 /* The cache's class of a block of size bytes, -1 when none. */
@@ -265,26 +289,31 @@ static inline int kb__cmd_size_class(size_t size)
 	return -1;
 }
 
-/* Lays out c, a block of class k (-1: plain malloc), for n_ops ops and
- * cap_ids ids: zeroed but for the arrays. The digest first after the
- * header (admission reads the two together), then the ops: kb_opspec's
- * alignment is 8, as are the digest's and the ids'. */
+/*
+ * Lays out c, a block of class k (-1: plain malloc), for n_ops ops and
+ * cap_ids ids: zeroed but for the arrays. A composite's block is its
+ * header, the digest (admission reads the two together), the ids and the
+ * ops, in that order and nothing between: what a decode kernel's command
+ * writes, and its scheduler reads, is a run of lines from the block's
+ * start (its blocks 64-byte aligned, cost.c), not the header's unused
+ * plain fields (two lines), the ids past the unused ops' room and each
+ * op's output after its unused operands (issue 13). kb_opspec's
+ * alignment is 8, as are the digest's and the ids'.
+ */
 static inline kb_cmd *kb__cmd_init(kb_cmd *c, int k, uint32_t n_ops, uint32_t cap_ids)
 {
-	size_t dig = n_ops ? sizeof(kb_cmd_dig) + (size_t)n_ops * sizeof(kb_opdig) : 0;
 	uint64_t *ids;
 
-	/* A composite's src, dst and the other plain commands' fields after
-	 * them are never read: not zeroed (128 bytes of ~290 per command). */
 	if (n_ops) {
-		kb__zero(c, offsetof(kb_cmd, src));
-		kb__zero(&c->fill_value, sizeof(*c) - offsetof(kb_cmd, fill_value));
+		kb__zero(c, KB_CMD_HEAD);
+		ids = (uint64_t *)(void *)((char *)c + KB_CMD_HEAD + sizeof(kb_cmd_dig) +
+					   (size_t)n_ops * sizeof(kb_opdig));
+		c->ops = (kb_opspec *)(void *)(ids + 3 * (size_t)cap_ids);
 	} else {
 		kb__zero(c, sizeof(*c));
+		ids = (uint64_t *)(void *)(c + 1);
 	}
-	c->block = (uint32_t)(k + 1);
-	c->ops = n_ops ? (kb_opspec *)(void *)((char *)(c + 1) + dig) : NULL;
-	ids = (uint64_t *)(void *)((char *)(c + 1) + dig + (size_t)n_ops * sizeof(kb_opspec));
+	c->block = (uint16_t)(k + 1);
 	c->cap_ids = cap_ids;
 	c->deps = ids;
 	c->reads = ids + cap_ids;
@@ -294,7 +323,7 @@ static inline kb_cmd *kb__cmd_init(kb_cmd *c, int k, uint32_t n_ops, uint32_t ca
 
 /* A command with room for n_ops ops (and their digest) and cap_ids ids in
  * each of deps, reads and writes, in one allocation; zeroed but for the
- * arrays (and a composite's src and dst, never read). NULL: out of
+ * arrays (a composite has no src, dst and the like). NULL: out of
  * memory. The block may be one kb__cmd_free kept on this thread. */
 static inline kb_cmd *kb__cmd_alloc(uint32_t n_ops, uint32_t cap_ids)
 {

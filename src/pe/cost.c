@@ -140,7 +140,9 @@ kb_cmd *kb__cmd_alloc_slow(uint32_t n_ops, uint32_t cap_ids)
 		cc->head[k] = (kb_cmd *)(void *)c->ops;
 		cc->n[k]--;
 	} else {
-		c = malloc(k >= 0 ? (size_t)CACHE_MIN << k : size);
+		/* A cache line's alignment: a command's header is two lines,
+		 * and what it writes a run of lines from there (kb__cmd_init). */
+		c = k >= 0 ? aligned_alloc(64, (size_t)CACHE_MIN << k) : malloc(size);
 	}
 	if (!c)
 		return NULL;
@@ -162,10 +164,11 @@ static int64_t extra_of(const kb_opspec *op, const char *name)
 
 int kb__cmd_digest(kb_cmd *c)
 {
-	kb_cmd_dig *d = (kb_cmd_dig *)(void *)(c + 1);
+	kb_cmd_dig *d = kb__cmd_dig_room(c);
 	const kb_opspec *run = c->n_ops ? &c->ops[0] : NULL;   /* latest op with an output */
 
-	if (!c->n_ops || (size_t)((char *)c->ops - (char *)d) < dig_size(c->n_ops))
+	/* the room is up to the ids (kb__cmd_init) */
+	if (!c->n_ops || !c->ops || (size_t)((char *)c->deps - (char *)d) < dig_size(c->n_ops))
 		return -1;
 	d->key = 0;
 	d->gemm = -1;
@@ -213,9 +216,10 @@ int kb__cmd_digest(kb_cmd *c)
 
 int kb__cmd_set_digest(kb_cmd *c, const kb_cmd_dig *d)
 {
-	kb_cmd_dig *to = (kb_cmd_dig *)(void *)(c + 1);
+	kb_cmd_dig *to = kb__cmd_dig_room(c);
 
-	if (!d->n_ops || d->n_ops != c->n_ops || (size_t)((char *)c->ops - (char *)to) < dig_size(d->n_ops))
+	if (!d->n_ops || d->n_ops != c->n_ops || !c->ops ||
+	    (size_t)((char *)c->deps - (char *)to) < dig_size(d->n_ops))
 		return -1;
 	memcpy(to, d, dig_size(d->n_ops));
 	c->dig = to;

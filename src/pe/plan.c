@@ -185,6 +185,18 @@ static int alloc_data(kb_plan *p)
 	return 0;
 }
 
+/* A plan's memory, 64-byte aligned: what the scheduler and plan_copy
+ * touch of it is then four whole cache lines (kb_plan). Zeroed when zero. */
+static kb_plan *plan_new(int zero)
+{
+	size_t size = (sizeof(kb_plan) + 63) & ~(size_t)63;
+	kb_plan *p = aligned_alloc(64, size);
+
+	if (p && zero)
+		memset(p, 0, size);
+	return p;
+}
+
 /* plan_zero and plan_copy work on these ranges. */
 _Static_assert(offsetof(kb_plan, gemm) < offsetof(kb_plan, last_op) &&
 		       offsetof(kb_plan, last_op) < offsetof(kb_plan, dig) &&
@@ -349,7 +361,7 @@ static void memo_keep(kb_plan_pool *pool, uint64_t key, const kb_plan *p)
 		return;
 	i = memo_index(key);
 	mo->key[i] = 0;
-	if (!(f = mo->plan[i]) && !(f = mo->plan[i] = calloc(1, sizeof(*f))))
+	if (!(f = mo->plan[i]) && !(f = mo->plan[i] = plan_new(1)))
 		return;
 	cost_release(f);
 	plan_copy(f, p);
@@ -359,7 +371,7 @@ static void memo_keep(kb_plan_pool *pool, uint64_t key, const kb_plan *p)
 int kb__plan_create_from(kb_plan **out, kb_plan_pool *pool, kb_cmd *cmd, const kb_machine *m,
 			 kb_error *err)
 {
-	kb_plan *p = pool && pool->spare ? pool->spare : malloc(sizeof(*p));
+	kb_plan *p = pool && pool->spare ? pool->spare : plan_new(0);
 	const kb_plan *memo = NULL;
 	uint64_t key = 0;
 	int rc = 0;

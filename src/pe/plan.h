@@ -38,11 +38,12 @@ typedef struct kb_stage_ref {
 #define KB_PLAN_MAX_STEPS 48    /* KERNEL-scope ops before / after the GEMM */
 
 typedef struct kb_plan {
-	kb_cmd *cmd;
-	uint32_t pe;
-	const kb_machine *m;
-	/* What planning derives from the digest, gemm to last_op: a plan of a
-	 * digest key met before copies it whole from the memo's (plan.c). */
+	/* What planning derives from the digest, gemm to last_op, first: a
+	 * plan of a digest key met before copies it whole from the memo's
+	 * (plan.c), two cache lines of a 64-byte aligned plan; and what the
+	 * scheduler reads and writes of every plan right after, in two more
+	 * (spread over five, they were a line or two more per command and
+	 * the copy's source three, issue 13). */
 	int gemm;                /* op index of the GEMM, -1 when none */
 	uint32_t n_pre, n_post;  /* single-stage steps before / after the loop, in order */
 	uint32_t n_mid, n_last;
@@ -56,6 +57,9 @@ typedef struct kb_plan {
 	 * n_mid entries, which plan_gemm_stages makes them anyway. */
 	const kb_stage_ref *pre, *post, *mid, *last;
 	int last_op;             /* op of the latest MATH stage pushed */
+	uint32_t pe;             /* (in last_op's line, not copied) */
+	kb_cmd *cmd;
+	const kb_machine *m;
 	/* The command's digest (composites; NULL otherwise): what stages
 	 * cost is read there, not from the ops (cold when a stage runs). */
 	const kb_cmd_dig *dig;

@@ -73,8 +73,8 @@ typedef struct tpl_snap {
  * allocations, patches and hazard sets, the digest, the ops), so that a
  * replay touches a few consecutive cache lines; templates whole, with
  * fixed-size arrays and the ops at ~420 bytes each, doubled opt3's L1
- * misses. The ops are packed: each op's header and operands, its extras,
- * its output, only as many operands and extras as it has.
+ * misses. The ops are packed: each op's header, output and operands, then
+ * its extras, only as many operands and extras as it has.
  */
 typedef struct tpl {
 	uint32_t nw, nn, nh, n_alloc, n_patch;
@@ -403,8 +403,6 @@ static void replay_tpl(kb_tl *tl, const tpl *t, const kb_rkey *k, kb_tl_tensor *
 		for (uint32_t j = 0; j < nx; j++)
 			to->extras[j] = x[j];
 		from = (const unsigned char *)(x + nx);
-		memcpy(&to->out, from, sizeof(to->out));
-		from += sizeof(to->out);
 	}
 	for (uint32_t i = 0; i < t->n_patch; i++) {
 		kb_tview *v = (kb_tview *)(void *)((char *)c->ops + t->patch[i].off);
@@ -670,7 +668,7 @@ static int set_of(uint8_t *to, uint32_t *n, kb_hslot *const *from, uint32_t n_fr
 static size_t packed_size(const kb_opspec *op)
 {
 	return offsetof(kb_opspec, operands) + op->n_operands * sizeof(kb_operand) +
-	       op->n_extras * sizeof(kb_scalar) + sizeof(kb_tview);
+	       op->n_extras * sizeof(kb_scalar);
 }
 
 static size_t align8(size_t n)
@@ -798,8 +796,6 @@ static tpl *tpl_make(const kb_rkey *k, const kb_replay_src *s)
 		off += n;
 		memcpy(b + off, op->extras, op->n_extras * sizeof(kb_scalar));
 		off += op->n_extras * sizeof(kb_scalar);
-		memcpy(b + off, &op->out, sizeof(op->out));
-		off += sizeof(op->out);
 	}
 	{
 		uint16_t *at = (uint16_t *)(void *)(b + off);
