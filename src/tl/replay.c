@@ -79,7 +79,8 @@ typedef struct tpl_snap {
 typedef struct tpl {
 	uint32_t nw, nn, nh, n_alloc, n_patch;
 	uint32_t n_rd, n_wait, n_wr;   /* set: see sets_distinct */
-	uint32_t max_ops, cap_ids, n_ops, n_rw;
+	uint32_t n_ops, n_rw;
+	uint32_t room;           /* ids a replay's sets need: the larger of n_rd and n_wr */
 	int result;              /* alloc that is the result; -1: the call's out */
 	uint64_t lbytes;
 	const uint64_t *w;       /* the key's words */
@@ -365,8 +366,13 @@ static void replay_tpl(kb_tl *tl, const tpl *t, const kb_rkey *k, kb_tl_tensor *
 	kb_cmd *c;
 
 	*res = NULL;
-	/* In the full lowering's order: the command, then the allocations. */
-	c = kb__tl_cmd_new_n(tl, KB_CMD_COMPOSITE, t->max_ops, t->cap_ids);
+	/* In the full lowering's order: the command, then the allocations.
+	 * Room for its own ops and sets only, not the full lowering's
+	 * (kb_replay_src's max_ops, cap_ids): the block's ids and ops then follow the
+	 * digest with no gaps of unused room between them, a line or two
+	 * less a command to write and read (issue 13). deps has at most
+	 * n_wait <= n_rd. */
+	c = kb__tl_cmd_new_n(tl, KB_CMD_COMPOSITE, t->n_ops, t->room);
 	if (!c)
 		return;
 	memcpy(hs, k->h, k->nh * sizeof(hs[0]));
@@ -414,7 +420,7 @@ static void replay_tpl(kb_tl *tl, const tpl *t, const kb_rkey *k, kb_tl_tensor *
 	c->n_ops = t->n_ops;
 	c->n_rw = t->n_rw;
 	c->lbytes = t->lbytes;
-	kb__cmd_put_digest(c, t->dig, t->n_ops);   /* max_ops >= n_ops: room for it */
+	kb__cmd_put_digest(c, t->dig, t->n_ops);
 	sets_distinct(c, hs, t->set, t->n_rd, t->n_wait, t->set + t->n_rd, t->n_wr);
 	if (kb__tl_emit(tl, c))
 		*res = NULL;
@@ -817,8 +823,9 @@ static tpl *tpl_make(const kb_rkey *k, const kb_replay_src *s)
 	t->nh = k->nh;
 	t->n_alloc = s->n_alloc;
 	t->n_patch = n_patch;
-	t->max_ops = s->max_ops;
-	t->cap_ids = s->cap_ids;
+	t->room = t->n_rd > t->n_wr ? t->n_rd : t->n_wr;
+	if (!t->room)
+		t->room = 1;
 	t->n_ops = c->n_ops;
 	t->n_rw = c->n_rw;
 	t->result = result;
@@ -923,7 +930,7 @@ int kb__replay_math(kb_replay **rp, kb_tl *tl, const kb_tl_composite_desc *d, kb
 	r->mhits++;
 	*res = NULL;
 	/* in the full lowering's order: the command, then the output */
-	c = kb__tl_cmd_new_n(tl, KB_CMD_COMPOSITE, 1, 3);
+	c = kb__tl_cmd_new_n(tl, KB_CMD_COMPOSITE, 1, 2);   /* sets of at most two */
 	if (!c)
 		return 1;
 	if (m->auto_out) {
