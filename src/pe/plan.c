@@ -17,7 +17,7 @@ static kb_stage_ref stage(kb_stage_kind k, int eng, int op, int operand)
 /* Appends a stage. The first one over the limit names in over_op the op
  * that did not fit: its own for a MATH stage or a DMA_READ of the op's
  * operand, else (STORE, DMA_WRITE of an earlier op) the latest MATH op. */
-static int push(kb_plan *p, kb_stage_ref *v, uint32_t *n, uint32_t max, kb_stage_ref s)
+static int push(kb_plan *p, kb_stage_ref *v, uint16_t *n, uint32_t max, kb_stage_ref s)
 {
 	if (*n >= max) {
 		if (p->over_op < 0) {
@@ -199,11 +199,14 @@ static kb_plan *plan_new(int zero)
 
 /* plan_zero and plan_copy work on these ranges. */
 _Static_assert(offsetof(kb_plan, gemm) < offsetof(kb_plan, last_op) &&
-		       offsetof(kb_plan, last_op) < offsetof(kb_plan, dig) &&
+		       offsetof(kb_plan, last_op) < offsetof(kb_plan, cost_blk) &&
+		       offsetof(kb_plan, cost_blk) + sizeof(void *) <= 128 &&
+		       offsetof(kb_plan, cost_blk) < offsetof(kb_plan, dig) &&
 		       offsetof(kb_plan, dig) < offsetof(kb_plan, next) &&
 		       offsetof(kb_plan, next) < offsetof(kb_plan, stage_buf) &&
 		       offsetof(kb_plan, stage_buf) < offsetof(kb_plan, a_pre),
-	       "kb_plan: gemm..last_op, dig..next, stage_buf..a_pre in this order");
+	       "kb_plan: gemm..last_op, cost_blk in the first two lines, dig..next, "
+	       "stage_buf..a_pre in this order");
 
 /* Zeroes what the scheduler reads of a plan before writing it (not the
  * stage arrays, read only below their counts: zeroing the whole ~1.4 KB
@@ -212,6 +215,7 @@ _Static_assert(offsetof(kb_plan, gemm) < offsetof(kb_plan, last_op) &&
 static void plan_zero(kb_plan *p, int mem)
 {
 	kb__zero(&p->dig, offsetof(kb_plan, next) - offsetof(kb_plan, dig));
+	p->cost_blk = NULL;   /* plan_copy's or cost_all's */
 	if (mem)
 		kb__zero(&p->stage_buf, offsetof(kb_plan, a_pre) - offsetof(kb_plan, stage_buf));
 }
@@ -287,21 +291,20 @@ static int cost_all(kb_plan *p)
 		return -1;
 	b->refs = 1;
 	for (uint32_t i = 0; i < p->n_pre; i++)
-		cost_compute(p, KB_PH_PRE, i, &p->pre[i], &b->c[i]);
+		cost_compute(p, KB_PH_PRE, i, &p->pre[i], &b->c[KB_PLAN_PRE_AT + i]);
 	for (uint32_t i = 0; i < p->n_post; i++)
-		cost_compute(p, KB_PH_POST, i, &p->post[i], &b->c[KB_PLAN_MAX_STEPS + i]);
+		cost_compute(p, KB_PH_POST, i, &p->post[i], &b->c[KB_PLAN_POST_AT + i]);
 	/* each step's as if it were a last k-step (see kb__plan_cost_index) */
 	for (uint64_t s = 0; s < p->n_steps; s++)
 		for (uint32_t i = 0; i < p->n_last; i++)
-			cost_compute(p, KB_PH_LOOP, s, &p->last[i],
-				     &b->c[2 * KB_PLAN_MAX_STEPS + s * p->n_last + i]);
+			cost_compute(p, KB_PH_LOOP, s, &p->last[i], &b->c[s * p->n_last + i]);
 	/* the stage lists move to the block, shared with the key's plans */
-	memcpy(b->st, p->pre, p->n_pre * sizeof(*p->pre));
-	memcpy(b->st + KB_PLAN_MAX_STEPS, p->post, p->n_post * sizeof(*p->post));
-	memcpy(b->st + 2 * KB_PLAN_MAX_STEPS, p->last, p->n_last * sizeof(*p->last));
-	p->pre = b->st;
-	p->post = b->st + KB_PLAN_MAX_STEPS;
-	p->mid = p->last = b->st + 2 * KB_PLAN_MAX_STEPS;
+	memcpy(b->st, p->last, p->n_last * sizeof(*p->last));
+	memcpy(b->st + KB_PLAN_PRE_AT, p->pre, p->n_pre * sizeof(*p->pre));
+	memcpy(b->st + KB_PLAN_POST_AT, p->post, p->n_post * sizeof(*p->post));
+	p->pre = b->st + KB_PLAN_PRE_AT;
+	p->post = b->st + KB_PLAN_POST_AT;
+	p->mid = p->last = b->st;
 	p->cost_blk = b;
 	p->cost = b->c;
 	p->cost_ok = 1;
@@ -313,10 +316,9 @@ static int cost_all(kb_plan *p)
  * block's; and shares that block. */
 static void plan_copy(kb_plan *p, const kb_plan *f)
 {
-	memcpy(&p->gemm, &f->gemm, offsetof(kb_plan, last_op) + sizeof(p->last_op) - offsetof(kb_plan, gemm));
-	f->cost_blk->refs++;
-	p->cost_blk = f->cost_blk;
-	p->cost = f->cost;
+	memcpy(&p->gemm, &f->gemm, offsetof(kb_plan, cost_blk) + sizeof(p->cost_blk) - offsetof(kb_plan, gemm));
+	p->cost_blk->refs++;
+	p->cost = p->cost_blk->c;
 	p->cost_ok = 1;
 }
 

@@ -38,15 +38,15 @@ typedef struct kb_stage_ref {
 #define KB_PLAN_MAX_STEPS 48    /* KERNEL-scope ops before / after the GEMM */
 
 typedef struct kb_plan {
-	/* What planning derives from the digest, gemm to last_op, first: a
+	/* What planning derives from the digest, gemm to cost_blk, first: a
 	 * plan of a digest key met before copies it whole from the memo's
 	 * (plan.c), two cache lines of a 64-byte aligned plan; and what the
 	 * scheduler reads and writes of every plan right after, in two more
 	 * (spread over five, they were a line or two more per command and
 	 * the copy's source three, issue 13). */
 	int gemm;                /* op index of the GEMM, -1 when none */
-	uint32_t n_pre, n_post;  /* single-stage steps before / after the loop, in order */
-	uint32_t n_mid, n_last;
+	uint16_t n_pre, n_post;  /* single-stage steps before / after the loop, in order */
+	uint16_t n_mid, n_last;
 	/* the loop (or the single step of everything else) */
 	uint32_t mt, kt, nt;
 	int64_t M, K, N, tm, tk, tn;
@@ -57,18 +57,18 @@ typedef struct kb_plan {
 	 * n_mid entries, which plan_gemm_stages makes them anyway. */
 	const kb_stage_ref *pre, *post, *mid, *last;
 	int last_op;             /* op of the latest MATH stage pushed */
-	uint32_t pe;             /* (in last_op's line, not copied) */
+	/* With few steps: every stage's cost, each loop step's n_last
+	 * entries apart, then pre's and post's (KB_PLAN_COSTS entries), worked
+	 * out once for a digest key and shared by its plans (cost_blk,
+	 * counted; cost is its c); cost_ok says they are. */
+	struct kb_cost_block *cost_blk;
+	uint32_t pe;
 	kb_cmd *cmd;
 	const kb_machine *m;
 	/* The command's digest (composites; NULL otherwise): what stages
 	 * cost is read there, not from the ops (cold when a stage runs). */
 	const kb_cmd_dig *dig;
-	/* With few steps: every stage's cost, pre, post, then each loop
-	 * step's at n_last entries apart (KB_PLAN_COSTS entries), worked out
-	 * once for a digest key and shared by its plans (cost_blk, counted);
-	 * cost_ok says they are. */
 	const struct kb_stage_cost *cost;
-	struct kb_cost_block *cost_blk;
 	int cost_ok;
 	int over_op;             /* op of the first stage over a limit, -1: none */
 	uint32_t over_max;       /* that limit */
@@ -173,12 +173,17 @@ typedef struct kb_stage_cost {
  * the plans of that key share (plan.c's memo). */
 typedef struct kb_cost_block {
 	uint32_t refs;           /* the memo's entry and the plans using it */
-	/* The key's stage lists, pre at 0, post at KB_PLAN_MAX_STEPS, last
-	 * (and mid, its first n_mid) at 2 * KB_PLAN_MAX_STEPS: a stage's
-	 * place here is its cost's in c, a loop step's n_last further a step. */
+	/* The key's stage lists, last (and mid, its first n_mid) at 0, pre
+	 * at KB_PLAN_MAX_STAGES, post KB_PLAN_MAX_STEPS further: a stage's
+	 * place here is its cost's in c, a loop step's n_last further a step.
+	 * last first: the count a plan takes and the stages every plan reads
+	 * share a line. */
 	kb_stage_ref st[KB_PLAN_COSTS];
 	kb_stage_cost c[KB_PLAN_COSTS];
 } kb_cost_block;
+
+#define KB_PLAN_PRE_AT KB_PLAN_MAX_STAGES
+#define KB_PLAN_POST_AT (KB_PLAN_MAX_STAGES + KB_PLAN_MAX_STEPS)
 
 /* kb__plan_recycle's path for a plan with data buffers or the last use of
  * its cost block. */
@@ -208,23 +213,21 @@ const char *kb__stage_keys(int kind) __attribute__((const));
 /*
  * Where stage st of phase ph (loop step `step`) keeps its cost in p->cost,
  * whose plan's stage lists are its cost block's (cost_ok): by st's place
- * there, pre at 0, post at KB_PLAN_MAX_STEPS, last (and mid, last's first
- * n_mid) at 2 * KB_PLAN_MAX_STEPS; a loop step keeps n_last entries, so
- * no step % kt tells a k-step's list apart. -1: st is not one of the
- * plan's stages.
+ * there, last (and mid, last's first n_mid) at 0, pre at KB_PLAN_PRE_AT,
+ * post at KB_PLAN_POST_AT; a loop step keeps n_last entries, so no step %
+ * kt tells a k-step's list apart. -1: st is not one of the plan's stages.
  */
 static inline int kb__plan_cost_index(const kb_plan *p, kb_phase ph, uint64_t step,
 				      const kb_stage_ref *st)
 {
 	/* by address, unsigned: below the block wraps to a huge index */
-	uintptr_t i = ((uintptr_t)st - (uintptr_t)p->pre) / sizeof(*st);
+	uintptr_t i = ((uintptr_t)st - (uintptr_t)p->last) / sizeof(*st);
 
 	if (ph == KB_PH_LOOP)
-		return step < p->n_steps && i - 2 * KB_PLAN_MAX_STEPS < p->n_last
-			       ? (int)i + (int)step * (int)p->n_last : -1;
+		return step < p->n_steps && i < p->n_last ? (int)i + (int)step * (int)p->n_last : -1;
 	if (ph == KB_PH_PRE)
-		return i < p->n_pre ? (int)i : -1;
-	return i - KB_PLAN_MAX_STEPS < p->n_post ? (int)i : -1;
+		return i - KB_PLAN_PRE_AT < p->n_pre ? (int)i : -1;
+	return i - KB_PLAN_POST_AT < p->n_post ? (int)i : -1;
 }
 
 /* A stage's cost worked out (kb__plan_cost without the memo). */
