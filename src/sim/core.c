@@ -654,19 +654,38 @@ static void reg_close(kb_worker *w)
 	w->reg = KB_REG_OFF;
 }
 
+/* After an event whose handler failed, or with the worker's attention
+ * raised (an error; slots retired by a grow): nonzero when the loop must
+ * stop. Out of line: rc lives across no call in the loop. */
+static __attribute__((noinline)) int event_rare(kb_worker *w, kb_lp *lp, int rc)
+{
+	kb_evheap *h = &w->heap;
+
+	h->attn = 0;
+	free(h->retired);
+	h->retired = NULL;
+	if (rc && !w->err)
+		kb__lp_fail(lp, rc, "event handler failed: %s", kb_strerror(rc));
+	return w->err;
+}
+
 /* Runs this worker's events in order, at most budget of them, while
  * they are earlier than bound (bounded 0: no bound, the sequential run).
  * The next event is the register's when it is full (kb_worker reg),
  * else the heap's first. The per-event path tests one word for
  * everything rare (attn: an error, or slots retired by a grow) besides
- * the handler's return code. */
+ * the handler's return code, right after the call, so that the code is
+ * not kept across the spread work's call; what must live across the
+ * handler's call fits the callee-saved registers (w, left, lps, step_n,
+ * lp: the last event's time is its LP's now), with no reload from the
+ * stack per event. */
 static inline __attribute__((always_inline)) void worker_run(kb_worker *w, kb_time bound,
 							     uint64_t budget, int bounded)
 {
 	kb_lp *const *lps = w->sim->lps;
 	kb_evheap *h = &w->heap;
 	uint64_t left = budget;
-	kb_time last = w->last_time;
+	kb_lp *lp = NULL;
 	/* A sequential run's spread work (kb_sim_config): one predictable
 	 * test per event, a call while there is some. */
 	static const size_t none;
@@ -674,14 +693,13 @@ static inline __attribute__((always_inline)) void worker_run(kb_worker *w, kb_ti
 
 	free(h->retired);
 	h->retired = NULL;
-	/* The count and last reach the worker after the loop: nothing a
-	 * handler calls reads them. */
-	if (w->err)
+	/* The count and last time reach the worker after the loop: nothing
+	 * a handler calls reads them. */
+	if (w->err || !budget)
 		return;
 	w->reg = KB_REG_EMPTY;
-	while (left) {
+	for (;;) {
 		kb_time t;
-		kb_lp *lp;
 		int rc;
 
 		if (w->reg >= KB_REG_ONE) {
@@ -699,8 +717,6 @@ static inline __attribute__((always_inline)) void worker_run(kb_worker *w, kb_ti
 			w->reg--;
 			lp = lps[ev->dst];
 			lp->now = t;
-			last = t;
-			left--;
 			rc = lp->event(lp, ev);
 		} else {
 			const kb_evkey *k0 = h->key;
@@ -722,8 +738,6 @@ static inline __attribute__((always_inline)) void worker_run(kb_worker *w, kb_ti
 			else
 				w->reg = KB_REG_HOLE;
 			lp->now = t;
-			last = t;
-			left--;
 			rc = lp->event(lp, &h->ev[slot]);
 			if (h->hole) {
 				evheap_settle(h);
@@ -731,21 +745,19 @@ static inline __attribute__((always_inline)) void worker_run(kb_worker *w, kb_ti
 			}
 			evheap_release(h, slot);
 		}
+		if (__builtin_expect(rc | h->attn, 0) && event_rare(w, lp, rc)) {
+			left--;
+			break;
+		}
 		if (!bounded && *step_n)
 			w->sim->cfg.on_step(w->sim->cfg.step_ctx);
-		if (__builtin_expect(rc | h->attn, 0)) {
-			h->attn = 0;
-			free(h->retired);
-			h->retired = NULL;
-			if (rc && !w->err)
-				kb__lp_fail(lp, rc, "event handler failed: %s", kb_strerror(rc));
-			if (w->err)
-				break;
-		}
+		if (!--left)
+			break;
 	}
 	reg_close(w);
 	w->events += budget - left;
-	w->last_time = last;
+	if (lp)
+		w->last_time = lp->now;
 }
 
 void kb__worker_window(kb_worker *w, kb_time bound, uint64_t budget)
