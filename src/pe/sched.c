@@ -41,6 +41,13 @@ typedef struct kb_sched {
 	flight *fl;
 	size_t n_fl, cap_fl;
 	kb_plan_pool pool;       /* finished plans, for the next ones */
+	/* Found once at init: this PE's first LP and the latency between
+	 * its LPs. And the two messages it sends, kept here with what is
+	 * the same every time (their type) filled at init: a send sets only
+	 * the payload (no 72-byte message built on the stack each time). */
+	uint32_t lp0;
+	kb_time lat;
+	kb_event stage_ev, done_ev;
 } kb_sched;
 
 /* Inline: every admission asks, mostly of one or two commands in flight. */
@@ -53,15 +60,21 @@ static inline __attribute__((always_inline)) const kb_plan *blocker(const kb_sch
 	return NULL;
 }
 
-static int send_stage(kb_lp *lp, kb_plan *p, kb_phase ph, uint64_t step, uint32_t slot, uint32_t acc)
+static inline int send_stage(kb_lp *lp, kb_sched *s, kb_plan *p, kb_phase ph, uint64_t step,
+			     uint32_t slot, uint32_t acc)
 {
 	uint32_t n;
 	const kb_stage_ref *st = kb__plan_stages(p, ph, step, &n);
-	kb_event ev = { .type = KB_EV_STAGE, .aux = kb__stage_aux(st, n - 1),
-			.w = { (uint64_t)(uintptr_t)p, step, (uint64_t)(uintptr_t)st, (uint64_t)ph, slot,
-			       acc } };
+	kb_event *ev = &s->stage_ev;
 
-	return kb__lp_send(lp, kb__pe_lp(p->pe, st[0].eng), p->m->lat_pe, &ev);
+	ev->aux = kb__stage_aux(st, n - 1);
+	ev->w[0] = (uint64_t)(uintptr_t)p;
+	ev->w[1] = step;
+	ev->w[2] = (uint64_t)(uintptr_t)st;
+	ev->w[3] = (uint64_t)ph;
+	ev->w[4] = slot;
+	ev->w[5] = acc;
+	return kb__lp_send(lp, s->lp0 + st[0].eng, s->lat, ev);
 }
 
 /* The k-step of loop step `step` (kb__plan_step_tile's ki), without its
@@ -81,7 +94,7 @@ static uint32_t take_slot(uint64_t *free_bits)
 
 /* Feeds what the phase allows: all single-shot steps at once (they run in
  * order on one FIFO engine), tile steps as staging slots free up. */
-static int feed(kb_lp *lp, kb_plan *p)
+static int feed(kb_lp *lp, kb_sched *s, kb_plan *p)
 {
 	int rc = KB_OK;
 
@@ -89,7 +102,7 @@ static int feed(kb_lp *lp, kb_plan *p)
 		uint64_t n = p->phase == KB_PH_PRE ? p->n_pre : p->n_post;
 
 		for (; !rc && p->fed < n; p->fed++)
-			rc = send_stage(lp, p, p->phase, p->fed, 0, 0);
+			rc = send_stage(lp, s, p, p->phase, p->fed, 0, 0);
 		return rc;
 	}
 	while (!rc && p->fed < p->n_steps && p->slot_free) {
@@ -102,7 +115,7 @@ static int feed(kb_lp *lp, kb_plan *p)
 		}
 		acc = p->cur_acc;
 		slot = take_slot(&p->slot_free);
-		rc = send_stage(lp, p, KB_PH_LOOP, p->fed, slot, acc);
+		rc = send_stage(lp, s, p, KB_PH_LOOP, p->fed, slot, acc);
 		p->fed++;
 	}
 	return rc;
@@ -110,7 +123,6 @@ static int feed(kb_lp *lp, kb_plan *p)
 
 static int finish_cmd(kb_lp *lp, kb_sched *s, kb_plan *p)
 {
-	kb_event ev = { .type = KB_EV_CMD_DONE, .w = { p->cmd->id } };
 	size_t i = 0;
 	int rc;
 
@@ -119,7 +131,8 @@ static int finish_cmd(kb_lp *lp, kb_sched *s, kb_plan *p)
 		i++;
 	for (s->n_fl--; i < s->n_fl; i++)
 		s->fl[i] = s->fl[i + 1];
-	rc = kb__lp_send(lp, kb__pe_lp(s->ps->pe, KB_ENG_CPU), s->ps->m->lat_pe, &ev);
+	s->done_ev.w[0] = p->cmd->id;
+	rc = kb__lp_send(lp, s->lp0 + KB_ENG_CPU, s->lat, &s->done_ev);
 	kb__cmd_free(p->cmd);
 	kb__plan_recycle(p, &s->pool);
 	return rc;
@@ -137,7 +150,7 @@ static int next_phase(kb_lp *lp, kb_sched *s, kb_plan *p)
 		n = p->phase == KB_PH_LOOP ? p->n_steps : p->n_post;
 		p->fed = p->retired = 0;
 		if (n)
-			return feed(lp, p);
+			return feed(lp, s, p);
 	}
 }
 
@@ -165,7 +178,7 @@ static int start_plan(kb_lp *lp, kb_sched *s, kb_plan *p, kb_hazard_sig sig)
 		p->phase = KB_PH_PRE;
 		return next_phase(lp, s, p);
 	}
-	return feed(lp, p);
+	return feed(lp, s, p);
 }
 
 static queued *q_at(kb_sched *s, size_t i)
@@ -314,7 +327,7 @@ static __attribute__((noinline)) int step_done(kb_lp *lp, kb_sched *s, const kb_
 	}
 	n = ph == KB_PH_PRE ? p->n_pre : ph == KB_PH_POST ? p->n_post : p->n_steps;
 	if (p->retired < n)
-		return ph == KB_PH_LOOP ? feed(lp, p) : KB_OK;
+		return ph == KB_PH_LOOP ? feed(lp, s, p) : KB_OK;
 
 	size_t n_fl = s->n_fl;
 	int rc = next_phase(lp, s, p);
@@ -374,6 +387,10 @@ static int sched_init(void *st, void *arg)
 
 	s->ps = ((const kb_pe_lp_arg *)arg)->ps;
 	s->rw_aware = s->ps->m->tp->scheduler.policy == KB_SCHED_RW_AWARE;
+	s->lp0 = kb__pe_lp(s->ps->pe, 0);
+	s->lat = s->ps->m->lat_pe;
+	s->stage_ev.type = KB_EV_STAGE;
+	s->done_ev.type = KB_EV_CMD_DONE;
 	return KB_OK;
 }
 
