@@ -687,17 +687,27 @@ static inline char *put_times8(char *p, uint32_t t0, uint32_t t1)
  * share their prefix with its last one: the lane keeps that prefix's
  * digits (pre_*), and a record in it pays two subtractions for it, not a
  * division and the prefix's digits (issue 13). */
+static inline __attribute__((always_inline)) char *put_times_in(char *p, const kb_oplog_lane *lane,
+							       uint64_t lo0, uint64_t lo1);
+
+/* Whether t0 and t1 are in the lane's prefix (lo1 < 10^8, and t0 from
+ * the same multiple up to t1: lo0 wraps past lo1 below it), where one
+ * was set; their chunks below it in *lo0 and *lo1. */
+static inline int times_in(const kb_oplog_lane *lane, uint64_t t0, uint64_t t1, uint64_t *lo0, uint64_t *lo1)
+{
+	*lo1 = t1 - lane->pre_base;
+	*lo0 = t0 - lane->pre_base;
+	return *lo1 < E8 && *lo0 <= *lo1 && lane->pre_len;
+}
+
 static inline __attribute__((always_inline)) char *put_times(char *p, const char *end, kb_oplog_lane *lane,
 							    uint64_t t0, uint64_t t1)
 {
-	uint64_t lo1 = t1 - lane->pre_base, lo0 = t0 - lane->pre_base;
+	uint64_t lo1, lo0;
 	uint32_t pre;
 	size_t h;
-	char *q;
 
-	/* In the lane's prefix (lo1 < 10^8, and t0 from the same multiple
-	 * up to t1: lo0 wraps past lo1 below it), where one was set. */
-	if (!(lo1 < E8 && lo0 <= lo1 && lane->pre_len)) {
+	if (!times_in(lane, t0, t1, &lo0, &lo1)) {
 		uint64_t hi = t1 / E8;
 
 		if (hi < 1 && t0 <= t1)
@@ -730,9 +740,18 @@ static inline __attribute__((always_inline)) char *put_times(char *p, const char
 		lo1 = t1 - lane->pre_base;
 		lo0 = t0 - lane->pre_base;
 	}
-	pre = lane->pre_text;
-	h = lane->pre_len;
-	q = p + h;
+	return put_times_in(p, lane, lo0, lo1);
+}
+
+/* The times in the lane's prefix (times_in): the prefix and two chunks
+ * of eight digits. */
+static inline __attribute__((always_inline)) char *put_times_in(char *p, const kb_oplog_lane *lane,
+							       uint64_t lo0, uint64_t lo1)
+{
+	uint32_t pre = lane->pre_text;
+	size_t h = lane->pre_len;
+	char *q = p + h;
+
 	p[0] = (char)pre;
 	p[1] = (char)(pre >> 8);
 	p[2] = (char)(pre >> 16);
@@ -985,19 +1004,51 @@ static inline __attribute__((always_inline)) int format_record(kb_oplog_lane *la
  * past it. */
 #define MAX_RECORD 1024
 
-/* A record's fields kept for the trace or the callback: out of line, as
- * most runs keep none (issue 13). */
-static __attribute__((noinline)) void keep_rec(lane_buf *b, const kb_oplog_record *rec)
+/* The fields of b's record i kept for the trace or the callback: out of
+ * line, as most runs keep none (issue 13); KB_OK, so that emit ends in
+ * it. */
+static __attribute__((noinline)) int keep_rec(lane_buf *b, size_t i, const kb_oplog_record *rec)
 {
-	b->rec[b->n] = *rec;
-	b->rec[b->n].json = NULL;
+	b->rec[i] = *rec;
+	b->rec[i].json = NULL;
+	return KB_OK;
 }
 
-/* kb__oplog_emit and kb__oplog_emit_stage: one of fields and st, kind
- * the record's kind of form (a constant where the caller knows it). */
-static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const kb_oplog_record *rec,
-						      const kb_oplog_field *fields, int n_fields,
-						      const kb_oplog_stage *st, int kind)
+/* The shared lane takes a record of lane order key / 2 ending at t1
+ * when it sorts after the lane's last record (key: the shared one's,
+ * order times two). While the shared lane holds none its last is (0, 0)
+ * (shared_empty), which every record passes: one test, not three. */
+static inline int shared_takes(const kb_oplog_lane *sh, kb_time t1, uint32_t key)
+{
+	return sh->last_t1 < t1 || (sh->last_t1 == t1 && sh->last_key <= key);
+}
+
+/* The shared lane's cur was emptied (consumed or sealed): it takes any
+ * record next. */
+static inline void shared_empty(kb_oplog_lane *l)
+{
+	l->last_t1 = 0;
+	l->last_key = 0;
+}
+
+/* A record goes into the shared lane (key: its key there): its order
+ * noted, and a piece of the serial run's pending hash taken. */
+static inline __attribute__((always_inline)) void shared_took(kb_oplog_lane *sh, kb_time t1, uint32_t key)
+{
+	sh->last_t1 = t1;
+	sh->last_key = key;
+	if (sh->pend->left)
+		kb__sha256_piece(sh->pend);
+}
+
+/* kb__oplog_emit and kb__oplog_emit_stage, every case: one of fields and
+ * st, kind the record's kind of form. Out of line: emit below comes
+ * here for what is rare (no forms yet, a new form, a tail not kept, a
+ * full buffer, a prefix to set) and redoes the record
+ * from the start (what emit changed before is redone the same). */
+static __attribute__((noinline)) int emit_slow(kb_oplog_lane *lane, const kb_oplog_record *rec,
+					       const kb_oplog_field *fields, int n_fields,
+					       const kb_oplog_stage *st, int kind)
 {
 	lane_buf *b = &lane->cur;
 	uint32_t key = lane->order << 1 | 1;
@@ -1006,24 +1057,12 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 
 	/* In order after the shared lane's last record, and none of this
 	 * lane's own waiting (so of one lane's records, those in the shared
-	 * lane come first, as their key says): into the shared lane. */
-	if (lane->shared && b->n == b->head) {
-		kb_oplog_lane *sh = lane->shared;
-
-		if (sh->cur.n == sh->cur.head || sh->last_t1 < rec->t1_ps ||
-		    (sh->last_t1 == rec->t1_ps && sh->last_key <= key - 1)) {
-			/* Its last record's order and a piece of the hash
-			 * taken here, before the formatting, where sh is
-			 * at hand (after it, sh was loaded again and the
-			 * key tested: issue 13). A record that then fails
-			 * (no memory) fails the run. */
-			b = &sh->cur;
-			key--;
-			sh->last_t1 = rec->t1_ps;
-			sh->last_key = key;
-			if (sh->pend->left)
-				kb__sha256_piece(sh->pend);
-		}
+	 * lane come first, as their key says): into the shared lane. A
+	 * record that then fails (no memory) fails the run. */
+	if (lane->shared && b->n == b->head && shared_takes(lane->shared, rec->t1_ps, key - 1)) {
+		b = &lane->shared->cur;
+		key--;
+		shared_took(lane->shared, rec->t1_ps, key);
 	}
 
 	/* Room for the longest record, then it is formatted in place. */
@@ -1033,13 +1072,78 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 		return KB_ENOMEM;
 	}
 	if (lane->keep_fields)
-		keep_rec(b, rec);
+		keep_rec(b, b->n, rec);
 	e = &b->ent[b->n++];
 	e->t1 = rec->t1_ps;
 	e->text_off = b->text_n;
 	e->text_len = (uint32_t)n;
 	e->key = key;
 	b->text_n += (size_t)n;
+	return KB_OK;
+}
+
+/* The common record: a lane with forms of its kind and no fields to keep,
+ * room in the buffer, and a form with its tail for the record: the
+ * times, the form's middle, the cmd and the form's tail. No call but the
+ * hash's piece at the end (and emit_slow, where it ends), so no value
+ * lives across a call: no saved registers, no stack frame, the form's
+ * key in registers (the general path, with format_new and put_tail
+ * inside, paid ~30 instructions a record for them: issue 13). */
+static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const kb_oplog_record *rec,
+						      const kb_oplog_field *fields, int n_fields,
+						      const kb_oplog_stage *st, int kind)
+{
+	form_set *forms = lane->forms[kind];
+	lane_buf *b = &lane->cur;
+	uint64_t k[3], lo0, lo1, cmd, t0, t1;
+	rec_form *f;
+	int in;
+	char *buf, *p;
+	lane_entry *e;
+	int n;
+
+	/* The form first: what the record needs of fields or st is read
+	 * here, and then only the times and the cmd are left to it. */
+	if (__builtin_expect(!forms, 0))
+		return emit_slow(lane, rec, fields, n_fields, st, kind);
+	form_key(k, rec, fields, n_fields, st, kind);
+	f = forms[((uint64_t)(uintptr_t)rec->op + k[0] + 3 * k[1] + k[2]) * UINT64_C(0x9e3779b97f4a7c15) >> 60];
+	if (!form_is(f, rec, k) && !form_is(++f, rec, k))
+		return emit_slow(lane, rec, fields, n_fields, st, kind);
+	if (__builtin_expect(!f->tail_len, 0))
+		return emit_slow(lane, rec, fields, n_fields, st, kind);
+	if (lane->shared && b->n == b->head && shared_takes(lane->shared, rec->t1_ps, lane->order << 1))
+		b = &lane->shared->cur;
+	if (__builtin_expect(b->n == b->cap || b->text_n + MAX_RECORD + 2 > b->text_cap, 0))
+		return emit_slow(lane, rec, fields, n_fields, st, kind);
+	/* The times in the lane's prefix, or both under 10^8 (a run's
+	 * first 100 us); a new prefix is set where they are formatted. */
+	cmd = rec->cmd;
+	t0 = rec->t0_ps;
+	t1 = rec->t1_ps;
+	in = times_in(lane, t0, t1, &lo0, &lo1);
+	if (__builtin_expect((!in && !(t1 < E8 && t0 <= t1)) || cmd >= E8, 0))
+		return emit_slow(lane, rec, fields, n_fields, st, kind);
+	buf = b->text + b->text_n;
+	memcpy(buf, "{\"t0\":", 6);
+	p = in ? put_times_in(buf + 6, lane, lo0, lo1) : put_times8(buf + 6, (uint32_t)t0, (uint32_t)t1);
+	memcpy(p, f->mid, FORM_MID);
+	p = put_cmd(p + f->mid_len, buf + MAX_RECORD + 1, lane, cmd, 1);
+	memcpy(p, f->tail, FORM_TAIL);
+	n = (int)(p + f->tail_len - buf);
+	e = &b->ent[b->n++];
+	e->t1 = t1;
+	e->text_off = b->text_n;
+	e->text_len = (uint32_t)n;
+	b->text_n += (size_t)n;
+	if (b == &lane->cur) {
+		e->key = lane->order << 1 | 1;
+	} else {
+		e->key = lane->order << 1;
+		shared_took(lane->shared, t1, lane->order << 1);
+	}
+	if (__builtin_expect(lane->keep_fields, 0))
+		return keep_rec(b, b->n - 1, rec);
 	return KB_OK;
 }
 
@@ -1474,6 +1578,8 @@ static void consume(kb_oplog *log, int ready, kb_time bound)
 
 		b->head = bound == KB_TIME_INF ? b->n : lower_bound(b, b->head, bound);
 		buf_compact(b);
+		if (!ready && !b->n && log->lanes[log->active[k]] == log->shared)
+			shared_empty(log->shared);
 	}
 	log->n_active = 0;
 }
@@ -1713,6 +1819,8 @@ int kb__oplog_seal(kb_oplog *log)
 
 			l->ready = l->cur;
 			l->cur = t;
+			if (l == log->shared)
+				shared_empty(l);
 		}
 	}
 	n = plan_slices(log, 1, KB_TIME_INF);
