@@ -285,7 +285,7 @@ static void cost_compute(const kb_plan *p, kb_phase ph, uint64_t step, const kb_
  * into p->cost. */
 static int cost_all(kb_plan *p)
 {
-	kb_cost_block *b = malloc(sizeof(*b));
+	kb_cost_block *b = aligned_alloc(64, sizeof(*b));   /* a multiple of 64 (c's alignment) */
 
 	if (!b)
 		return -1;

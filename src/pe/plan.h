@@ -179,7 +179,9 @@ typedef struct kb_cost_block {
 	 * last first: the count a plan takes and the stages every plan reads
 	 * share a line. */
 	kb_stage_ref st[KB_PLAN_COSTS];
-	kb_stage_cost c[KB_PLAN_COSTS];
+	/* on a line of its own (the block is 64-byte aligned): a one-stage
+	 * step's cost is then one line, not two */
+	_Alignas(64) kb_stage_cost c[KB_PLAN_COSTS];
 } kb_cost_block;
 
 #define KB_PLAN_PRE_AT KB_PLAN_MAX_STAGES
