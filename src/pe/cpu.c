@@ -44,6 +44,10 @@ typedef struct kb_cpu {
 	const char *kind_name[KB_CMD_KIND_COUNT];
 	uint32_t sched_lp;
 	kb_time lat;
+	kb_pe_figures *fig;      /* the PE's */
+	/* The CMD message to PE_SCHEDULER, its type filled at init: a
+	 * dispatch sets only the command (none built on the stack). */
+	kb_event cmd_ev;
 } kb_cpu;
 
 #define PEEK_MAX 64
@@ -247,9 +251,9 @@ static __attribute__((noinline)) int dispatched(kb_lp *lp, kb_cpu *c)
 		if (rc)
 			return kb__lp_fail(lp, rc, "cannot buffer an op_log record");
 	}
-	c->ps->fig.commands++;
-	c->ps->fig.dispatch_ps += now - c->dispatch_t0;
-	c->ps->fig.busy_ps[KB_ENG_CPU] += now - c->dispatch_t0;
+	c->fig->commands++;
+	c->fig->dispatch_ps += now - c->dispatch_t0;
+	c->fig->busy_ps[KB_ENG_CPU] += now - c->dispatch_t0;
 	c->cur = NULL;
 	c->state = CPU_IDLE;
 	if (cmd->kind == KB_CMD_CPU) {
@@ -259,8 +263,6 @@ static __attribute__((noinline)) int dispatched(kb_lp *lp, kb_cpu *c)
 		if (rc)
 			return kb__lp_fail(lp, KB_ENOMEM, "out of memory");
 	} else {
-		kb_event ev = { .type = KB_EV_CMD, .w = { (uint64_t)(uintptr_t)cmd } };
-
 		if (cmd->kind == KB_CMD_SEND) {
 			if (c->n_sends == c->cap_sends) {
 				uint64_t *s = kb__grow(c->sends, &c->cap_sends, sizeof(*s), 8);
@@ -272,7 +274,8 @@ static __attribute__((noinline)) int dispatched(kb_lp *lp, kb_cpu *c)
 			c->sends[c->n_sends++] = cmd->id;
 		}
 		c->outstanding++;
-		rc = kb__lp_send(lp, c->sched_lp, c->lat, &ev);
+		c->cmd_ev.w[0] = (uint64_t)(uintptr_t)cmd;
+		rc = kb__lp_send(lp, c->sched_lp, c->lat, &c->cmd_ev);
 		if (rc)
 			return rc;
 	}
@@ -407,6 +410,8 @@ static int cpu_init(void *st, void *arg)
 		c->kind_name[k] = kb__cmd_kind_name(k);
 	c->sched_lp = kb__pe_lp(c->ps->pe, KB_ENG_SCHED);
 	c->lat = c->ps->m->lat_pe;
+	c->fig = &c->ps->fig;
+	c->cmd_ev.type = KB_EV_CMD;
 	c->rec = (kb_oplog_record){ 0, 0, c->ps->pe, kb__eng_names[KB_ENG_CPU], "dispatch", 0, NULL, 0, -1,
 				    NULL, 0, sizeof(kb_oplog_record) };
 	return KB_OK;

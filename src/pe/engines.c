@@ -208,23 +208,31 @@ static __attribute__((noinline)) int finish(kb_lp *lp, kb_engine *e, chan *c)
 	return start(lp, e, c);
 }
 
-/* A STAGE message for a busy channel c waits in its ring, which doubles
- * when full. */
+static int stage_wait(kb_lp *lp, chan *c, const kb_event *ev);
+
+/* stage_wait on a full ring: doubles it first (out of line: it seldom
+ * grows, and its call would give every wait a stack frame). */
+static __attribute__((noinline)) int stage_wait_grow(kb_lp *lp, chan *c, const kb_event *ev)
+{
+	uint32_t cap = 2 * (c->mask + 1);
+	stage_msg *q = aligned_alloc(64, cap * sizeof(*q));
+
+	if (!q)
+		return kb__lp_fail(lp, KB_ENOMEM, "out of memory queueing a stage");
+	for (uint32_t i = 0; i < c->n; i++)
+		q[i] = c->q[(c->head + i) & c->mask];
+	free(c->q);
+	c->q = q;
+	c->head = 0;
+	c->mask = cap - 1;
+	return stage_wait(lp, c, ev);
+}
+
+/* A STAGE message for a busy channel c waits in its ring. */
 static __attribute__((noinline)) int stage_wait(kb_lp *lp, chan *c, const kb_event *ev)
 {
-	if (__builtin_expect(c->n > c->mask, 0)) {
-		uint32_t cap = 2 * (c->mask + 1);
-		stage_msg *q = aligned_alloc(64, cap * sizeof(*q));
-
-		if (!q)
-			return kb__lp_fail(lp, KB_ENOMEM, "out of memory queueing a stage");
-		for (uint32_t i = 0; i < c->n; i++)
-			q[i] = c->q[(c->head + i) & c->mask];
-		free(c->q);
-		c->q = q;
-		c->head = 0;
-		c->mask = cap - 1;
-	}
+	if (__builtin_expect(c->n > c->mask, 0))
+		return stage_wait_grow(lp, c, ev);
 	c->q[(c->head + c->n++) & c->mask] = (stage_msg){
 		(kb_plan *)(uintptr_t)ev->w[0], (const kb_stage_ref *)(uintptr_t)ev->w[2], ev->w[1],
 		ev->aux, (uint8_t)ev->w[3], (uint8_t)ev->w[4], (uint8_t)ev->w[5]
