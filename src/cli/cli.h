@@ -95,6 +95,15 @@ void cli_json_string(FILE *f, const char *s);
 /* Monotonic seconds. */
 double cli_now(void);
 
+/* ---- the command's own files (beside.c) ---------------------------------- */
+
+/* Writes to out the path of name in the running command's folder; 1 when
+ * that file exists, else 0. */
+int cli_beside_exe(const char *name, char *out, size_t len);
+/* Before plugins load: makes libkernbench.so, which they link, loadable in
+ * a command that has the library linked in (a no-op otherwise). */
+void cli_host_plugins(void);
+
 /*
  * A progress line on standard error, only when it is a terminal (never in
  * pipes or files): shown again at most four times a second, erased ("\r",

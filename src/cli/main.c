@@ -32,11 +32,14 @@ kb_registry *cli_registry;
  */
 static int load_registry(const char *const *plugins, size_t n)
 {
+	const char *path = getenv("KERNBENCH_PLUGIN_PATH");
 	kb_error err;
 	int rc = kb_registry_create(&cli_registry, NULL, &err);
 
+	if (!rc && (n > 0 || (path && *path)))
+		cli_host_plugins();
 	if (!rc)
-		rc = kb_registry_load_path(cli_registry, getenv("KERNBENCH_PLUGIN_PATH"), &err);
+		rc = kb_registry_load_path(cli_registry, path, &err);
 	for (size_t i = 0; !rc && i < n; i++)
 		rc = kb_registry_load_plugin(cli_registry, plugins[i], &err);
 	return rc ? cli_kb_error(&err, rc) : CLI_OK;

@@ -5,16 +5,16 @@
  * call to it. Otherwise, and in a build without MPI, the sweep is one
  * plain process: the calls below answer for a NULL context.
  *
- * The module is looked for beside the running executable first (in the
- * build tree: .libs/kernbench and .libs/kernbench-mpi.so), then where
- * `make install` puts it (KB_MPI_MODULE, pkglibdir).
+ * The module is looked for beside the running executable first, then in
+ * .libs/ beside it (the build tree, where libtool leaves the module and a
+ * command with the library linked in is ./kernbench), then where `make
+ * install` puts it (KB_MPI_MODULE, pkglibdir).
  */
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/mpi_ops.h"
@@ -62,24 +62,14 @@ static void *open_module(const char *path, char *why, size_t n)
 
 static int load_module(void)
 {
-	char exe[PATH_MAX], beside[PATH_MAX + sizeof(MODULE_NAME)], why[512] = "";
+	char beside[PATH_MAX + sizeof(".libs/" MODULE_NAME)], why[512] = "";
 	const cli_mpi_ops *ops;
 	void *h = NULL;
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	const char *path = KB_MPI_MODULE;
 
-	if (n > 0) {
-		char *slash;
-
-		exe[n] = '\0';
-		slash = strrchr(exe, '/');
-		if (slash) {
-			slash[1] = '\0';
-			snprintf(beside, sizeof(beside), "%s%s", exe, MODULE_NAME);
-			if (access(beside, F_OK) == 0)
-				path = beside;
-		}
-	}
+	if (cli_beside_exe(MODULE_NAME, beside, sizeof(beside)) ||
+	    cli_beside_exe(".libs/" MODULE_NAME, beside, sizeof(beside)))
+		path = beside;
 	h = open_module(path, why, sizeof(why));
 	if (!h)
 		return cli_error("sweep: started by an MPI launcher (or KERNBENCH_MPI=1), but the "

@@ -35,6 +35,17 @@ KERNBENCH_PLUGIN_PATH=":$PLUGIN:" "$KB" list >"$TMP/l2" && grep -q '^splitk_gemm
 # The same file from both places is loaded once, not a duplicate.
 KERNBENCH_PLUGIN_PATH=$PLUGIN "$KB" --plugin "$PLUGIN" list >/dev/null 2>"$TMP/err" ||
 	fail "the same plugin twice: exit $? ($(cat "$TMP/err"))"
+# A command with the library linked in (--enable-static-cli) exports the
+# kb_ API, and the plugin's kb_ calls go to the command's copy, never to the
+# libkernbench.so the plugin links (which has its own registry and
+# thread-locals). glibc's LD_DEBUG says where each symbol was bound.
+if [ "${KB_STATIC_CLI:-}" = yes ]; then
+	LD_DEBUG=bindings "$KB" --plugin "$PLUGIN" run splitk_gemm --param M=16 --param N=16 \
+		--param K=128 --param splits=4 >/dev/null 2>"$TMP/bind" || fail "run with LD_DEBUG exited $?"
+	grep "libsplitk.so.* to .*: normal symbol \`kb_" "$TMP/bind" >"$TMP/bind_kb"
+	[ -s "$TMP/bind_kb" ] || fail "LD_DEBUG=bindings shows no kb_ binding of the plugin"
+	grep "to [^ ]*libkernbench\.so" "$TMP/bind_kb" && fail "the plugin's kb_ calls bind to libkernbench.so, not the command"
+fi
 
 # ---- run: figures, determinism, data parity -----------------------------
 small=(--param M=16 --param N=16 --param K=128 --param splits=4)
