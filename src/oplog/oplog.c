@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <sched.h>
 #include <string.h>
@@ -53,7 +54,6 @@ typedef struct lane_buf {
  * and tail whole after one lookup, where the middle had a lookup of its
  * own and the tail was formatted field by field (issue 13). A form whose tail is not kept
  * (fields, a long operand: tail_len 0) still gives the middle. */
-#define FORM_SETS 16     /* of two forms each (the top 4 bits of a hash) */
 #define FORM_MID 64
 #define FORM_TAIL 48
 typedef struct rec_form {
@@ -63,20 +63,35 @@ typedef struct rec_form {
 	uint8_t mid_len, tail_len;
 	char mid[FORM_MID];
 	char tail[FORM_TAIL];
-} rec_form;
+} __attribute__((aligned(64))) rec_form;   /* three whole lines, the key in the first */
 
 /* A lane's forms for each kind of record, whose keys mean different
  * things: kb__oplog_emit's without fields, with fields, and
- * kb__oplog_emit_stage's (FORM_KINDS), FORM_SETS sets of two each,
- * allocated at the lane's first record of that kind (a lane mostly writes
- * one kind: ~5 KB a lane, not 15). An optimisation: without memory for
- * them, every record is formatted whole. */
+ * kb__oplog_emit_stage's (FORM_KINDS), allocated at the lane's first
+ * records of that kind (a lane mostly writes one kind). The forms lie in
+ * the order they came, found through an index of FORM_SLOTS bytes by
+ * open addressing (at most half full): a form once kept stays until
+ * FORM_MAX are (then the lane starts again), where sets of two by a
+ * hash of op's address evicted forms that met a third in their set, so
+ * that ~4 in 10 decode runs (by where the loader put the library) formatted
+ * 10% of their records whole (issue 13). An optimisation: without memory
+ * for them, every record is formatted whole. */
 enum { FORM_PLAIN, FORM_FIELDS, FORM_STAGE, FORM_KINDS };
-typedef rec_form form_set[2];
+#define FORM_MAX 32
+#define FORM_SLOTS 64
+typedef struct form_tab {
+	uint8_t slot[FORM_SLOTS];   /* a form's index in f; 0: free */
+	uint32_t n;                 /* forms in f after f[0] */
+	/* f[0] is no form (its op is form_none): a free slot leads to a
+	 * form that matches no record, with no test of its own. */
+	rec_form f[1 + FORM_MAX];
+} form_tab;
+
+static const char form_none[] = "";
 
 /* A lane's records formatted whole before its forms are made: a short
- * run never pays for them (5 KB zeroed a lane and kind: page faults,
- * issue 13), a long one barely notices. */
+ * run never pays for them (6 KB a lane and kind: page faults, issue
+ * 13), a long one barely notices. */
 #define FORM_CACHE_AFTER 32
 
 /* A serial run's flushed bytes that the hash has not taken yet (issue
@@ -95,7 +110,7 @@ struct kb_oplog_lane {
 	/* The log's shared lane once every record comes from one thread in
 	 * order (kb__oplog_serial), else NULL. */
 	kb_oplog_lane *shared;
-	form_set *forms[FORM_KINDS]; /* FORM_SETS each, or NULL */
+	form_tab *forms[FORM_KINDS]; /* or NULL */
 	uint32_t uncached;       /* records formatted before the forms (FORM_CACHE_AFTER) */
 	/* The time prefix of the lane's last record (put_times): its value
 	 * times 10^8 and its one to four digits, the first in the lowest
@@ -901,6 +916,16 @@ static inline void form_key(uint64_t k[3], const kb_oplog_record *r, const kb_op
 	}
 }
 
+/* A record's first slot in its lane's index of forms. op's address
+ * within its page: the same wherever the loader puts the string's
+ * library, so a run's forms meet the same collisions every time. */
+static inline unsigned form_slot(const kb_oplog_record *r, const uint64_t k[3])
+{
+	uint64_t x = ((uint64_t)(uintptr_t)r->op & 0xfff) + k[0] + 3 * k[1] + k[2];
+
+	return (unsigned)(x * UINT64_C(0x9e3779b97f4a7c15) >> 58);   /* FORM_SLOTS */
+}
+
 static inline int form_is(const rec_form *f, const kb_oplog_record *r, const uint64_t k[3])
 {
 	return f->op == r->op && f->eng == r->eng && f->pe == r->pe && f->key[0] == k[0] &&
@@ -962,8 +987,10 @@ static inline __attribute__((always_inline)) int format_record(kb_oplog_lane *la
 	const char *end = buf + len;
 	char *p = buf + 6;
 	rec_form *f = NULL;
-	form_set **forms = lane->forms;
+	form_tab *tab = lane->forms[kind];
 	uint64_t k[3];
+	unsigned h = 0, s;
+	int n;
 
 	/* The head (HEAD_ROOM), the cmd (FMT_U64_ROOM) and a form's tail
 	 * copied whole fit in emit's buffer (len is a constant there): they
@@ -973,12 +1000,11 @@ static inline __attribute__((always_inline)) int format_record(kb_oplog_lane *la
 	memcpy(buf, "{\"t0\":", 6);
 	p = put_times(p, end, lane, r->t0_ps, r->t1_ps);
 	form_key(k, r, fields, n_fields, st, kind);
-	if (forms[kind]) {
-		uint64_t x = (uint64_t)(uintptr_t)r->op + k[0] + 3 * k[1] + k[2];
-		rec_form *set = forms[kind][x * UINT64_C(0x9e3779b97f4a7c15) >> 60];
-
-		f = form_is(&set[0], r, k) ? &set[0] : &set[1];
-		if (f == &set[0] || form_is(f, r, k)) {
+	if (tab) {
+		for (h = form_slot(r, k); (s = tab->slot[h]) != 0; h = (h + 1) % FORM_SLOTS) {
+			f = &tab->f[s];
+			if (!form_is(f, r, k))
+				continue;
 			memcpy(p, f->mid, FORM_MID);
 			p = put_cmd(p + f->mid_len, end, lane, r->cmd, 1);
 			if (f->tail_len) {
@@ -988,16 +1014,24 @@ static inline __attribute__((always_inline)) int format_record(kb_oplog_lane *la
 			p = put_tail(p, end, r, fields, n_fields, st);
 			return p ? (int)(p - buf) : -1;
 		}
-		/* A new form goes first, the first second (and the second
-		 * out): two forms that share a set with an older one and come
-		 * in turns keep their places. */
-		if (set[0].op)
-			set[1] = set[0];
-		f = &set[0];
-	} else if (++lane->uncached > FORM_CACHE_AFTER) {
-		forms[kind] = calloc(FORM_SETS, sizeof(form_set));
+		if (tab->n == FORM_MAX) {   /* full: start again */
+			memset(tab->slot, 0, sizeof(tab->slot));
+			tab->n = 0;
+			h = form_slot(r, k);
+		}
+		f = &tab->f[1 + tab->n];
+		f->op = NULL;   /* a form once format_new has made it whole */
+	} else if (++lane->uncached > FORM_CACHE_AFTER &&
+		   (tab = aligned_alloc(_Alignof(form_tab), sizeof(form_tab))) != NULL) {
+		/* the forms are written before they are read */
+		memset(tab, 0, offsetof(form_tab, f[1]));
+		tab->f[0].op = form_none;
+		lane->forms[kind] = tab;
 	}
-	return format_new(lane, f, buf, p, end, r, fields, n_fields, st, k);
+	n = format_new(lane, f, buf, p, end, r, fields, n_fields, st, k);
+	if (f && f->op)
+		tab->slot[h] = (uint8_t)++tab->n;
+	return n;
 }
 
 /* The longest record (without its newline): formatting stops (an error)
@@ -1093,23 +1127,30 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 						      const kb_oplog_field *fields, int n_fields,
 						      const kb_oplog_stage *st, int kind)
 {
-	form_set *forms = lane->forms[kind];
+	form_tab *tab = lane->forms[kind];
 	lane_buf *b = &lane->cur;
 	uint64_t k[3], lo0, lo1, cmd, t0, t1;
 	rec_form *f;
+	unsigned h;
 	int in;
 	char *buf, *p;
 	lane_entry *e;
 	int n;
 
 	/* The form first: what the record needs of fields or st is read
-	 * here, and then only the times and the cmd are left to it. */
-	if (__builtin_expect(!forms, 0))
+	 * here, and then only the times and the cmd are left to it. Two
+	 * slots of the index are looked at; a form further on (rare: the
+	 * index is at most half full) is found by emit_slow. */
+	if (__builtin_expect(!tab, 0))
 		return emit_slow(lane, rec, fields, n_fields, st, kind);
 	form_key(k, rec, fields, n_fields, st, kind);
-	f = forms[((uint64_t)(uintptr_t)rec->op + k[0] + 3 * k[1] + k[2]) * UINT64_C(0x9e3779b97f4a7c15) >> 60];
-	if (!form_is(f, rec, k) && !form_is(++f, rec, k))
-		return emit_slow(lane, rec, fields, n_fields, st, kind);
+	h = form_slot(rec, k);
+	f = &tab->f[tab->slot[h]];
+	if (!form_is(f, rec, k)) {
+		f = &tab->f[tab->slot[(h + 1) % FORM_SLOTS]];
+		if (!form_is(f, rec, k))
+			return emit_slow(lane, rec, fields, n_fields, st, kind);
+	}
 	if (__builtin_expect(!f->tail_len, 0))
 		return emit_slow(lane, rec, fields, n_fields, st, kind);
 	if (lane->shared && b->n == b->head && shared_takes(lane->shared, rec->t1_ps, lane->order << 1))
