@@ -534,7 +534,7 @@ int kb__lp_self(kb_lp *lp, kb_time delay, const kb_event *ev)
 	 * wrap, and it passes KB_TIME_MAX just when kb__time_add refuses. */
 	if (__builtin_expect((t | delay) > KB_TIME_MAX, 0))
 		return self_far(lp, delay);
-	return ev_put(lp, lp->worker, t, (uint64_t)lp->id << 32 | lp->id, lp->seq++, ev);
+	return ev_put(lp, lp->worker, t, lp->self_pair, lp->seq++, ev);
 }
 
 /* A send that kb__lp_send's shortcut does not take: it looks at the
@@ -861,6 +861,7 @@ uint32_t kb__sim_add_lp(kb_sim *sim, const kb_lp_type *type, void *arg, uint32_t
 	memset(lp, 0, sizeof(*lp));
 	__cds_wfcq_init(&lp->inbox_head, &lp->inbox_tail);
 	lp->id = (uint32_t)sim->n_lps;
+	lp->self_pair = (uint64_t)lp->id << 32 | lp->id;
 	lp->pe = pe;
 	lp->cluster = cluster;
 	lp->type = type;

@@ -76,18 +76,20 @@ struct __attribute__((aligned(64))) kb_lp {
 	int (*event)(kb_lp *lp, const kb_event *ev); /* type->event */
 	kb_worker *worker;
 	uint64_t seq;
-	kb_sim *sim;
+	uint64_t self_pair;      /* id << 32 | id: a self event's (dst, src) */
 	/* The inbox on lines of its own: other threads write here. */
 	struct __cds_wfcq_head inbox_head __attribute__((aligned(64)));
 	struct cds_wfcq_tail inbox_tail __attribute__((aligned(64)));
+	/* What only errors and sends that leave the shortcut read. */
 	const kb_lp_type *type __attribute__((aligned(64)));
+	kb_sim *sim;
 	uint32_t pe, cluster;
 };
 
 _Static_assert(offsetof(struct kb_lp, now) == offsetof(kb_lp_head, now) &&
 	       offsetof(struct kb_lp, state) == offsetof(kb_lp_head, state) &&
 	       offsetof(struct kb_lp, id) == offsetof(kb_lp_head, id) &&
-	       offsetof(struct kb_lp, sim) < 64, "kb_lp starts with kb_lp_head, its hot fields on one line");
+	       offsetof(struct kb_lp, self_pair) < 64, "kb_lp starts with kb_lp_head, its hot fields on one line");
 
 /* The states of a worker's next-event registers (kb_worker reg). */
 enum {
