@@ -138,20 +138,24 @@ static int finish_cmd(kb_lp *lp, kb_sched *s, kb_plan *p)
 	return rc;
 }
 
-/* Moves to the next phase with work in it; the command ends after POST. */
+/* Moves to the next phase with work in it; the command ends after POST.
+ * Without a loop over the phases: most of opt3's commands are a loop of
+ * one step and nothing after it, which goes straight to DONE. */
 static int next_phase(kb_lp *lp, kb_sched *s, kb_plan *p)
 {
-	for (;;) {
-		uint64_t n;
+	kb_phase ph = p->phase;
 
-		p->phase = (kb_phase)(p->phase + 1);
-		if (p->phase == KB_PH_DONE)
-			return finish_cmd(lp, s, p);
-		n = p->phase == KB_PH_LOOP ? p->n_steps : p->n_post;
-		p->fed = p->retired = 0;
-		if (n)
-			return feed(lp, s, p);
-	}
+	if (ph == KB_PH_PRE && p->n_steps)
+		ph = KB_PH_LOOP;
+	else if (ph != KB_PH_POST && p->n_post)
+		ph = KB_PH_POST;
+	else
+		ph = KB_PH_DONE;
+	p->phase = ph;
+	if (ph == KB_PH_DONE)
+		return finish_cmd(lp, s, p);
+	p->fed = p->retired = 0;
+	return feed(lp, s, p);
 }
 
 /* Room in s->fl for n_fl + 1 (made before a command is taken, so that
