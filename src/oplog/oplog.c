@@ -52,18 +52,26 @@ typedef struct lane_buf {
  * pe and a tail key (form_key). A run meets few forms (opt3 at 262,144
  * tokens: 33 for 143,367 records), so a record mostly copies its middle
  * and tail whole after one lookup, where the middle had a lookup of its
- * own and the tail was formatted field by field (issue 13). A form whose tail is not kept
- * (fields, a long operand: tail_len 0) still gives the middle. */
-#define FORM_MID 64
-#define FORM_TAIL 48
+ * own and the tail was formatted field by field (issue 13). A form whose
+ * tail is not kept (fields, a long operand: tail_len 0) still gives the
+ * middle.
+ *
+ * Two cache lines, where the forms' reads missed L1 about twice a record
+ * with three (issue 13): the text first, the middle and right after it
+ * the tail, then the key. The middle is copied as its first FORM_MID
+ * bytes (the first line) and the tail as FORM_TAIL bytes from its start
+ * (within both lines: what the copies take past the text is scratch that
+ * the record overwrites), and the lookup reads the key in the second. */
+#define FORM_MID 64      /* the longest middle kept */
+#define FORM_TAIL 48     /* the longest tail kept */
+#define FORM_TEXT 80     /* the middle and the tail together */
 typedef struct rec_form {
+	char text[FORM_TEXT];
+	uint8_t mid_len, tail_len;
+	uint32_t pe;
 	const char *op, *eng;    /* op NULL: empty */
 	uint64_t key[3];         /* form_key */
-	uint32_t pe;
-	uint8_t mid_len, tail_len;
-	char mid[FORM_MID];
-	char tail[FORM_TAIL];
-} __attribute__((aligned(64))) rec_form;   /* three whole lines, the key in the first */
+} __attribute__((aligned(64))) rec_form;
 
 /* A lane's forms for each kind of record, whose keys mean different
  * things: kb__oplog_emit's without fields, with fields, and
@@ -88,6 +96,9 @@ typedef struct form_tab {
 } form_tab;
 
 static const char form_none[] = "";
+
+_Static_assert(sizeof(rec_form) == 128, "a form is two cache lines");
+_Static_assert(FORM_MID + FORM_TAIL <= sizeof(rec_form), "a form's copies stay inside it");
 
 /* A lane's records formatted whole before its forms are made: a short
  * run never pays for them (6 KB a lane and kind: page faults, issue
@@ -952,7 +963,7 @@ static __attribute__((noinline)) int format_new(kb_oplog_lane *lane, rec_form *f
 		return -1;
 	if (f && p - mid <= FORM_MID) {
 		f->op = NULL;   /* not a form until whole */
-		memcpy(f->mid, mid, (size_t)(p - mid));
+		memcpy(f->text, mid, (size_t)(p - mid));
 		f->mid_len = (uint8_t)(p - mid);
 	} else {
 		f = NULL;
@@ -964,8 +975,8 @@ static __attribute__((noinline)) int format_new(kb_oplog_lane *lane, rec_form *f
 		return -1;
 	if (f) {
 		f->tail_len = 0;
-		if (k[2] && p - tail <= FORM_TAIL) {
-			memcpy(f->tail, tail, (size_t)(p - tail));
+		if (k[2] && p - tail <= FORM_TAIL && f->mid_len + (p - tail) <= FORM_TEXT) {
+			memcpy(f->text + f->mid_len, tail, (size_t)(p - tail));
 			f->tail_len = (uint8_t)(p - tail);
 		}
 		memcpy(f->key, k, sizeof(f->key));
@@ -1005,10 +1016,10 @@ static inline __attribute__((always_inline)) int format_record(kb_oplog_lane *la
 			f = &tab->f[s];
 			if (!form_is(f, r, k))
 				continue;
-			memcpy(p, f->mid, FORM_MID);
+			memcpy(p, f->text, FORM_MID);
 			p = put_cmd(p + f->mid_len, end, lane, r->cmd, 1);
 			if (f->tail_len) {
-				memcpy(p, f->tail, FORM_TAIL);
+				memcpy(p, f->text + f->mid_len, FORM_TAIL);
 				return (int)(p + f->tail_len - buf);
 			}
 			p = put_tail(p, end, r, fields, n_fields, st);
@@ -1168,9 +1179,9 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 	buf = b->text + b->text_n;
 	memcpy(buf, "{\"t0\":", 6);
 	p = in ? put_times_in(buf + 6, lane, lo0, lo1) : put_times8(buf + 6, (uint32_t)t0, (uint32_t)t1);
-	memcpy(p, f->mid, FORM_MID);
+	memcpy(p, f->text, FORM_MID);
 	p = put_cmd(p + f->mid_len, buf + MAX_RECORD + 1, lane, cmd, 1);
-	memcpy(p, f->tail, FORM_TAIL);
+	memcpy(p, f->text + f->mid_len, FORM_TAIL);
 	n = (int)(p + f->tail_len - buf);
 	e = &b->ent[b->n++];
 	e->t1 = t1;
