@@ -137,7 +137,8 @@ struct kb_oplog_lane {
 	uint32_t last_key;
 	kb_time last_t1;
 	/* The cmd of this lane's last record and its digits (put_cmd): cmd_n
-	 * of them in cmd_dig, the first in its lowest byte; 0: none yet. */
+	 * of them in cmd_dig, the first in its lowest byte; cmd_last
+	 * UINT64_MAX - 1: none yet. */
 	uint64_t cmd_last, cmd_dig;
 	unsigned cmd_n;
 	oplog_pend *pend;        /* the shared lane's: the log's pend; else NULL */
@@ -360,6 +361,7 @@ kb_oplog_lane *kb__oplog_lane(kb_oplog *log, uint32_t order)
 	if (!lane)
 		return NULL;
 	lane->order = order;
+	lane->cmd_last = UINT64_MAX - 1;   /* no cmd yet (put_cmd) */
 	lane->keep_fields = log->want_recs;
 	lane->shared = log->shared;
 	log->lanes[log->n_lanes++] = lane;
@@ -828,7 +830,11 @@ static inline __attribute__((always_inline)) char *put_cmd(char *p, const char *
 	/* room (a constant): the caller knows p has FMT_U64_ROOM bytes */
 	if ((!room && (!p || end - p < 8)) || cmd >= E8)
 		return put_u64(p, end, cmd);
-	if (d > 1 || !n || (d && (x >> (8 * (n - 1)) & 0xff) == '9')) {
+	/* d 0: the same digits; 1: the last one more where it is not a 9;
+	 * else all eight (so too the lane's first: cmd_last starts two
+	 * below 0, kb__oplog_lane, and a cmd under 10^8 is 2 or more past
+	 * it). */
+	if (d > 1 || (d && (x >> (8 * (n - 1)) & 0xff) == '9')) {
 		uint64_t z = digits8((uint32_t)cmd);
 		unsigned lead = z ? (unsigned)__builtin_ctzll(z) >> 3 : 7;   /* 0 is "0" */
 
