@@ -61,15 +61,18 @@ typedef struct lane_buf {
  * the tail, then the key. The middle is copied as its first FORM_MID
  * bytes (the first line) and the tail as FORM_TAIL bytes from its start
  * (within both lines: what the copies take past the text is scratch that
- * the record overwrites), and the lookup reads the key in the second. */
+ * the record overwrites), and the lookup reads the key in the second.
+ * The eng and pe of a lane's forms are the lane's (form_eng, form_pe:
+ * those of the record that made its first forms; a lane's records all
+ * have them in the model), so that the text has room for decode's
+ * longest pair, 81 bytes (a DMA read with its operand). */
 #define FORM_MID 64      /* the longest middle kept */
 #define FORM_TAIL 48     /* the longest tail kept */
-#define FORM_TEXT 80     /* the middle and the tail together */
+#define FORM_TEXT 92     /* the middle and the tail together */
 typedef struct rec_form {
 	char text[FORM_TEXT];
 	uint8_t mid_len, tail_len;
-	uint32_t pe;
-	const char *op, *eng;    /* op NULL: empty */
+	const char *op;          /* NULL: empty */
 	uint64_t key[3];         /* form_key */
 } __attribute__((aligned(64))) rec_form;
 
@@ -77,25 +80,21 @@ typedef struct rec_form {
  * things: kb__oplog_emit's without fields, with fields, and
  * kb__oplog_emit_stage's (FORM_KINDS), allocated at the lane's first
  * records of that kind (a lane mostly writes one kind). The forms lie in
- * the order they came, found through an index of FORM_SLOTS bytes by
- * open addressing (at most half full): a form once kept stays until
- * FORM_MAX are (then the lane starts again), where sets of two by a
- * hash of op's address evicted forms that met a third in their set, so
- * that ~4 in 10 decode runs (by where the loader put the library) formatted
- * 10% of their records whole (issue 13). An optimisation: without memory
- * for them, every record is formatted whole. */
+ * FORM_SLOTS slots by open addressing (at most half full): a form once
+ * kept stays until FORM_MAX are (then the lane starts again), where sets
+ * of two by a hash of op's address evicted forms that met a third in
+ * their set, so that ~4 in 10 decode runs (by where the loader put the
+ * library) formatted 10% of their records whole (issue 13). A record
+ * looks at its slot and the next (a free one has op NULL); further on,
+ * the slow path looks. An optimisation: without memory for them, every
+ * record is formatted whole. */
 enum { FORM_PLAIN, FORM_FIELDS, FORM_STAGE, FORM_KINDS };
 #define FORM_MAX 32
 #define FORM_SLOTS 64
 typedef struct form_tab {
-	uint8_t slot[FORM_SLOTS];   /* a form's index in f; 0: free */
-	uint32_t n;                 /* forms in f after f[0] */
-	/* f[0] is no form (its op is form_none): a free slot leads to a
-	 * form that matches no record, with no test of its own. */
-	rec_form f[1 + FORM_MAX];
+	rec_form f[FORM_SLOTS];
+	uint32_t n;                 /* forms kept */
 } form_tab;
-
-static const char form_none[] = "";
 
 _Static_assert(sizeof(rec_form) == 128, "a form is two cache lines");
 _Static_assert(FORM_MID + FORM_TAIL <= sizeof(rec_form), "a form's copies stay inside it");
@@ -141,6 +140,10 @@ struct kb_oplog_lane {
 	 * UINT64_MAX - 1: none yet. */
 	uint64_t cmd_last, cmd_dig;
 	unsigned cmd_n;
+	/* The pe and eng of the lane's forms (NULL eng: none yet): a record
+	 * with others is formatted whole. */
+	uint32_t form_pe;
+	const char *form_eng;
 	oplog_pend *pend;        /* the shared lane's: the log's pend; else NULL */
 	lane_buf cur, ready;
 	atomic_int oom;          /* set by the writer, read by the sink */
@@ -943,10 +946,16 @@ static inline unsigned form_slot(const kb_oplog_record *r, const uint64_t k[3])
 	return (unsigned)(x * UINT64_C(0x9e3779b97f4a7c15) >> 58);   /* FORM_SLOTS */
 }
 
+/* Whether f is r's form (r of the lane's form_pe and form_eng). */
 static inline int form_is(const rec_form *f, const kb_oplog_record *r, const uint64_t k[3])
 {
-	return f->op == r->op && f->eng == r->eng && f->pe == r->pe && f->key[0] == k[0] &&
-	       f->key[1] == k[1] && f->key[2] == k[2];
+	return f->op == r->op && f->key[0] == k[0] && f->key[1] == k[1] && f->key[2] == k[2];
+}
+
+/* Whether r may have a form in its lane: the lane's pe and eng. */
+static inline int form_lane(const kb_oplog_lane *lane, const kb_oplog_record *r)
+{
+	return r->eng == lane->form_eng && r->pe == lane->form_pe;
 }
 
 /* `{"t0":` (6), the times (at most 2 * 20 + 6: put_u64's FMT_U64_ROOM
@@ -986,8 +995,6 @@ static __attribute__((noinline)) int format_new(kb_oplog_lane *lane, rec_form *f
 			f->tail_len = (uint8_t)(p - tail);
 		}
 		memcpy(f->key, k, sizeof(f->key));
-		f->pe = r->pe;
-		f->eng = r->eng;
 		f->op = r->op;
 	}
 	return (int)(p - buf);
@@ -1006,7 +1013,7 @@ static inline __attribute__((always_inline)) int format_record(kb_oplog_lane *la
 	rec_form *f = NULL;
 	form_tab *tab = lane->forms[kind];
 	uint64_t k[3];
-	unsigned h = 0, s;
+	unsigned h = 0;
 	int n;
 
 	/* The head (HEAD_ROOM), the cmd (FMT_U64_ROOM) and a form's tail
@@ -1017,9 +1024,11 @@ static inline __attribute__((always_inline)) int format_record(kb_oplog_lane *la
 	memcpy(buf, "{\"t0\":", 6);
 	p = put_times(p, end, lane, r->t0_ps, r->t1_ps);
 	form_key(k, r, fields, n_fields, st, kind);
-	if (tab) {
-		for (h = form_slot(r, k); (s = tab->slot[h]) != 0; h = (h + 1) % FORM_SLOTS) {
-			f = &tab->f[s];
+	if (lane->form_eng && !form_lane(lane, r)) {
+		tab = NULL;   /* no forms for it (and none made) */
+	} else if (tab) {
+		for (h = form_slot(r, k); tab->f[h].op; h = (h + 1) % FORM_SLOTS) {
+			f = &tab->f[h];
 			if (!form_is(f, r, k))
 				continue;
 			memcpy(p, f->text, FORM_MID);
@@ -1032,22 +1041,22 @@ static inline __attribute__((always_inline)) int format_record(kb_oplog_lane *la
 			return p ? (int)(p - buf) : -1;
 		}
 		if (tab->n == FORM_MAX) {   /* full: start again */
-			memset(tab->slot, 0, sizeof(tab->slot));
+			for (unsigned i = 0; i < FORM_SLOTS; i++)
+				tab->f[i].op = NULL;
 			tab->n = 0;
 			h = form_slot(r, k);
 		}
-		f = &tab->f[1 + tab->n];
-		f->op = NULL;   /* a form once format_new has made it whole */
+		f = &tab->f[h];   /* free: a form once format_new has made it whole */
 	} else if (++lane->uncached > FORM_CACHE_AFTER &&
 		   (tab = aligned_alloc(_Alignof(form_tab), sizeof(form_tab))) != NULL) {
-		/* the forms are written before they are read */
-		memset(tab, 0, offsetof(form_tab, f[1]));
-		tab->f[0].op = form_none;
+		memset(tab, 0, sizeof(*tab));
 		lane->forms[kind] = tab;
+		lane->form_pe = r->pe;
+		lane->form_eng = r->eng;
 	}
 	n = format_new(lane, f, buf, p, end, r, fields, n_fields, st, k);
 	if (f && f->op)
-		tab->slot[h] = (uint8_t)++tab->n;
+		tab->n++;
 	return n;
 }
 
@@ -1158,13 +1167,13 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 	 * here, and then only the times and the cmd are left to it. Two
 	 * slots of the index are looked at; a form further on (rare: the
 	 * index is at most half full) is found by emit_slow. */
-	if (__builtin_expect(!tab, 0))
+	if (__builtin_expect(!tab || !form_lane(lane, rec), 0))
 		return emit_slow(lane, rec, fields, n_fields, st, kind);
 	form_key(k, rec, fields, n_fields, st, kind);
 	h = form_slot(rec, k);
-	f = &tab->f[tab->slot[h]];
+	f = &tab->f[h];
 	if (!form_is(f, rec, k)) {
-		f = &tab->f[tab->slot[(h + 1) % FORM_SLOTS]];
+		f = &tab->f[(h + 1) % FORM_SLOTS];
 		if (!form_is(f, rec, k))
 			return emit_slow(lane, rec, fields, n_fields, st, kind);
 	}
