@@ -186,15 +186,10 @@ static int alloc_data(kb_plan *p)
 }
 
 /* A plan's memory, 64-byte aligned: what the scheduler and plan_copy
- * touch of it is then four whole cache lines (kb_plan). Zeroed when zero. */
-static kb_plan *plan_new(int zero)
+ * touch of it is then four whole cache lines (kb_plan). */
+static kb_plan *plan_new(void)
 {
-	size_t size = (sizeof(kb_plan) + 63) & ~(size_t)63;
-	kb_plan *p = aligned_alloc(64, size);
-
-	if (p && zero)
-		memset(p, 0, size);
-	return p;
+	return aligned_alloc(64, (sizeof(kb_plan) + 63) & ~(size_t)63);
 }
 
 /* plan_zero and plan_copy work on these ranges. */
@@ -262,12 +257,23 @@ static void cost_release(kb_plan *p)
 	p->cost_ok = 0;
 }
 
+/* What a plan of a key copies from the memo: its gemm..cost_blk, two
+ * lines (kb_plan). */
+#define GEO_BYTES (offsetof(kb_plan, cost_blk) + sizeof(void *) - offsetof(kb_plan, gemm))
+
+typedef struct memo_geo {
+	_Alignas(64) unsigned char b[GEO_BYTES];
+} memo_geo;
+
 /* Direct-mapped by key: the tl context numbers its templates in turn, so
  * a kernel's composites (opt3: ten a tile) take consecutive entries, and
- * a look-up is one comparison, cheap enough for a plan of one stage. */
+ * a look-up is one comparison, cheap enough for a plan of one stage. An
+ * entry is the bytes a plan copies, in place: no pointer to a plan of its
+ * own to load first, and a kernel's keys, met in turn, read consecutive
+ * lines (issue 13). */
 struct kb_plan_memo {
 	uint64_t key[N_MEMO + N_SMEMO];    /* 0: unused */
-	kb_plan *plan[N_MEMO + N_SMEMO];   /* stages and costs only: no command */
+	memo_geo geo[N_MEMO + N_SMEMO];    /* its cost block counted (memo_keep) */
 };
 
 /* Whether a plan's stage costs fit its cost buffer: those of every step
@@ -311,12 +317,12 @@ static int cost_all(kb_plan *p)
 	return 0;
 }
 
-/* Copies from f (a plan of the same digest key) what planning derives
- * from the digest: loop geometry and its stage lists, which are f's cost
+/* Copies from g (the memo's entry of p's key) what planning derives from
+ * the digest: loop geometry and its stage lists, which are g's cost
  * block's; and shares that block. */
-static void plan_copy(kb_plan *p, const kb_plan *f)
+static void plan_copy(kb_plan *p, const memo_geo *g)
 {
-	memcpy(&p->gemm, &f->gemm, offsetof(kb_plan, cost_blk) + sizeof(p->cost_blk) - offsetof(kb_plan, gemm));
+	memcpy(&p->gemm, g->b, GEO_BYTES);
 	p->cost_blk->refs++;
 	p->cost = p->cost_blk->c;
 	p->cost_ok = 1;
@@ -329,11 +335,22 @@ static uint32_t memo_index(uint64_t key)
 	return key >> 63 ? N_MEMO + (uint32_t)((key >> 56 ^ key >> 6) % N_SMEMO) : (uint32_t)(key % N_MEMO);
 }
 
-static const kb_plan *memo_find(const kb_plan_memo *mo, uint64_t key)
+static const memo_geo *memo_find(const kb_plan_memo *mo, uint64_t key)
 {
 	uint32_t i = memo_index(key);
 
-	return mo->key[i] == key ? mo->plan[i] : NULL;
+	return mo->key[i] == key ? &mo->geo[i] : NULL;
+}
+
+/* Drops the memo entry g's use of its cost block (none: unused). */
+static void geo_release(memo_geo *g)
+{
+	kb_cost_block *b;
+
+	memcpy(&b, g->b + offsetof(kb_plan, cost_blk) - offsetof(kb_plan, gemm), sizeof(b));
+	if (b && --b->refs == 0)
+		free(b);
+	memset(g->b, 0, GEO_BYTES);
 }
 
 /*
@@ -356,25 +373,25 @@ static uint64_t simple_key(const kb_cmd *c)
 static void memo_keep(kb_plan_pool *pool, uint64_t key, const kb_plan *p)
 {
 	kb_plan_memo *mo = pool->memo;
-	kb_plan *f;
 	uint32_t i;
 
-	if (!mo && !(mo = pool->memo = calloc(1, sizeof(*mo))))
-		return;
+	if (!mo) {
+		if (!(mo = pool->memo = aligned_alloc(64, sizeof(*mo))))   /* a multiple of 64 */
+			return;
+		memset(mo, 0, sizeof(*mo));
+	}
 	i = memo_index(key);
-	mo->key[i] = 0;
-	if (!(f = mo->plan[i]) && !(f = mo->plan[i] = plan_new(1)))
-		return;
-	cost_release(f);
-	plan_copy(f, p);
+	geo_release(&mo->geo[i]);
+	memcpy(mo->geo[i].b, &p->gemm, GEO_BYTES);
+	p->cost_blk->refs++;
 	mo->key[i] = key;
 }
 
 int kb__plan_create_from(kb_plan **out, kb_plan_pool *pool, kb_cmd *cmd, const kb_machine *m,
 			 kb_error *err)
 {
-	kb_plan *p = pool && pool->spare ? pool->spare : plan_new(0);
-	const kb_plan *memo = NULL;
+	kb_plan *p = pool && pool->spare ? pool->spare : plan_new();
+	const memo_geo *memo = NULL;
 	uint64_t key = 0;
 	int rc = 0;
 
@@ -519,10 +536,7 @@ void kb__plan_free_pool(kb_plan_pool *pool)
 	}
 	if (pool->memo) {
 		for (int i = 0; i < N_MEMO + N_SMEMO; i++)
-			if (pool->memo->plan[i]) {
-				cost_release(pool->memo->plan[i]);
-				free(pool->memo->plan[i]);
-			}
+			geo_release(&pool->memo->geo[i]);
 		free(pool->memo);
 		pool->memo = NULL;
 	}
