@@ -436,6 +436,107 @@ START_TEST(test_tcm_scopes_match_reference)
 }
 END_TEST
 
+/* Decode's own pattern, which the fast paths and the open leaf's gap
+ * serve (tcm.h): a few long-lived blocks, then per tile the same six
+ * requests freed top down with the tile's fence, so that nothing merges
+ * and, once the cursor has wrapped, every request fits a freed block
+ * exactly. Now and then something else happens between tiles while a
+ * leaf is open: a block kept for a while, a large request that has to
+ * search or merge, a free far from the cursor. Every decision, the block
+ * list and the largest block are compared with the reference model. */
+START_TEST(test_tcm_decode_ring_matches_reference)
+{
+	static const uint64_t tile[] = { 16 * A, 1, 32, 33, 16 * A - 5, A };
+	static ref_tcm r;
+	kb_tcm t;
+	struct {
+		uint64_t off, bytes;
+	} held[8], kept[8];
+	size_t n_kept = 0, most = 0;
+	uint64_t rng = 99 + (uint64_t)_i, cap = 3000 * A + (uint64_t)_i * 40, last = 0;
+	uint64_t o1, f1, o2, f2, fence = 0;
+	int wraps = 0, open = 0;
+
+	memset(&r, 0, sizeof(r));
+	ck_assert_int_eq(kb__tcm_init(&t, cap), 0);
+	ref_insert(&r, 0, 0, cap, 0);
+	for (int j = 0; j < 3; j++) {
+		ck_assert_int_eq(kb__tcm_alloc(&t, 40 * A, &o1, &f1), 0);
+		ck_assert_int_eq(ref_alloc(&r, 40 * A, &o2, &f2), 0);
+		ck_assert_uint_eq(o1, o2);
+	}
+	for (int k = 0; k < 3000; k++) {
+		size_t n = 0;
+
+		rng = rng * 6364136223846793005u + 1442695040888963407u;
+		fence++;
+		for (size_t j = 0; j < sizeof(tile) / sizeof(tile[0]); j++) {
+			int a = kb__tcm_alloc(&t, tile[j], &o1, &f1), b = ref_alloc(&r, tile[j], &o2, &f2);
+
+			/* a tile always fits: little else is held */
+			ck_assert_int_eq(a, 0);
+			ck_assert_int_eq(b, 0);
+			ck_assert_uint_eq(o1, o2);
+			ck_assert_uint_eq(f1, f2);
+			wraps += o1 < last;
+			last = o1;
+			held[n].off = o1;
+			held[n++].bytes = tile[j];
+			open += t.gk != UINT32_MAX;
+		}
+		/* one tile in 25 keeps a block for later */
+		if (n && (rng >> 20) % 25 == 0 && n_kept < 8)
+			kept[n_kept++] = held[--n];
+		while (n--) {
+			kb__tcm_free(&t, held[n].off, held[n].bytes, fence);
+			ref_free(&r, held[n].off, held[n].bytes, fence);
+			open += t.gk != UINT32_MAX;
+		}
+		if (n_kept == 8 || (n_kept && (rng >> 30) % 15 == 0)) {
+			size_t j = (size_t)(rng >> 12) % n_kept;
+
+			kb__tcm_free(&t, kept[j].off, kept[j].bytes, fence);
+			ref_free(&r, kept[j].off, kept[j].bytes, fence);
+			kept[j] = kept[--n_kept];
+		}
+		/* now and then a large request, served or refused, that leaves
+		 * the fast paths: it searches past the cursor, wraps or merges */
+		if ((rng >> 40) % 40 == 0) {
+			uint64_t bytes = 50 * A + (rng >> 44) % (1500 * A);
+			int a = kb__tcm_alloc(&t, bytes, &o1, &f1), b = ref_alloc(&r, bytes, &o2, &f2);
+
+			ck_assert_int_eq(a, b);
+			if (!a) {
+				ck_assert_uint_eq(o1, o2);
+				ck_assert_uint_eq(f1, f2);
+				kb__tcm_free(&t, o1, bytes, fence);
+				ref_free(&r, o2, bytes, fence);
+			}
+		}
+		ck_assert_uint_eq(t.n, r.n);
+		ck_assert_uint_eq(t.cursor, r.cursor);
+		if (t.n > most)
+			most = t.n;
+		if (k % 97 == 0) {
+			uint64_t big = 0;
+
+			same_blocks(&t, &r);
+			for (size_t j = 0; j < r.n; j++)
+				if (r.s[j].size > big)
+					big = r.s[j].size;
+			ck_assert_uint_eq(kb__tcm_largest_free(&t), big);
+		}
+	}
+	same_blocks(&t, &r);
+	/* the run went where it was meant to: over many leaves, round the
+	 * ring several times, mostly with a leaf open */
+	ck_assert_uint_gt(most, 4 * KB_TCM_LEAF);
+	ck_assert_int_gt(wraps, 5);
+	ck_assert_int_gt(open, 3000 * 8);
+	kb__tcm_fini(&t);
+}
+END_TEST
+
 Suite *tcm_suite(void)
 {
 	Suite *s = suite_create("tcm");
@@ -451,6 +552,7 @@ Suite *tcm_suite(void)
 	tcase_add_test(tc, test_tcm_unaligned_end);
 	tcase_add_loop_test(tc, test_tcm_matches_reference, 0, 4);
 	tcase_add_loop_test(tc, test_tcm_scopes_match_reference, 0, 3);
+	tcase_add_loop_test(tc, test_tcm_decode_ring_matches_reference, 0, 3);
 	suite_add_tcase(s, tc);
 	return s;
 }

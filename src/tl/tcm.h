@@ -50,6 +50,7 @@ typedef struct kb_tcm_blk {
 
 typedef struct kb_tcm_leaf {
 	uint32_t n;
+	uint32_t g;              /* the open leaf's gap: blocks g.. sit at the end of b[]; L: closed */
 	uint64_t bound;          /* at least the largest usable size here */
 	kb_tcm_blk b[KB_TCM_LEAF];
 } kb_tcm_leaf;
@@ -68,6 +69,14 @@ typedef struct kb_tcm {
 	 * use: [0] the block at the cursor, [1] the block above the last free
 	 * (scopes free their blocks top down, next to each other). */
 	uint32_t hint[2][2];
+	/* The open leaf gk (UINT32_MAX: none) keeps a gap at the place of
+	 * the last fast allocation or free: its first g blocks sit at the
+	 * start of b[], the rest at its end. Decode allocates from the block
+	 * at the cursor and frees just below it, so its inserts and removals
+	 * all fall at the gap and move no blocks. Every other leaf, and this
+	 * one for everything but the fast paths, keeps its blocks at the
+	 * start (the gap closed first). */
+	uint32_t gk;
 } kb_tcm;
 
 /* Starts with one free block [0, bytes) (none when bytes is 0). -1: out of
