@@ -360,7 +360,7 @@ static void geo_release(memo_geo *g)
  * before). Top bit set: never a digest key, which counts from 1. 0: not
  * kept (another kind, or bytes too many for the key).
  */
-static uint64_t simple_key(const kb_cmd *c)
+static inline uint64_t simple_key(const kb_cmd *c)
 {
 	uint64_t bytes = kb__tview_bytes(&c->src);
 
@@ -387,8 +387,21 @@ static void memo_keep(kb_plan_pool *pool, uint64_t key, const kb_plan *p)
 	mo->key[i] = key;
 }
 
-int kb__plan_create_from(kb_plan **out, kb_plan_pool *pool, kb_cmd *cmd, const kb_machine *m,
-			 kb_error *err)
+/* What every plan of cmd starts with (plan_zero before). */
+static inline void plan_init(kb_plan *p, kb_cmd *cmd, const kb_machine *m)
+{
+	p->cmd = cmd;
+	p->pe = cmd->pe;
+	p->m = m;
+	p->over_op = -1;
+	p->slots = m->staging_slots;
+	p->slot_free = p->slots >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << p->slots) - 1;
+	p->acc_free = p->slot_free;
+}
+
+/* kb__plan_create_from but for a timing run's memo hit from the pool. */
+static __attribute__((noinline)) int create_slow(kb_plan **out, kb_plan_pool *pool, kb_cmd *cmd,
+						 const kb_machine *m, kb_error *err)
 {
 	kb_plan *p = pool && pool->spare ? pool->spare : plan_new();
 	const memo_geo *memo = NULL;
@@ -402,13 +415,7 @@ int kb__plan_create_from(kb_plan **out, kb_plan_pool *pool, kb_cmd *cmd, const k
 	if (pool && pool->spare == p)
 		pool->spare = p->next;   /* its costs released when recycled */
 	plan_zero(p, m->mem != NULL);
-	p->cmd = cmd;
-	p->pe = cmd->pe;
-	p->m = m;
-	p->over_op = -1;
-	p->slots = m->staging_slots;
-	p->slot_free = p->slots >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << p->slots) - 1;
-	p->acc_free = p->slot_free;
+	plan_init(p, cmd, m);
 	if (cmd->kind == KB_CMD_COMPOSITE) {
 		/* The digest the tl context wrote: the ops themselves are cold. */
 		const kb_cmd_dig *d = cmd->dig;
@@ -448,6 +455,40 @@ int kb__plan_create_from(kb_plan **out, kb_plan_pool *pool, kb_cmd *cmd, const k
 				: kb__err(err, KB_EINTERNAL, "command %llu has too many stages per tile",
 					  (unsigned long long)cmd->id);
 	}
+	p->phase = p->n_pre ? KB_PH_PRE : KB_PH_LOOP;
+	*out = p;
+	return KB_OK;
+}
+
+/* A timing run's command of a key the memo has, from a spare plan, is
+ * most commands of a decode run: that case alone here, the rest in
+ * create_slow, so that it needs few registers and no stack frame (the
+ * whole was ~25 of its ~110 instructions a command in saving and
+ * restoring them, issue 13). */
+int kb__plan_create_from(kb_plan **out, kb_plan_pool *pool, kb_cmd *cmd, const kb_machine *m,
+			 kb_error *err)
+{
+	const kb_cmd_dig *d = NULL;
+	const memo_geo *g;
+	kb_plan *p;
+	uint64_t key;
+
+	if (!pool || !(p = pool->spare) || m->mem || !pool->memo)
+		return create_slow(out, pool, cmd, m, err);
+	if (cmd->kind == KB_CMD_COMPOSITE) {
+		d = cmd->dig;
+		if (!d || d->n_ops != cmd->n_ops || !(key = d->key))
+			return create_slow(out, pool, cmd, m, err);
+	} else if (!(key = simple_key(cmd))) {
+		return create_slow(out, pool, cmd, m, err);
+	}
+	if (!(g = memo_find(pool->memo, key)))
+		return create_slow(out, pool, cmd, m, err);
+	pool->spare = p->next;   /* its costs released when recycled */
+	plan_zero(p, 0);
+	plan_init(p, cmd, m);
+	p->dig = d;
+	plan_copy(p, g);
 	p->phase = p->n_pre ? KB_PH_PRE : KB_PH_LOOP;
 	*out = p;
 	return KB_OK;
