@@ -249,17 +249,28 @@ static void yield(kb_kernel_run *k, int last)
 	(void)last;
 }
 
-/* Producer side (the kernel): yields while the stream is full. */
-static int stream_push(void *ctx, kb_cmd *c)
+/* stream_push with a full stream or a stopped consumer. */
+static __attribute__((noinline)) int stream_push_slow(kb_kernel_run *k, kb_cmd *c)
 {
-	kb_kernel_run *k = ctx;
-
 	if (k->count >= k->cap && !k->stopped)
 		yield(k, 0);
 	if (k->stopped) {
 		kb__cmd_free(c);
 		return -1;
 	}
+	k->ring[(k->head + k->count++) % STREAM_CAP] = c;
+	return 0;
+}
+
+/* Producer side (the kernel): yields while the stream is full. The
+ * common case alone here: with the switch inlined, every push saved and
+ * restored the registers a switch needs (issue 13). */
+static int stream_push(void *ctx, kb_cmd *c)
+{
+	kb_kernel_run *k = ctx;
+
+	if (__builtin_expect(k->count >= k->cap || k->stopped, 0))
+		return stream_push_slow(k, c);
 	k->ring[(k->head + k->count++) % STREAM_CAP] = c;
 	return 0;
 }
