@@ -90,6 +90,10 @@ int kb__tcm_alloc(kb_tcm *t, uint64_t bytes, uint64_t *off, uint64_t *fence);
  * commands that wait for `fence`. */
 void kb__tcm_free(kb_tcm *t, uint64_t off, uint64_t bytes, uint64_t fence);
 uint64_t kb__tcm_largest_free(const kb_tcm *t);
+/* 0 when the structure holds together (tests; O(n)): blocks in order, not
+ * empty and counted; each leaf's last end in hi, its bound and the tree
+ * above it at least its largest usable size; a gap in the open leaf only. */
+int kb__tcm_check(const kb_tcm *t);
 /* The i-th free block in address order (tests, diagnostics; O(n)). */
 int kb__tcm_block(const kb_tcm *t, size_t i, uint64_t *off, uint64_t *size, uint64_t *fence);
 
