@@ -4,6 +4,7 @@
  * D6.2), dispatch records (ADR-0064 Rev2) and the deadlock report.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,7 +175,7 @@ static void same_costs(const kb_plan *a, const kb_plan *b, kb_phase ph, uint64_t
 START_TEST(test_plan_memo_matches)
 {
 	fixture f;
-	kb_plan_pool pool = { NULL, NULL };
+	kb_plan_pool pool = { 0 };
 	kb_tl_tensor *m, *l, *O, *q, *q96, *Kt;
 	int keyed = 0, multi = 0;
 
@@ -1155,6 +1156,63 @@ START_TEST(test_hazard_signatures)
 }
 END_TEST
 
+/* Command blocks freed on a thread that does not build commands, for
+ * test_cmd_cache_in_flight: what that thread's cache keeps of a class. */
+typedef struct cache_job {
+	kb_cmd **c;
+	int n, k;
+	uint32_t kept;
+} cache_job;
+
+static void *free_elsewhere(void *arg)
+{
+	cache_job *j = arg;
+
+	for (int i = 0; i < j->n; i++)
+		kb__cmd_free(j->c[i]);
+	j->kept = kb__cmd_cache.n[j->k];
+	return NULL;   /* the thread's end gives its cache back to malloc */
+}
+
+/* A thread with more commands of a class in flight than the cache's first
+ * 64 keeps all of them once freed (a multi-PE run's kernels on one thread
+ * allocated the overflow again, aligned, for each command); a thread that
+ * only frees keeps 64 (its cache stays bounded). */
+START_TEST(test_cmd_cache_in_flight)
+{
+	enum { MORE = 300 };
+	int k = kb__cmd_size_class(kb__cmd_block_size(1, 1));
+	kb_cmd *first = kb__cmd_alloc(1, 1);   /* the cache started */
+	cache_job j;
+	pthread_t th;
+	int n;
+
+	ck_assert_int_ge(k, 0);
+	ck_assert_ptr_nonnull(first);
+	/* this thread's cache emptied, then MORE blocks from malloc */
+	n = (int)kb__cmd_cache.n[k] + MORE;
+	j.c = malloc((size_t)n * sizeof(*j.c));
+	ck_assert_ptr_nonnull(j.c);
+	for (int i = 0; i < n; i++)
+		ck_assert_ptr_nonnull(j.c[i] = kb__cmd_alloc(1, 1));
+	ck_assert_uint_eq(kb__cmd_cache.n[k], 0);
+	for (int i = 0; i < n; i++)
+		kb__cmd_free(j.c[i]);
+	ck_assert_uint_eq(kb__cmd_cache.n[k], (uint32_t)n);
+	/* the same blocks again, none from malloc */
+	for (int i = 0; i < n; i++)
+		ck_assert_ptr_nonnull(j.c[i] = kb__cmd_alloc(1, 1));
+	ck_assert_uint_eq(kb__cmd_cache.n[k], 0);
+	j.n = n;
+	j.k = k;
+	ck_assert_int_eq(pthread_create(&th, NULL, free_elsewhere, &j), 0);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	ck_assert_uint_eq(j.kept, KB_CMD_CACHE_KEEP);
+	kb__cmd_free(first);
+	free(j.c);
+}
+END_TEST
+
 Suite *pe_suite(void)
 {
 	Suite *s = suite_create("pe");
@@ -1171,6 +1229,7 @@ Suite *pe_suite(void)
 	tcase_add_test(plan, test_plan_limit_matches_emit);
 	tcase_add_test(plan, test_ceil_div_exact);
 	tcase_add_test(plan, test_hazard_signatures);
+	tcase_add_test(plan, test_cmd_cache_in_flight);
 	tcase_add_test(run, test_fifo_shared_rw);
 	tcase_add_test(run, test_disjoint_overlap);
 	tcase_add_test(run, test_k_before_v);

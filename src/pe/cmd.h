@@ -237,20 +237,32 @@ void kb__cmd_free_slow(kb_cmd *cmd);
  * Freed command blocks kept for the next command, per thread and per size
  * class (512 B << k): a decode run builds and frees one 1-5 KB command per
  * composite, too big for malloc's per-thread cache, and malloc plus free
- * were ~3% of it (issue 13). Each thread keeps what it frees, up to
- * KB_CMD_CACHE_KEEP blocks a class, and gives them back to malloc when it
- * ends; a command freed on another thread than the one that built it (a
- * kernel on its own thread) only feeds that thread's cache. Nothing is
- * shared between threads. A hit and a keep are inline (the call around
- * them was ~40 instructions a command); cost.c has the rest.
+ * were ~3% of it (issue 13). Each thread keeps what it frees, up to cap[k]
+ * blocks a class, and gives them back to malloc when it ends; a command
+ * freed on another thread than the one that built it (a kernel on its own
+ * thread) only feeds that thread's cache. Nothing is shared between
+ * threads. A hit and a keep are inline (the call around them was ~40
+ * instructions a command); cost.c has the rest.
+ *
+ * cap[k] starts at KB_CMD_CACHE_KEEP and grows by one for each block of
+ * class k this thread takes from malloc (KB_CMD_CACHE_BYTES of a class at
+ * most): a thread with many commands in flight at once (a multi-PE run's
+ * 32 kernels on one thread) keeps as many as it had built, instead of
+ * freeing what overflows 64 and allocating it again, aligned (that was
+ * ~15.8 k aligned_alloc calls at opt3 H_kv=8 P=4 C=4 S_kv=16384). A thread
+ * that only frees keeps 64 a class. On one thread, what its cache holds
+ * and what is live together never exceed the most that was live at once:
+ * a block is taken from malloc only when the cache has none.
  */
 #define KB_CMD_CACHE_CLASSES 6
 #define KB_CMD_CACHE_MIN 512u
 #define KB_CMD_CACHE_KEEP 64u
+#define KB_CMD_CACHE_BYTES (4u << 20)
 
 typedef struct kb_cmd_cache {
 	kb_cmd *head[KB_CMD_CACHE_CLASSES];   /* linked through ->ops */
 	uint32_t n[KB_CMD_CACHE_CLASSES];
+	uint32_t cap[KB_CMD_CACHE_CLASSES];   /* blocks kept at most */
 	int state;                            /* 0: unused, 1: live, 2: thread ending */
 } kb_cmd_cache;
 
@@ -346,7 +358,7 @@ static inline void kb__cmd_free(kb_cmd *cmd)
 	uint32_t k;
 
 	if (__builtin_expect(!cmd || cmd->error || (k = cmd->block - 1) >= KB_CMD_CACHE_CLASSES ||
-			     cc->state != 1 || cc->n[k] >= KB_CMD_CACHE_KEEP, 0)) {
+			     cc->state != 1 || cc->n[k] >= cc->cap[k], 0)) {
 		kb__cmd_free_slow(cmd);
 		return;
 	}

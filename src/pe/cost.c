@@ -68,6 +68,7 @@ uint64_t kb__dispatch_ps(const kb_cost_model *m, const kb_cmd *cmd)
 #define CACHE_CLASSES KB_CMD_CACHE_CLASSES
 #define CACHE_MIN KB_CMD_CACHE_MIN
 #define CACHE_KEEP KB_CMD_CACHE_KEEP
+#define CACHE_BYTES KB_CMD_CACHE_BYTES
 
 typedef kb_cmd_cache cmd_cache;
 
@@ -101,6 +102,8 @@ static void cache_key_make(void)
 static __attribute__((noinline)) void cache_start(cmd_cache *cc)
 {
 	pthread_once(&cache_once, cache_key_make);
+	for (int k = 0; k < CACHE_CLASSES; k++)
+		cc->cap[k] = CACHE_KEEP;
 	cc->state = cache_key_ok && pthread_setspecific(cache_key, cc) == 0 ? 1 : 2;
 }
 
@@ -143,6 +146,9 @@ kb_cmd *kb__cmd_alloc_slow(uint32_t n_ops, uint32_t cap_ids)
 		/* A cache line's alignment: a command's header is two lines,
 		 * and what it writes a run of lines from there (kb__cmd_init). */
 		c = k >= 0 ? aligned_alloc(64, (size_t)CACHE_MIN << k) : malloc(size);
+		/* one more in flight than the cache had: room to keep it (cmd.h) */
+		if (c && cc && cc->cap[k] < CACHE_BYTES / (CACHE_MIN << k))
+			cc->cap[k]++;
 	}
 	if (!c)
 		return NULL;
@@ -236,7 +242,7 @@ void kb__cmd_free_slow(kb_cmd *cmd)
 	if (cmd->error)   /* no call per command for the rare error */
 		free(cmd->error);
 	k = (int)cmd->block - 1;
-	if (k >= 0 && k < CACHE_CLASSES && (cc = cache_get()) && cc->n[k] < CACHE_KEEP) {
+	if (k >= 0 && k < CACHE_CLASSES && (cc = cache_get()) && cc->n[k] < cc->cap[k]) {
 		cmd->ops = (kb_opspec *)(void *)cc->head[k];
 		cc->head[k] = cmd;
 		cc->n[k]++;

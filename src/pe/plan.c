@@ -247,11 +247,36 @@ int kb__plan_create(kb_plan **out, kb_cmd *cmd, const kb_machine *m, kb_error *e
 
 /* (kb_cost_block: plan.h, for kb__plan_recycle's inline path.) */
 
-/* Drops p's use of its cost block (the last one frees it). */
-static void cost_release(kb_plan *p)
+/* A cost block for pool's next key: a spare one, or a new one. */
+static kb_cost_block *cost_new(kb_plan_pool *pool)
+{
+	kb_cost_block *b = pool->spare_cost;
+
+	if (b) {
+		/* the link is where cost_put left it, in the unused block */
+		memcpy(&pool->spare_cost, b->st, sizeof(b));
+		return b;
+	}
+	return aligned_alloc(64, sizeof(*b));   /* a multiple of 64 (c's alignment) */
+}
+
+/* Gives b, no longer used, to pool's spares (NULL: back to malloc). A
+ * pool keeps at most as many as it had in use at once. */
+static void cost_put(kb_plan_pool *pool, kb_cost_block *b)
+{
+	if (!pool) {
+		free(b);
+		return;
+	}
+	memcpy(b->st, &pool->spare_cost, sizeof(b));
+	pool->spare_cost = b;
+}
+
+/* Drops p's use of its cost block (the last one gives it to pool). */
+static void cost_release(kb_plan *p, kb_plan_pool *pool)
 {
 	if (p->cost_blk && --p->cost_blk->refs == 0)
-		free(p->cost_blk);
+		cost_put(pool, p->cost_blk);
 	p->cost_blk = NULL;
 	p->cost = NULL;
 	p->cost_ok = 0;
@@ -289,9 +314,9 @@ static void cost_compute(const kb_plan *p, kb_phase ph, uint64_t step, const kb_
 
 /* Works out every stage's cost of a plan whose costs fit (costs_fit)
  * into p->cost. */
-static int cost_all(kb_plan *p)
+static int cost_all(kb_plan *p, kb_plan_pool *pool)
 {
-	kb_cost_block *b = aligned_alloc(64, sizeof(*b));   /* a multiple of 64 (c's alignment) */
+	kb_cost_block *b = cost_new(pool);
 
 	if (!b)
 		return -1;
@@ -343,13 +368,13 @@ static const memo_geo *memo_find(const kb_plan_memo *mo, uint64_t key)
 }
 
 /* Drops the memo entry g's use of its cost block (none: unused). */
-static void geo_release(memo_geo *g)
+static void geo_release(kb_plan_pool *pool, memo_geo *g)
 {
 	kb_cost_block *b;
 
 	memcpy(&b, g->b + offsetof(kb_plan, cost_blk) - offsetof(kb_plan, gemm), sizeof(b));
 	if (b && --b->refs == 0)
-		free(b);
+		cost_put(pool, b);
 	memset(g->b, 0, GEO_BYTES);
 }
 
@@ -381,7 +406,7 @@ static void memo_keep(kb_plan_pool *pool, uint64_t key, const kb_plan *p)
 		memset(mo, 0, sizeof(*mo));
 	}
 	i = memo_index(key);
-	geo_release(&mo->geo[i]);
+	geo_release(pool, &mo->geo[i]);
 	memcpy(mo->geo[i].b, &p->gemm, GEO_BYTES);
 	p->cost_blk->refs++;
 	mo->key[i] = key;
@@ -434,7 +459,7 @@ static __attribute__((noinline)) int create_slow(kb_plan **out, kb_plan_pool *po
 			p->gemm = d->gemm;
 			rc = p->gemm >= 0 ? plan_gemm(p, d, p->gemm) : plan_math(p, d);
 			/* a key's first plan: its costs now, for the others */
-			if (!rc && key && costs_fit(p) && !cost_all(p))
+			if (!rc && key && costs_fit(p) && !cost_all(p, pool))
 				memo_keep(pool, key, p);
 		}
 	} else if ((key = pool ? simple_key(cmd) : 0) && pool->memo &&
@@ -443,7 +468,7 @@ static __attribute__((noinline)) int create_slow(kb_plan **out, kb_plan_pool *po
 	} else {
 		plan_fresh(p);
 		rc = plan_simple(p, cmd);
-		if (!rc && key && !cost_all(p))
+		if (!rc && key && !cost_all(p, pool))
 			memo_keep(pool, key, p);
 	}
 	if (!rc && m->mem && alloc_data(p))
@@ -553,7 +578,7 @@ void kb__plan_free(kb_plan *p)
 	if (!p)
 		return;
 	free_data(p);
-	cost_release(p);
+	cost_release(p, NULL);
 	free(p);
 }
 
@@ -562,7 +587,7 @@ void kb__plan_recycle_slow(kb_plan *p, kb_plan_pool *pool)
 	if (!p)
 		return;
 	free_data(p);
-	cost_release(p);
+	cost_release(p, pool);
 	p->next = pool->spare;
 	pool->spare = p;
 }
@@ -577,10 +602,12 @@ void kb__plan_free_pool(kb_plan_pool *pool)
 	}
 	if (pool->memo) {
 		for (int i = 0; i < N_MEMO + N_SMEMO; i++)
-			geo_release(&pool->memo->geo[i]);
+			geo_release(pool, &pool->memo->geo[i]);
 		free(pool->memo);
 		pool->memo = NULL;
 	}
+	while (pool->spare_cost)
+		free(cost_new(pool));
 }
 
 void kb__plan_step_tile(const kb_plan *p, uint64_t step, uint32_t *mi, uint32_t *ni, uint32_t *ki)

@@ -108,6 +108,11 @@ typedef struct kb_plan_memo kb_plan_memo;
 typedef struct kb_plan_pool {
 	kb_plan *spare;
 	struct kb_plan_memo *memo;
+	/* Cost blocks whose last use ended, for the next key's (plan.c):
+	 * with more keys than the memo has entries (a multi-PE run's kernels
+	 * on one PE), a block a command was ~930 instructions of
+	 * aligned_alloc and free. */
+	struct kb_cost_block *spare_cost;
 } kb_plan_pool;
 
 /* kb__plan_create from a pool. */
