@@ -93,6 +93,15 @@ static void cache_drain(void *arg)
 		}
 }
 
+/* The thread that ends the process (or unloads the library) gives its
+ * cache back too: no key destructor runs for it, and its blocks, as many
+ * as it had in flight (cmd.h), would be left to the end. */
+__attribute__((destructor)) static void cache_at_exit(void)
+{
+	if (kb__cmd_cache.state == 1)
+		cache_drain(&kb__cmd_cache);
+}
+
 static void cache_key_make(void)
 {
 	cache_key_ok = pthread_key_create(&cache_key, cache_drain) == 0;
