@@ -329,6 +329,82 @@ START_TEST(registers_keep_order)
 }
 END_TEST
 
+/* Senders on workers of their own send into one LP's inbox in the same
+ * window, round after round, so that their enqueues meet at the inbox's
+ * tail: each appends behind a node another thread has just initialised,
+ * ordered only by liburcu's exchange on the tail. ThreadSanitizer cannot see
+ * that exchange (inline assembly); core.c's msg_enqueue tells it, and
+ * tests/tsan.supp suppresses nothing of liburcu's queue, so a missing
+ * happens-before there fails this test under TSan (plugin.sh's flake).
+ * Everywhere: every message arrives once, in (time, src, seq) order, and
+ * the nodes go back to their owners (one-way traffic). */
+#define FANIN_SENDERS 8
+#define FANIN_ROUNDS 128
+#define FANIN_PER 3
+
+static int fanin_recv_event(kb_lp *lp, const kb_event *ev)
+{
+	tlp *s = kb__lp_state(lp);
+	seen *last = &s->log[0];
+
+	ck_assert_msg(s->n_log == 0 || last->time < ev->time ||
+			      (last->time == ev->time &&
+			       (last->src < ev->src || (last->src == ev->src && last->seq < ev->seq))),
+		      "(t %llu, src %u, seq %llu) after (t %llu, src %u, seq %llu)",
+		      (unsigned long long)ev->time, ev->src, (unsigned long long)ev->seq,
+		      (unsigned long long)last->time, last->src, (unsigned long long)last->seq);
+	/* A sender's round r sends tags r*FANIN_PER .. + FANIN_PER - 1, at
+	 * seqs after its r + 1 self events and the round's earlier sends. */
+	ck_assert_uint_eq(ev->seq, ev->w[0] + ev->w[0] / FANIN_PER + 1);
+	ck_assert_uint_eq(ev->time, 100 + 1000 * (ev->w[0] / FANIN_PER) + LAT);
+	last->time = ev->time;
+	last->src = ev->src;
+	last->seq = ev->seq;
+	s->n_log++;
+	return KB_OK;
+}
+
+static int fanin_snd_event(kb_lp *lp, const kb_event *ev)
+{
+	tlp *s = kb__lp_state(lp);
+	int rc = KB_OK;
+
+	(void)ev;
+	for (int i = 0; i < FANIN_PER && !rc; i++)
+		rc = send_tag(lp, 0, LAT, (uint64_t)(s->n_log * FANIN_PER + i));
+	if (!rc && ++s->n_log < FANIN_ROUNDS)
+		rc = self_tag(lp, 1000, 0);
+	return rc;
+}
+
+static const kb_lp_type fanin_recv_type = { "faninrecv", NULL, fanin_recv_event, NULL, NULL, 0, NULL,
+					    NULL, NULL };
+static const kb_lp_type fanin_snd_type = { "fanin", snd_start, fanin_snd_event, NULL, NULL, 0, NULL,
+					   NULL, NULL };
+
+START_TEST(senders_meet_in_one_inbox)
+{
+	for (size_t e = 0; e < N_EXEC; e++) {
+		model m;
+		kb_error err;
+		int rc;
+
+		model_init(&m, executors[e], LAT);
+		model_add(&m, &fanin_recv_type);
+		for (int i = 0; i < FANIN_SENDERS; i++)
+			model_add(&m, &fanin_snd_type)->at = 100;
+		rc = kb__sim_run(m.sim, &err);
+		ck_assert_msg(rc == 0, "threads %d: %s", executors[e], err.message);
+		ck_assert_int_eq(m.st[0].n_log, FANIN_SENDERS * FANIN_ROUNDS * FANIN_PER);
+		ck_assert_uint_eq(kb__sim_stats(m.sim)->events,
+				  (uint64_t)FANIN_SENDERS * FANIN_ROUNDS * (1 + FANIN_PER));
+		ck_assert_uint_eq(kb__sim_stats(m.sim)->end_time, 100 + 1000 * (FANIN_ROUNDS - 1) + LAT);
+		ck_assert_uint_eq(m.st[0].log[0].src, FANIN_SENDERS);
+		kb__sim_destroy(m.sim);
+	}
+}
+END_TEST
+
 /* Self events and messages at one time: LP 1 schedules S0, S1 (t=1000) and
  * T (t=990) at start; T schedules S2 at t=1000. LP 0 and LP 2 each send one
  * message arriving at t=1000. Order: (time, src, seq). */
@@ -1366,6 +1442,7 @@ Suite *sim_suite(void)
 	tcase_add_test(order, equal_time_order);
 	tcase_add_test(order, self_events_same_time);
 	tcase_add_test(order, registers_keep_order);
+	tcase_add_test(order, senders_meet_in_one_inbox);
 	suite_add_tcase(s, order);
 
 	tcase_set_timeout(errors, 60);

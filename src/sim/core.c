@@ -316,6 +316,36 @@ static kb_msgnode *pop_node(struct __cds_wfcq_head *head, struct cds_wfcq_tail *
 	return n;
 }
 
+/* cds_wfcq_enqueue of a message node, with the happens-before that
+ * ThreadSanitizer cannot see told to it. Producers into one queue order
+ * themselves by an exchange on its tail (liburcu's uatomic_xchg, inline
+ * assembly): each then writes the `next` of the node the exchange returned,
+ * which the producer before it initialised (node_get, kb__worker_drain).
+ * TSan saw the two writes unordered and reported ___cds_wfcq_append against
+ * _cds_wfcq_node_init (tests/cli/plugin.sh now and then). Under TSan the
+ * two steps of ___cds_wfcq_append (urcu/static/wfcqueue.h), with an acquire
+ * of the returned node between them that pairs with the release of each
+ * node before its exchange; a suppression cannot name that pair alone (it
+ * matches a frame in either stack), so it would also hide a node reused
+ * while another thread still appends to it. Elsewhere liburcu's own
+ * enqueue, the very code as before (a macro: no function of its own for
+ * the optimiser to weigh). */
+#ifdef KB_TSAN
+static void msg_enqueue(struct __cds_wfcq_head *head, struct cds_wfcq_tail *tail, kb_msgnode *n)
+{
+	struct cds_wfcq_node *old;
+
+	(void)head;
+	KB_TSAN_RELEASE(n);
+	old = uatomic_xchg(&tail->p, &n->node);
+	/* &head->node when the queue was empty: a key nobody releases. */
+	KB_TSAN_ACQUIRE(caa_container_of(old, kb_msgnode, node));
+	CMM_STORE_SHARED(old->next, &n->node);
+}
+#else
+#define msg_enqueue(head, tail, n) cds_wfcq_enqueue((head), (tail), &(n)->node)
+#endif
+
 /* Takes back the nodes other workers returned. */
 static void reclaim_nodes(kb_worker *w)
 {
@@ -602,8 +632,7 @@ static __attribute__((noinline)) int send_far(kb_lp *lp, uint32_t dst, kb_time d
 		if (!n)
 			return kb__lp_fail(lp, KB_ENOMEM, "out of memory sending a message");
 		ev_fill(&n->ev, &(kb_evkey){ t, pair, seq, 0 }, ev);
-		KB_TSAN_RELEASE(n);
-		cds_wfcq_enqueue(&d->inbox_head, &d->inbox_tail, &n->node);
+		msg_enqueue(&d->inbox_head, &d->inbox_tail, n);
 	}
 	return KB_OK;
 }
@@ -795,8 +824,7 @@ void kb__worker_drain(kb_worker *w)
 			} else {
 				/* Back to its owner: one-way traffic must not pile up here. */
 				cds_wfcq_node_init(&n->node);
-				KB_TSAN_RELEASE(n);
-				cds_wfcq_enqueue(&n->owner->ret_head, &n->owner->ret_tail, &n->node);
+				msg_enqueue(&n->owner->ret_head, &n->owner->ret_tail, n);
 			}
 		}
 	}
