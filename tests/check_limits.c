@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include "base/grow.h"
 #include "base/memlimit.h"
 #include "base/outfile.h"
 #include "base/threadlimit.h"
@@ -466,6 +467,32 @@ START_TEST(test_kernel_threads_limit)
 }
 END_TEST
 
+/* kb__grow_to: one realloc to the first doubling that holds the index,
+ * the old elements kept, the new ones zero; a size that cannot be reached
+ * leaves the array and its capacity as they were. */
+START_TEST(test_grow_to)
+{
+	size_t cap = 0;
+	uint32_t *a = kb__grow_to(NULL, &cap, sizeof(*a), 4, 2), *b;
+
+	ck_assert_ptr_nonnull(a);
+	ck_assert_uint_eq(cap, 4);
+	for (size_t i = 0; i < cap; i++) {
+		ck_assert_uint_eq(a[i], 0);
+		a[i] = (uint32_t)i + 1;
+	}
+	b = kb__grow_to(a, &cap, sizeof(*a), 4, 37);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_uint_eq(cap, 64);
+	for (size_t i = 0; i < cap; i++)
+		ck_assert_uint_eq(b[i], i < 4 ? (uint32_t)i + 1 : 0);
+	ck_assert_ptr_null(kb__grow_to(b, &cap, sizeof(*b), 4, SIZE_MAX / 2));
+	ck_assert_uint_eq(cap, 64);
+	ck_assert_uint_eq(b[3], 4);
+	free(b);
+}
+END_TEST
+
 Suite *limits_suite(void)
 {
 	Suite *s = suite_create("limits");
@@ -481,6 +508,7 @@ Suite *limits_suite(void)
 	tc = tcase_create("resources");
 	tcase_add_test(tc, test_outfile_whole_or_absent);
 	tcase_add_test(tc, test_mem_need);
+	tcase_add_test(tc, test_grow_to);
 	tcase_add_test(tc, test_threads_fit_rule);
 	tcase_add_test(tc, test_kernel_threads_limit);
 	suite_add_tcase(s, tc);

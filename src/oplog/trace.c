@@ -113,17 +113,11 @@ static const char *channel_of(const kb_trace *t, int eng, const kb_oplog_record 
 static pe_tracks *pe_of(kb_trace *t, uint32_t pe)
 {
 	if (pe >= t->pes_cap) {
-		size_t cap = t->pes_cap ? t->pes_cap : 64;
-		pe_tracks *s;
+		pe_tracks *s = kb__grow_to(t->pes, &t->pes_cap, sizeof(*s), 64, pe);
 
-		while (cap <= pe)
-			cap *= 2;
-		s = realloc(t->pes, cap * sizeof(*s));
 		if (!s)
 			return NULL;
-		memset(s + t->pes_cap, 0, (cap - t->pes_cap) * sizeof(*s));
 		t->pes = s;
-		t->pes_cap = cap;
 	}
 	return &t->pes[pe];
 }

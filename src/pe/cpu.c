@@ -76,17 +76,11 @@ static __attribute__((noinline)) void slide(kb_cpu *c)
  * a few times a run). -1: out of memory. */
 static __attribute__((noinline)) int grow_bits(kb_cpu *c, uint64_t w)
 {
-	size_t n = c->n_words ? c->n_words : 4;
-	uint64_t *b;
+	uint64_t *b = kb__grow_to(c->bits, &c->n_words, sizeof(*b), 4, w);
 
-	while (n <= w)
-		n *= 2;
-	b = realloc(c->bits, n * sizeof(*b));
 	if (!b)
 		return -1;
-	memset(b + c->n_words, 0, (n - c->n_words) * sizeof(*b));
 	c->bits = b;
-	c->n_words = n;
 	return 0;
 }
 
