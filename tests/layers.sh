@@ -67,8 +67,7 @@ fail=0
 done
 
 # 2. Symbols. The objects of the library are libtool's, in .libs beside the
-# sources in the build tree; the CLI links the shared library, which
-# exports only kb_*, so the linker holds it to the public API already.
+# sources in the build tree (the command's own objects: 2b below).
 NM=${NM:-nm}
 # Only objects whose source is still in the tree: a build tree keeps the
 # objects of files that were moved or removed, and those would be misjudged.
@@ -101,6 +100,22 @@ else
 	}' "$tmp.allowed" "$tmp.syms" >> "$tmp.bad"
 fi
 
+# 2b. The command and the MPI module use the public API only. The command
+# has the library linked in (configure's --enable-static-cli, the default),
+# so no linker holds it to the kb_ exports any more: an internal kb__ symbol
+# left undefined by one of their objects is a violation.
+cli_objs=$(cd "$builddir" && { find src/cli -name 'kernbench-*.o'; find src/cli -path '*/.libs/kernbench_mpi_la-*.o'; } 2>/dev/null | sort |
+	while read -r o; do
+		b=${o##*/}; b=${b#kernbench-}; b=${b#kernbench_mpi_la-}
+		[ -f "$srcdir/src/cli/${b%.o}.c" ] && echo "$o"
+	done)
+if [ -n "$cli_objs" ] && command -v "$NM" >/dev/null 2>&1; then
+	for o in $cli_objs; do
+		"$NM" -u "$builddir/$o" 2>/dev/null | awk -v o="$o" '
+			$1 == "U" && $2 ~ /^kb__/ { printf "FAIL: %s uses %s, an internal symbol (the command and its MPI module may use only include/kernbench)\n", o, $2 }'
+	done >> "$tmp.bad"
+fi
+
 # 3. ADR-0065 D7: recipes live beside the tl context.
 bad=$(cd "$srcdir" && grep -lE 'recipes\.h|kb__recipe|softmax_merge' src/pe/*.c src/pe/*.h 2>/dev/null)
 [ -n "$bad" ] && echo "FAIL: recipe knowledge under src/pe: $bad" >> "$tmp.bad"
@@ -109,5 +124,5 @@ if [ -s "$tmp.bad" ]; then
 	cat "$tmp.bad"
 	exit 1
 fi
-echo "layers hold: $(wc -l < "$tmp.allowed") allowed pairs, $(echo "$objs" | wc -w) objects checked"
+echo "layers hold: $(wc -l < "$tmp.allowed") allowed pairs, $(echo "$objs" | wc -w) library objects and $(echo "$cli_objs" | wc -w) command objects checked"
 exit 0
