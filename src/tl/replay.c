@@ -133,6 +133,7 @@ struct kb_replay {
 	 * composites than N_TPL evicts each template before its next call;
 	 * past MAX_THRASH fills with few replays it makes no more. */
 	uint64_t fills, hits;
+	uint64_t key_next, key_end;   /* dig_key's block: next key, its end */
 };
 
 /* ---- keys ---- */
@@ -682,12 +683,34 @@ static size_t align8(size_t n)
 	return (n + 7) & ~(size_t)7;
 }
 
-/* Digest keys, unique in the process (contexts run on several threads). */
-static _Atomic uint64_t next_dig_key = 1;
+/*
+ * Digest keys, unique in the process (contexts run on several threads):
+ * a context takes them in blocks of 2^DIG_KEY_BITS, so that its own keys
+ * are consecutive however many contexts take keys in between. A PE's
+ * plan memo (plan.c) is direct-mapped by the key's low bits, and with
+ * one counter for all contexts, a multi-PE decode's kernel (its MATH
+ * keys at its first tile, its templates' at the second, other kernels'
+ * keys between) had keys that met in one entry and replaced each other
+ * for every command (opt3 H_kv=8 P=4 C=4 S_kv=16384: 6,350 plans and
+ * their costs worked out anew for 25,048 commands, issue 13).
+ */
+#define DIG_KEY_BITS 20
+static _Atomic uint64_t next_dig_block = 1;
+
+static uint64_t dig_key(kb_replay *r)
+{
+	if (r->key_next == r->key_end) {
+		uint64_t b = atomic_fetch_add_explicit(&next_dig_block, 1, memory_order_relaxed);
+
+		r->key_next = b << DIG_KEY_BITS;
+		r->key_end = r->key_next + (UINT64_C(1) << DIG_KEY_BITS);
+	}
+	return r->key_next++;
+}
 
 /* A template of the call keyed k, lowered as s says; NULL when s does
  * not fit one (or out of memory). */
-static tpl *tpl_make(const kb_rkey *k, const kb_replay_src *s)
+static tpl *tpl_make(kb_replay *r, const kb_rkey *k, const kb_replay_src *s)
 {
 	const kb_cmd *c = s->cmd;
 	kb_hslot *all[TPL_MAX_ALL];
@@ -789,7 +812,7 @@ static tpl *tpl_make(const kb_rkey *k, const kb_replay_src *s)
 		kb_cmd_dig *dig = memcpy(b + off, c->dig, kb__cmd_dig_size(c->n_ops));
 
 		/* Its replays share the digest: PE_SCHEDULER plans them alike. */
-		dig->key = atomic_fetch_add_explicit(&next_dig_key, 1, memory_order_relaxed);
+		dig->key = dig_key(r);
 		t->dig = dig;
 		off += kb__cmd_dig_size(c->n_ops);
 	}
@@ -861,7 +884,7 @@ void kb__replay_save(kb_replay **rp, const kb_rkey *k, const kb_replay_src *s)
 	r->fills++;
 	i = r->next++ % N_TPL;
 	free(r->t[i]);
-	r->t[i] = tpl_make(k, s);
+	r->t[i] = tpl_make(r, k, s);
 	r->hash[i] = k->hash;
 }
 
@@ -1010,7 +1033,7 @@ int kb__replay_math_save(kb_replay **rp, const kb_tl_composite_desc *d, const kb
 	m->lbytes = c->lbytes;
 	dig = memcpy(m->dig, c->dig, kb__cmd_dig_size(1));
 	/* its commands share the digest: PE_SCHEDULER plans them alike */
-	dig->key = atomic_fetch_add_explicit(&next_dig_key, 1, memory_order_relaxed);
+	dig->key = dig_key(r);
 	return 1;
 }
 
