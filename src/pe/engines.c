@@ -13,16 +13,16 @@
 #include "base/err.h"
 #include "pe/plan.h"
 
-/* A waiting STAGE message's payload as a channel's ring keeps it (32
- * bytes, not the message's 72: a ring slot is half a cache line, never
- * two). slot and acc are bits of a plan's 64-bit slot maps, phase a
- * kb_phase. */
+/* A waiting STAGE message's payload as a channel's ring keeps it (40
+ * bytes, not the message's 72): the words its sender set (pe.h), the
+ * phase, slot and acc packed in one (kb__stage_pack). */
 typedef struct stage_msg {
 	kb_plan *p;
-	const kb_stage_ref *st;
 	uint64_t step;
+	const kb_stage_ref *st;
+	const kb_stage_cost *cost;
+	uint32_t pk;
 	uint32_t aux;            /* the message's: kb__stage_aux */
-	uint8_t phase, slot, acc;
 } stage_msg;
 
 typedef struct chan {
@@ -94,25 +94,22 @@ static inline int begin(kb_lp *lp, kb_engine *e, chan *c)
  * into c->own (out of line, so that start needs no stack frame). */
 static __attribute__((noinline)) int start_own(kb_lp *lp, kb_engine *e, chan *c)
 {
-	kb__plan_cost_compute((const kb_plan *)(uintptr_t)c->run.w[0], (kb_phase)c->run.w[3],
-			      c->run.w[1], (const kb_stage_ref *)(uintptr_t)c->run.w[2], &c->own);
+	kb__plan_cost_compute((const kb_plan *)(uintptr_t)c->run.w[0],
+			      (kb_phase)kb__stage_phase(c->run.w[3]), c->run.w[1],
+			      (const kb_stage_ref *)(uintptr_t)c->run.w[2], &c->own);
 	c->cost = &c->own;
 	return begin(lp, e, c);
 }
 
-/* Starts c->run (busy from now). Out of line: both handlers call it, and
- * inlined it gave engine_event a stack frame that every event paid for.
- * The cost is pointed at, not copied (40 bytes a stage): the plan, and so
- * its memo, lives until its command's last stage is done. */
-static __attribute__((noinline)) int start(kb_lp *lp, kb_engine *e, chan *c)
+/* Starts c->run (busy from now), at the cost its message points at (its
+ * sender looked it up in the plan's memo), or one worked out. The cost is
+ * pointed at, not copied (40 bytes a stage): the plan, and so its memo,
+ * lives until its command's last stage is done. */
+static inline int start(kb_lp *lp, kb_engine *e, chan *c)
 {
-	const kb_plan *p = (const kb_plan *)(uintptr_t)c->run.w[0];
-	int i;
-
-	if (!p->cost_ok || (i = kb__plan_cost_index(p, (kb_phase)c->run.w[3], c->run.w[1],
-						    (const kb_stage_ref *)(uintptr_t)c->run.w[2])) < 0)
+	c->cost = (const kb_stage_cost *)(uintptr_t)c->run.w[4];
+	if (__builtin_expect(!c->cost, 0))
 		return start_own(lp, e, c);
-	c->cost = &p->cost[i];
 	return begin(lp, e, c);
 }
 
@@ -151,8 +148,9 @@ static __attribute__((noinline)) int exec_stage(kb_lp *lp, const chan *c)
 	 * kb_error (1 KiB) cleared for every stage of a data-mode run. */
 	err.code = KB_OK;
 	err.message[0] = '\0';
-	rc = kb__plan_exec(p, (kb_phase)ev->w[3], ev->w[1], (const kb_stage_ref *)(uintptr_t)ev->w[2],
-			   (uint32_t)ev->w[4], (uint32_t)ev->w[5], &err);
+	rc = kb__plan_exec(p, (kb_phase)kb__stage_phase(ev->w[3]), ev->w[1],
+			   (const kb_stage_ref *)(uintptr_t)ev->w[2], kb__stage_slot(ev->w[3]),
+			   kb__stage_acc(ev->w[3]), &err);
 	if (rc)
 		return kb__lp_fail(lp, rc, "command %" PRIu64 " (%s:%d): %s", p->cmd->id, p->cmd->file,
 				   p->cmd->line, err.message);
@@ -181,6 +179,9 @@ static __attribute__((noinline)) int finish(kb_lp *lp, kb_engine *e, chan *c)
 
 		ev->w[2] = (uint64_t)(uintptr_t)nx;
 		ev->aux = kb__stage_aux(nx, (ev->aux >> 1) - 1);
+		/* a step's costs lie in its stages' order in the memo */
+		if (ev->w[4])
+			ev->w[4] += sizeof(kb_stage_cost);
 		dst = nx->eng;
 	} else {
 		ev->type = KB_EV_STEP_DONE;
@@ -199,9 +200,8 @@ static __attribute__((noinline)) int finish(kb_lp *lp, kb_engine *e, chan *c)
 	ev->w[0] = (uint64_t)(uintptr_t)m->p;
 	ev->w[1] = m->step;
 	ev->w[2] = (uint64_t)(uintptr_t)m->st;
-	ev->w[3] = m->phase;
-	ev->w[4] = m->slot;
-	ev->w[5] = m->acc;
+	ev->w[3] = m->pk;
+	ev->w[4] = (uint64_t)(uintptr_t)m->cost;
 	c->head = --c->n ? (c->head + 1) & c->mask : 0;
 	if (rc)
 		return rc;
@@ -234,8 +234,8 @@ static __attribute__((noinline)) int stage_wait(kb_lp *lp, chan *c, const kb_eve
 	if (__builtin_expect(c->n > c->mask, 0))
 		return stage_wait_grow(lp, c, ev);
 	c->q[(c->head + c->n++) & c->mask] = (stage_msg){
-		(kb_plan *)(uintptr_t)ev->w[0], (const kb_stage_ref *)(uintptr_t)ev->w[2], ev->w[1],
-		ev->aux, (uint8_t)ev->w[3], (uint8_t)ev->w[4], (uint8_t)ev->w[5]
+		(kb_plan *)(uintptr_t)ev->w[0], ev->w[1], (const kb_stage_ref *)(uintptr_t)ev->w[2],
+		(const kb_stage_cost *)(uintptr_t)ev->w[4], (uint32_t)ev->w[3], ev->aux
 	};
 	return KB_OK;
 }
@@ -249,7 +249,9 @@ static __attribute__((noinline)) int stage_in(kb_lp *lp, kb_engine *e, const kb_
 
 	if (c->busy)
 		return stage_wait(lp, c, ev);
-	c->run = *ev;
+	/* What the message's sender set (type, aux, w[0..4]): not its
+	 * time, source and the like, which no one reads here. */
+	memcpy(&c->run.type, &ev->type, offsetof(kb_event, w[5]) - offsetof(kb_event, type));
 	c->busy = 1;
 	return start(lp, e, c);
 }

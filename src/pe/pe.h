@@ -39,7 +39,9 @@ enum {
 	KB_EV_CMD,               /* cpu -> sched: w[0] = kb_cmd* */
 	KB_EV_CMD_DONE,          /* sched -> cpu: w[0] = command id */
 	KB_EV_STAGE,             /* -> engine: w[0] plan, w[1] step, w[2] the stage (a kb_stage_ref * into
-				  * the plan's list for the step), w[3] phase, w[4] slot, w[5] acc;
+				  * the plan's list for the step), w[3] phase, slot and acc
+				  * (kb__stage_pack), w[4] the stage's cost in the plan's memo (a
+				  * kb_stage_cost *; 0: none, the engine works it out);
 				  * aux: the engine's channel (kb__stage_chan) | the stages after
 				  * this one in the step << 1 (kb__stage_aux) */
 	KB_EV_STEP_DONE,         /* engine -> sched: same payload */
@@ -47,6 +49,30 @@ enum {
 	KB_EV_IPCQ_DATA,         /* ipcq -> remote ipcq: w[0] payload*, aux = tag */
 	KB_EV_IPCQ_RECV          /* (unused id kept stable) */
 };
+
+/* A STAGE message's w[3]: its phase (a kb_phase), staging slot and
+ * accumulator slot (each below 64), in one word, so that w[4] is free for
+ * the stage's cost, which its sender looks up once a step instead of each
+ * engine once a stage. */
+static inline uint64_t kb__stage_pack(uint32_t phase, uint32_t slot, uint32_t acc)
+{
+	return phase | slot << 8 | acc << 16;
+}
+
+static inline uint32_t kb__stage_phase(uint64_t pk)
+{
+	return (uint32_t)pk & 0xff;
+}
+
+static inline uint32_t kb__stage_slot(uint64_t pk)
+{
+	return (uint32_t)(pk >> 8) & 0xff;
+}
+
+static inline uint32_t kb__stage_acc(uint64_t pk)
+{
+	return (uint32_t)(pk >> 16) & 0xff;
+}
 
 /*
  * Where PE_CPU gets its commands, in program order. The layer above (the

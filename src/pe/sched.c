@@ -66,14 +66,18 @@ static inline int send_stage(kb_lp *lp, kb_sched *s, kb_plan *p, kb_phase ph, ui
 	uint32_t n;
 	const kb_stage_ref *st = kb__plan_stages(p, ph, step, &n);
 	kb_event *ev = &s->stage_ev;
+	int i;
 
 	ev->aux = kb__stage_aux(st, n - 1);
 	ev->w[0] = (uint64_t)(uintptr_t)p;
 	ev->w[1] = step;
 	ev->w[2] = (uint64_t)(uintptr_t)st;
-	ev->w[3] = (uint64_t)ph;
-	ev->w[4] = slot;
-	ev->w[5] = acc;
+	ev->w[3] = kb__stage_pack(ph, slot, acc);
+	/* The first stage's memoised cost (the engines step on from it):
+	 * looked up once a step here, not once a stage by each engine. */
+	ev->w[4] = p->cost_ok && (i = kb__plan_cost_index(p, ph, step, st)) >= 0
+			   ? (uint64_t)(uintptr_t)&p->cost[i]
+			   : 0;
 	return kb__lp_send(lp, s->lp0 + st[0].eng, s->lat, ev);
 }
 
@@ -320,14 +324,14 @@ static __attribute__((noinline)) int enqueue(kb_lp *lp, kb_sched *s, kb_cmd *cmd
 static __attribute__((noinline)) int step_done(kb_lp *lp, kb_sched *s, const kb_event *ev)
 {
 	kb_plan *p = (kb_plan *)(uintptr_t)ev->w[0];
-	kb_phase ph = (kb_phase)ev->w[3];
+	kb_phase ph = (kb_phase)kb__stage_phase(ev->w[3]);
 	uint64_t n;
 
 	p->retired++;
 	if (ph == KB_PH_LOOP) {
-		p->slot_free |= UINT64_C(1) << ev->w[4];
+		p->slot_free |= UINT64_C(1) << kb__stage_slot(ev->w[3]);
 		if (p->gemm < 0 || k_step(p, ev->w[1]) == p->kt - 1)
-			p->acc_free |= UINT64_C(1) << ev->w[5];
+			p->acc_free |= UINT64_C(1) << kb__stage_acc(ev->w[3]);
 	}
 	n = ph == KB_PH_PRE ? p->n_pre : ph == KB_PH_POST ? p->n_post : p->n_steps;
 	if (p->retired < n)
