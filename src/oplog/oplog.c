@@ -123,11 +123,14 @@ struct kb_oplog_lane {
 	form_tab *forms[FORM_KINDS]; /* or NULL */
 	uint32_t uncached;       /* records formatted before the forms (FORM_CACHE_AFTER) */
 	/* The time prefix of the lane's last record (put_times): its value
-	 * times 10^8 and its one to four digits, the first in the lowest
-	 * byte (pre_len 0: none yet). */
+	 * times 10^8, its one to four digits (pre_len 0: none yet), and the
+	 * record's text before each chunk of eight digits, `{"t0":` and
+	 * `,"t1":` each with the prefix after it, to be stored 16 bytes at
+	 * a time (the bytes after the prefix are scratch that the digits
+	 * overwrite). */
 	uint64_t pre_base;
-	uint32_t pre_text;
 	uint32_t pre_len;
+	char pre_t0[16], pre_t1[16];
 	/* The trace or the callback reads each record's fields; else only
 	 * t1 (the merge order) is kept beside the text. */
 	int keep_fields;
@@ -765,32 +768,29 @@ static inline __attribute__((always_inline)) char *put_times(char *p, const char
 			pre = (z + 0x30303030u) >> (8 * lead);
 		}
 		lane->pre_base = hi * E8;
-		lane->pre_text = pre;
 		lane->pre_len = (uint32_t)h;
+		memcpy(lane->pre_t0, "{\"t0\":", 6);
+		memcpy(lane->pre_t1, ",\"t1\":", 6);
+		for (unsigned i = 0; i < 4; i++)
+			lane->pre_t0[6 + i] = lane->pre_t1[6 + i] = (char)(pre >> 8 * i);
 		lo1 = t1 - lane->pre_base;
 		lo0 = t0 - lane->pre_base;
 	}
 	return put_times_in(p, lane, lo0, lo1);
 }
 
-/* The times in the lane's prefix (times_in): the prefix and two chunks
- * of eight digits. */
+/* The times in the lane's prefix (times_in), `{"t0":` (at p - 6) on:
+ * the lane's text before each chunk (pre_t0, pre_t1) stored whole,
+ * each chunk's eight digits over its scratch: four stores, where the
+ * keys and the prefix were stored apart (issue 13). */
 static inline __attribute__((always_inline)) char *put_times_in(char *p, const kb_oplog_lane *lane,
 							       uint64_t lo0, uint64_t lo1)
 {
-	uint32_t pre = lane->pre_text;
 	size_t h = lane->pre_len;
 	char *q = p + h;
 
-	p[0] = (char)pre;
-	p[1] = (char)(pre >> 8);
-	p[2] = (char)(pre >> 16);
-	p[3] = (char)(pre >> 24);
-	memcpy(q + 8, ",\"t1\":", 6);
-	q[14] = (char)pre;
-	q[15] = (char)(pre >> 8);
-	q[16] = (char)(pre >> 16);
-	q[17] = (char)(pre >> 24);
+	memcpy(p - 6, lane->pre_t0, 16);
+	memcpy(q + 8, lane->pre_t1, 16);
 #ifdef __SSE2__
 	{
 		__m128i d = digits8x2((uint32_t)lo0, (uint32_t)lo1);
@@ -1195,8 +1195,12 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 	if (__builtin_expect((!in && !(t1 < E8 && t0 <= t1)) || cmd >= E8, 0))
 		return emit_slow(lane, rec, fields, n_fields, st, kind);
 	buf = b->text + b->text_n;
-	memcpy(buf, "{\"t0\":", 6);
-	p = in ? put_times_in(buf + 6, lane, lo0, lo1) : put_times8(buf + 6, (uint32_t)t0, (uint32_t)t1);
+	if (in) {
+		p = put_times_in(buf + 6, lane, lo0, lo1);
+	} else {
+		memcpy(buf, "{\"t0\":", 6);
+		p = put_times8(buf + 6, (uint32_t)t0, (uint32_t)t1);
+	}
 	memcpy(p, f->text, FORM_MID);
 	p = put_cmd(p + f->mid_len, buf + MAX_RECORD + 1, lane, cmd, 1);
 	memcpy(p, f->text + f->mid_len, FORM_TAIL);
