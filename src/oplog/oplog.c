@@ -20,13 +20,14 @@
 
 /* One buffered record: what the merge reads. Its JSON text, with the
  * newline that ends it in the op_log, lives in the lane's text buffer, so
- * consecutive records of a lane are one run of bytes. 24 bytes, where the
- * whole record (112 with it) was written and read per record even when no
- * sink wants its fields. */
+ * consecutive records of a lane are one run of bytes, and a record ends
+ * where the next one starts (ent_end). 16 bytes, where the whole record
+ * (112 with it) was written and read per record even when no sink wants
+ * its fields, and then 24 with its length and a 64-bit offset (issue
+ * 13: a lane's text stays under 4 GiB, lane_grow). */
 typedef struct lane_entry {
 	kb_time t1;
-	size_t text_off;
-	uint32_t text_len;       /* with the newline */
+	uint32_t text_off;
 	/* The merge's second key after t1: the record's lane order, times
 	 * two, plus one in its own lane's buffer (0 in the shared one: of one
 	 * lane's records, those in the shared buffer were written first). */
@@ -121,6 +122,10 @@ struct kb_oplog_lane {
 	 * order (kb__oplog_serial), else NULL. */
 	kb_oplog_lane *shared;
 	form_tab *forms[FORM_KINDS]; /* or NULL */
+	/* The same where emit's common path may use them: NULL while the
+	 * lane keeps each record's fields (keep_fields), whose records all
+	 * take emit_slow, so that the common path never tests for it. */
+	form_tab *fast[FORM_KINDS];
 	uint32_t uncached;       /* records formatted before the forms (FORM_CACHE_AFTER) */
 	/* The time prefix of the lane's last record (put_times): its value
 	 * times 10^8, its one to four digits (pre_len 0: none yet), and the
@@ -391,6 +396,12 @@ int kb__oplog_serial(kb_oplog *log)
 	return KB_OK;
 }
 
+/* Where b's record i ends (with its newline): where the next starts. */
+static inline size_t ent_end(const lane_buf *b, size_t i)
+{
+	return i + 1 < b->n ? b->ent[i + 1].text_off : b->text_n;
+}
+
 /* lane_reserve's growth, out of line: a lane grows a few dozen times a
  * run, and inlined into emit its reallocs cost every record saved
  * registers (issue 13). */
@@ -417,6 +428,8 @@ static __attribute__((noinline, cold)) int lane_grow(lane_buf *lane, size_t text
 
 		while (cap < lane->text_n + text_len + 1)
 			cap *= 2;
+		if (cap > (size_t)UINT32_MAX + 1)
+			return -1;   /* a lane_entry's text_off */
 		t = realloc(lane->text, cap);
 		if (!t)
 			return -1;
@@ -1054,6 +1067,7 @@ static inline __attribute__((always_inline)) int format_record(kb_oplog_lane *la
 		   (tab = aligned_alloc(_Alignof(form_tab), sizeof(form_tab))) != NULL) {
 		memset(tab, 0, sizeof(*tab));
 		lane->forms[kind] = tab;
+		lane->fast[kind] = lane->keep_fields ? NULL : tab;
 		lane->form_pe = r->pe;
 		lane->form_eng = r->eng;
 	}
@@ -1138,16 +1152,15 @@ static __attribute__((noinline)) int emit_slow(kb_oplog_lane *lane, const kb_opl
 		keep_rec(b, b->n, rec);
 	e = &b->ent[b->n++];
 	e->t1 = rec->t1_ps;
-	e->text_off = b->text_n;
-	e->text_len = (uint32_t)n;
+	e->text_off = (uint32_t)b->text_n;
 	e->key = key;
 	b->text_n += (size_t)n;
 	return KB_OK;
 }
 
-/* The common record: a lane with forms of its kind and no fields to keep,
- * room in the buffer, and a form with its tail for the record: the
- * times, the form's middle, the cmd and the form's tail. No call but the
+/* The common record: a lane with forms of its kind and no fields to keep
+ * (fast), room in the buffer, and a form with its tail for the record:
+ * the times, the form's middle, the cmd and the form's tail. No call but the
  * hash's piece at the end (and emit_slow, where it ends), so no value
  * lives across a call: no saved registers, no stack frame, the form's
  * key in registers (the general path, with format_new and put_tail
@@ -1156,7 +1169,7 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 						      const kb_oplog_field *fields, int n_fields,
 						      const kb_oplog_stage *st, int kind)
 {
-	form_tab *tab = lane->forms[kind];
+	form_tab *tab = lane->fast[kind];
 	lane_buf *b = &lane->cur;
 	uint64_t k[3], lo0, lo1, cmd, t0, t1;
 	rec_form *f;
@@ -1207,8 +1220,7 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 	n = (int)(p + f->tail_len - buf);
 	e = &b->ent[b->n++];
 	e->t1 = t1;
-	e->text_off = b->text_n;
-	e->text_len = (uint32_t)n;
+	e->text_off = (uint32_t)b->text_n;
 	b->text_n += (size_t)n;
 	if (b == &lane->cur) {
 		e->key = lane->order << 1 | 1;
@@ -1216,8 +1228,6 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 		e->key = lane->order << 1;
 		shared_took(lane->shared, t1, lane->order << 1);
 	}
-	if (__builtin_expect(lane->keep_fields, 0))
-		return keep_rec(b, b->n - 1, rec);
 	return KB_OK;
 }
 
@@ -1378,12 +1388,9 @@ static void slice_merge(kb_oplog *log, oplog_slice *s, int ready)
 		uint32_t i = log->active[k];
 		const lane_buf *b = lane_of(log, i, ready);
 		size_t a = lower_bound(b, b->head, s->lo), z = lower_bound(b, a, s->hi);
-		const lane_entry *last;
-
 		if (a == z)
 			continue;
-		last = &b->ent[z - 1];
-		bytes += last->text_off + last->text_len - b->ent[a].text_off;
+		bytes += ent_end(b, z - 1) - b->ent[a].text_off;
 		recs += z - a;
 		runs[hn] = (merge_run){ b->ent[a].t1, b->ent[a].key, i, a, z };
 		h[hn] = (uint32_t)hn;
@@ -1421,10 +1428,10 @@ static void slice_merge(kb_oplog *log, oplog_slice *s, int ready)
 		for (size_t k = from; log->want_recs && k < to; k++)
 			s->recs[s->n + k - from] = (struct slice_rec){
 				&b->rec[k], (size_t)(out - s->text) + b->ent[k].text_off - off,
-				b->ent[k].text_len - 1
+				(uint32_t)(ent_end(b, k) - b->ent[k].text_off - 1)
 			};
 		s->n += to - from;
-		n = b->ent[to - 1].text_off + b->ent[to - 1].text_len - off;
+		n = ent_end(b, to - 1) - off;
 		memcpy(out, b->text + off, n);
 		out += n;
 		if (to == r->end) {
@@ -1825,7 +1832,7 @@ static int flush_cur(kb_oplog *log, kb_time bound, kb_error *err)
 		lane_buf *b = lane_of(log, log->active[0], 0);
 		size_t z = bound == KB_TIME_INF ? b->n : lower_bound(b, b->head, bound);
 		size_t from = b->ent[b->head].text_off;
-		size_t len = b->ent[z - 1].text_off + b->ent[z - 1].text_len - from;
+		size_t len = ent_end(b, z - 1) - from;
 
 		if (!log->failed) {
 			/* The shared lane's bytes go to the hash a block per
