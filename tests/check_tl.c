@@ -1223,6 +1223,69 @@ START_TEST(test_replay_matches_full)
 }
 END_TEST
 
+/* A replayed composite's recipe scratch has no handle: the scope keeps
+ * where its memory is (KB_TL_RAW) among its handles, and frees it in
+ * their order when it ends, also after holes left by released handles
+ * made the scope compact its entries. Every command, its addresses and
+ * fences included, is the full lowering's, and the scopes give all the
+ * memory back. */
+static void scratch_kernel(kb_tl *tl, uint64_t *used)
+{
+	kb_tl_tensor *q = tcm2(tl, KB_FP16, 8, 128), *m = tcm2(tl, KB_FP32, 8, 1);
+	kb_tl_tensor *l = tcm2(tl, KB_FP32, 8, 1), *o = tcm2(tl, KB_FP32, 8, 128);
+	kb_tl_op scale = { .op = "scale", .extras = { { "scale", 0.125 } } };
+	kb_tl_op add = { .op = "add", .args = { { "other", o } } };
+	kb_tl_recipe_call merge = { "softmax_merge", { { "s", NULL }, { "m", m }, { "l", l }, { "O", o } } };
+	kb_tl_composite_desc qk = { .op = "gemm", .a = q, .flags = KB_TL_TRANS_B, .epilogue = &scale,
+				    .n_epilogue = 1 };
+	kb_tl_composite_desc pv = { .op = "gemm", .out = o, .prologue = &merge, .n_prologue = 1,
+				    .epilogue = &add, .n_epilogue = 1 };
+
+	*used = tl->tcm.used;
+	for (int j = 0; j < 6; j++) {
+		kb_tl_tensor *refs[40];
+
+		ck_assert_int_eq(kb_tl_scope_begin(tl), KB_OK);
+		for (int r = 0; r < 3; r++) {
+			qk.b = hbm2(tl, 0x100000 + (uint64_t)(3 * j + r) * 0x8000, KB_FP16, 64, 128);
+			merge.args[0].t = kb_tl_composite(tl, &qk);
+			pv.b = hbm2(tl, 0x400000 + (uint64_t)(3 * j + r) * 0x8000, KB_FP16, 64, 128);
+			ck_assert_ptr_eq(kb_tl_composite(tl, &pv), o);
+		}
+		/* holes before the last entry: over half of them, and more
+		 * than 16, so that the scope compacts */
+		for (int r = 0; r < 40; r++)
+			refs[r] = hbm2(tl, 0x800000 + (uint64_t)r * 0x8000, KB_FP16, 64, 128);
+		for (int r = 0; r < 39; r++)
+			ck_assert_int_eq(kb_tl_release(tl, refs[r]), KB_OK);
+		ck_assert_int_eq(kb_tl_scope_end(tl), KB_OK);
+	}
+	ck_assert_uint_eq(tl->tcm.used, *used);
+	ck_assert_int_eq(kb__tcm_check(&tl->tcm), 0);
+}
+
+START_TEST(test_replay_scratch_in_scope)
+{
+	capture rp = { .n = 0 }, full = { .n = 0 };
+	kb_tl *a = new_tl(&rp), *b = new_tl(&full);
+	uint64_t ua, ub;
+
+	b->replay_off = 1;
+	scratch_kernel(a, &ua);
+	scratch_kernel(b, &ub);
+	ck_assert_ptr_null(kb__tl_error(a));
+	ck_assert_uint_ge(a->replays, 20);
+	ck_assert_uint_eq(ua, ub);
+	ck_assert_int_eq(rp.n, full.n);
+	for (int i = 0; i < rp.n; i++)
+		same_cmd(rp.c[i], full.c[i], i);
+	cap_clear(&rp);
+	cap_clear(&full);
+	kb__tl_destroy(a);
+	kb__tl_destroy(b);
+}
+END_TEST
+
 /* A replayed call fails where its full lowering would: TCM exhausted at
  * the same scratch allocation, with the same message. */
 START_TEST(test_replay_tcm_exhausted)
@@ -1638,6 +1701,7 @@ Suite *tl_suite(void)
 	tcase_add_test(rec, test_type_of_handles);
 	tcase_add_test(rec, test_recipe_shape_memo);
 	tcase_add_test(rec, test_replay_matches_full);
+	tcase_add_test(rec, test_replay_scratch_in_scope);
 	tcase_add_loop_test(rec, test_replay_tcm_exhausted, 0, 2);
 	tcase_add_test(rec, test_replay_cycle_past_templates);
 	tcase_add_test(rec, test_replay_like_differs);

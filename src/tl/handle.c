@@ -171,6 +171,7 @@ new_handle(kb_tl *tl, uint64_t addr, const kb_tview *proto, kb_space space, kb_d
 		}
 		slot = (uint32_t)tl->n_slots++;
 		KB_SLOT(tl, slot)->gen = 0;
+		KB_SLOT(tl, slot)->mark = 0;
 	}
 	h = KB_SLOT(tl, slot);
 	h->gen++;
@@ -205,6 +206,15 @@ kb_hslot *kb__tl_new_handle(kb_tl *tl, kb_space space, uint64_t addr, kb_dtype d
 	return new_handle(tl, addr, NULL, space, dt, rank, shape, out);
 }
 
+static __attribute__((noinline, cold)) void tcm_exhausted(kb_tl *tl, uint64_t bytes)
+{
+	kb__tl_fail(tl, KB_V_TCM_EXHAUSTED,
+		    "TCM exhausted: %llu bytes requested, %llu of %llu free, largest free block %llu",
+		    (unsigned long long)bytes, (unsigned long long)(tl->cfg.tcm_bytes - tl->tcm.used),
+		    (unsigned long long)tl->cfg.tcm_bytes,
+		    (unsigned long long)kb__tcm_largest_free(&tl->tcm));
+}
+
 /* kb__tl_new_tcm_sized (proto NULL) and kb__tl_new_tcm_view. */
 static inline __attribute__((always_inline)) kb_hslot *
 new_tcm(kb_tl *tl, const kb_tview *proto, kb_dtype dt, int rank, const int64_t *shape,
@@ -214,12 +224,7 @@ new_tcm(kb_tl *tl, const kb_tview *proto, kb_dtype dt, int rank, const int64_t *
 	kb_hslot *h;
 
 	if (kb__tcm_alloc(&tl->tcm, bytes, &off, &fence)) {
-		kb__tl_fail(tl, KB_V_TCM_EXHAUSTED,
-			    "TCM exhausted: %llu bytes requested, %llu of %llu free, largest free block %llu",
-			    (unsigned long long)bytes,
-			    (unsigned long long)(tl->cfg.tcm_bytes - tl->tcm.used),
-			    (unsigned long long)tl->cfg.tcm_bytes,
-			    (unsigned long long)kb__tcm_largest_free(&tl->tcm));
+		tcm_exhausted(tl, bytes);
 		return NULL;
 	}
 	/* a replay's output (proto) takes the handle's code inline: one
@@ -245,4 +250,44 @@ kb_hslot *kb__tl_new_tcm_sized(kb_tl *tl, kb_dtype dt, int rank, const int64_t *
 kb_hslot *kb__tl_new_tcm_view(kb_tl *tl, const kb_tview *proto, uint64_t bytes, kb_tl_tensor **out)
 {
 	return new_tcm(tl, proto, (kb_dtype)proto->dtype, proto->rank, proto->shape, bytes, out);
+}
+
+kb_hslot *kb__tl_new_tcm_temp(kb_tl *tl, const kb_tview *proto, uint64_t bytes, kb_hslot *tmp)
+{
+	/* kb__tcm_free rounds as kb__tcm_alloc does: the units give it back */
+	uint64_t off, fence, units = bytes ? (bytes + KB_TCM_ALIGN - 1) / KB_TCM_ALIGN : 1;
+	kb_scope *s = &tl->scopes[tl->depth];
+	kb_tl_tensor *t;
+	kb_hslot *h;
+
+	if (kb__tcm_alloc(&tl->tcm, bytes, &off, &fence)) {
+		tcm_exhausted(tl, bytes);
+		return NULL;
+	}
+	if (__builtin_expect(off % KB_TCM_ALIGN || off / KB_TCM_ALIGN >= KB_TL_RAW - 1 ||
+			     units >= KB_TL_RAW - 1, 0)) {
+		h = new_handle(tl, off, proto, KB_SPACE_TCM, KB_FP32, 0, NULL, &t);
+		if (!h) {
+			kb__tcm_free(&tl->tcm, off, bytes, tl->next_cmd);
+			return NULL;
+		}
+		h->owns_alloc = 1;
+		h->alloc_size = bytes;
+		h->fence = fence;
+		return h;
+	}
+	if (s->n + 2 > s->cap && (kb__scope_grow(s) || (s->n + 2 > s->cap && kb__scope_grow(s)))) {
+		kb__tcm_free(&tl->tcm, off, bytes, tl->next_cmd);
+		kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory for handles");
+		return NULL;
+	}
+	s->slots[s->n++] = KB_TL_RAW | (uint32_t)(off / KB_TCM_ALIGN);
+	s->slots[s->n++] = KB_TL_RAW | (uint32_t)units;
+	/* what a handle's slot would hold that the replay reads: its id
+	 * (counted as a handle's, so later ids stay as they were) */
+	tmp->view.id = ++tl->next_id;
+	tmp->view.addr = off;
+	tmp->fence = fence;
+	tmp->writer = -1;
+	return tmp;
 }

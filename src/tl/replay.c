@@ -361,9 +361,8 @@ static inline void sets_distinct(kb_cmd *c, kb_hslot *const *hs, const uint8_t *
 /* Lowers and emits the call whose key's handles k holds by template t. */
 static void replay_tpl(kb_tl *tl, const tpl *t, const kb_rkey *k, kb_tl_tensor **res)
 {
-	kb_hslot *hs[TPL_MAX_ALL];
+	kb_hslot *hs[TPL_MAX_ALL], tmp[KB_REPLAY_ALLOCS];
 	const unsigned char *from;
-	kb_tl_tensor *tt;
 	kb_cmd *c;
 
 	*res = NULL;
@@ -377,14 +376,18 @@ static void replay_tpl(kb_tl *tl, const tpl *t, const kb_rkey *k, kb_tl_tensor *
 	if (!c)
 		return;
 	memcpy(hs, k->h, k->nh * sizeof(hs[0]));
+	/* The result a handle, the others (recipe scratch no kernel can
+	 * name) what the command needs of a handle only. */
 	for (uint32_t i = 0; i < t->n_alloc; i++) {
-		hs[k->nh + i] = kb__tl_new_tcm_view(tl, &t->alloc[i].view, t->alloc[i].bytes, &tt);
-		if (!hs[k->nh + i]) {
+		kb_hslot *h = (int)i == t->result
+			? kb__tl_new_tcm_view(tl, &t->alloc[i].view, t->alloc[i].bytes, res)
+			: kb__tl_new_tcm_temp(tl, &t->alloc[i].view, t->alloc[i].bytes, &tmp[i]);
+
+		if (!h) {
 			kb__cmd_free(c);
 			return;
 		}
-		if ((int)i == t->result)
-			*res = tt;
+		hs[k->nh + i] = h;
 	}
 	if (t->result < 0)
 		*res = k->out;
@@ -555,6 +558,7 @@ static int snap_match(kb_tl *tl, const tpl_snap *s, const kb_tl_composite_desc *
 {
 	const kb_tl_tensor *v[SNAP_POS];
 	uint32_t n;
+	uint16_t mark;
 
 	if (d->op != s->op || d->flags != s->flags || d->n_epilogue != s->n_epi ||
 	    d->n_prologue != s->n_pro || !extras_eq(d->extras, s->ex_name, s->ex_bits, s->n_ex))
@@ -586,26 +590,34 @@ static int snap_match(kb_tl *tl, const tpl_snap *s, const kb_tl_composite_desc *
 	if (n != s->n_pos)
 		return 0;
 	k->nh = 0;
+	/* Each handle's first position as the snapshot's: a repeat is its
+	 * first position's handle; a first one is none of those before,
+	 * which the mark tells (a handle met before in this match has it:
+	 * two live handle values of one slot cannot be, and an old mark
+	 * that wrapped round to this one only makes the call miss). Where
+	 * each position's first was searched for among those before, that
+	 * was ~120 instructions of decode opt2's second composite. */
+	mark = ++tl->mark ? tl->mark : ++tl->mark;   /* 0: a slot's first */
 	for (uint32_t p = 0; p < n; p++) {
+		uint32_t f = s->first[p];
 		kb_hslot *h;
-		uint32_t f = 0;
 
-		if (!v[p]) {
-			if (s->first[p] != SNAP_NONE)
+		if (!v[p] || f == SNAP_NONE) {
+			if (v[p] || f != SNAP_NONE)
 				return 0;
 			continue;
 		}
-		while (v[f] != v[p])
-			f++;
-		if (f != s->first[p])
-			return 0;
-		if (f < p)
+		if (f < p) {
+			if (v[f] != v[p])
+				return 0;
 			continue;   /* a repeat: checked where it first came */
+		}
 		/* The same handle (live, and not a slot reused 2^16 times
 		 * since, which a handle's value cannot tell) has the same view. */
-		if (!(h = kb__tl_slot_find(tl, v[p])) ||
+		if (!(h = kb__tl_slot_find(tl, v[p])) || h->mark == mark ||
 		    ((v[p] != s->v[p] || h->gen != s->gen[p]) && !sig_eq(&s->sig[p], &h->view)))
 			return 0;
+		h->mark = mark;
 		k->h[k->nh++] = h;
 	}
 	k->out = d->out;

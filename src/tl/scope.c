@@ -45,7 +45,8 @@ static void compact(kb_tl *tl, kb_scope *s)
 
 		if (slot == KB_TL_NO_SLOT)
 			continue;
-		KB_SLOT(tl, slot)->scope_pos = (uint32_t)w;
+		if (!(slot & KB_TL_RAW))   /* a raw entry's two words stay as they are */
+			KB_SLOT(tl, slot)->scope_pos = (uint32_t)w;
 		s->slots[w++] = slot;
 	}
 	s->n = w;
@@ -108,9 +109,20 @@ KB_API int kb_tl_scope_end_at(kb_tl *tl, const char *file, int line)
 	if (tl->depth == 0)
 		return kb__tl_fail(tl, KB_V_SCOPE, "scope end without a matching scope begin");
 	s = &tl->scopes[tl->depth];
-	for (size_t i = s->n; i-- > 0;)
-		if (s->slots[i] != KB_TL_NO_SLOT)
-			release_slot(tl, s->slots[i]);
+	for (size_t i = s->n; i-- > 0;) {
+		uint32_t slot = s->slots[i];
+
+		if (__builtin_expect(slot & KB_TL_RAW, 0)) {
+			if (slot == KB_TL_NO_SLOT)
+				continue;
+			/* memory without a handle: offset, then size */
+			i--;
+			kb__tcm_free(&tl->tcm, (uint64_t)(s->slots[i] & ~KB_TL_RAW) * KB_TCM_ALIGN,
+				     (uint64_t)(slot & ~KB_TL_RAW) * KB_TCM_ALIGN, tl->next_cmd);
+			continue;
+		}
+		release_slot(tl, slot);
+	}
 	s->n = 0;
 	s->dead = 0;
 	tl->depth--;

@@ -12,6 +12,10 @@ typedef struct kb_hslot {
 	uint32_t gen;
 	uint8_t live;
 	uint8_t owns_alloc;
+	/* replay.c's snapshot match: the match that met this handle last
+	 * (its positions' handles distinct without comparing each with
+	 * every other); in the padding, on the line of gen and live */
+	uint16_t mark;
 	int scope;               /* scope depth it was created in */
 	uint32_t scope_pos;      /* its index in that scope's slots (kb_tl_release) */
 	kb_tview view;
@@ -32,6 +36,12 @@ typedef struct kb_scope {
 } kb_scope;
 
 #define KB_TL_NO_SLOT UINT32_MAX
+
+/* A scope's entry for TCM memory with no handle (kb__tl_new_tcm_temp):
+ * two words, its offset and its size in KB_TCM_ALIGN units, each with
+ * this bit set (a slot index is below 2^24, and neither word is ever
+ * KB_TL_NO_SLOT). The scope frees it where a handle's would be. */
+#define KB_TL_RAW UINT32_C(0x80000000)
 
 struct kb_tl {
 	kb_tl_config cfg;
@@ -54,6 +64,7 @@ struct kb_tl {
 	kb_hslot **chunks;       /* slots in fixed chunks: pointers stay valid */
 	size_t n_slots, cap_slots;
 	uint32_t free_slot;
+	uint16_t mark;           /* the last kb_hslot.mark handed out */
 	kb_scope scopes[KB_TL_MAX_SCOPES];
 	int depth;
 	kb_tcm tcm;
@@ -124,6 +135,17 @@ kb_hslot *kb__tl_new_tcm_sized(kb_tl *tl, kb_dtype dt, int rank, const int64_t *
 /* The same from a kb__tl_view_proto of a TCM tensor (a replay's
  * allocations and outputs: made once when their template is). */
 kb_hslot *kb__tl_new_tcm_view(kb_tl *tl, const kb_tview *proto, uint64_t bytes, kb_tl_tensor **out);
+/*
+ * The same for memory no kernel can name (a replayed composite's recipe
+ * scratch): the id, address and fence a handle would have had, in *tmp
+ * (writer -1), and the memory in the current scope, which frees it when
+ * it ends, as it would the handle's: no slot taken and given back, no
+ * view copied, no handle value (~80 instructions a scratch tensor, five
+ * a decode opt2 tile). A slot's handle (no value returned) where the
+ * scope's entry cannot say where the memory is. NULL: failed (TCM
+ * exhausted or out of host memory), as kb__tl_new_tcm_view fails.
+ */
+kb_hslot *kb__tl_new_tcm_temp(kb_tl *tl, const kb_tview *proto, uint64_t bytes, kb_hslot *tmp);
 int kb__scope_grow(kb_scope *s);
 /* Records slot, just made, in the current scope (inline: each new
  * handle comes here; growing the array is the rare case). */
