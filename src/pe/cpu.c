@@ -131,6 +131,27 @@ static inline int mark_done(kb_cpu *c, uint64_t id)
 	return 0;
 }
 
+/* mark_done's common case, with no call (so that cmd_done needs no stack
+ * frame): the id's word is there, and the prefix moves inside its word
+ * and the bitmap's window. 1: it does not, and mark_done has it all to
+ * do (the bit set here it sets again). */
+static inline int mark_quick(kb_cpu *c, uint64_t id)
+{
+	uint64_t i = id - c->base, k, w;
+	unsigned run;
+
+	if (__builtin_expect(i / 64 >= c->n_words, 0))
+		return 1;
+	c->bits[i / 64] |= UINT64_C(1) << (i % 64);
+	k = c->prefix - c->base;
+	w = ~(c->bits[k / 64] >> (k % 64));
+	run = w ? (unsigned)__builtin_ctzll(w) : 64u;
+	if (__builtin_expect(k % 64 + run >= 64 || k + run >= 64 * 64, 0))
+		return 1;
+	c->prefix += run;
+	return 0;
+}
+
 static int is_done(const kb_cpu *c, uint64_t id)
 {
 	uint64_t i;
@@ -276,12 +297,9 @@ static __attribute__((noinline)) int dispatched(kb_lp *lp, kb_cpu *c)
 	return advance(lp, c);
 }
 
-/* A CMD_DONE: the command is done (out of line as dispatched is, so that
- * cpu_event needs no stack frame). */
-static __attribute__((noinline)) int cmd_done(kb_lp *lp, kb_cpu *c, uint64_t id)
+/* cmd_done once id is marked done. */
+static inline int cmd_done_rest(kb_lp *lp, kb_cpu *c, uint64_t id)
 {
-	if (mark_done(c, id))
-		return kb__lp_fail(lp, KB_ENOMEM, "out of memory");
 	for (size_t i = 0; i < c->n_sends; i++)
 		if (c->sends[i] == id) {
 			c->sends[i] = c->sends[--c->n_sends];
@@ -291,6 +309,24 @@ static __attribute__((noinline)) int cmd_done(kb_lp *lp, kb_cpu *c, uint64_t id)
 	if (c->state == CPU_WAITING)
 		return advance(lp, c);
 	return KB_OK;
+}
+
+/* cmd_done where mark_quick does not do: the calls it makes are here. */
+static __attribute__((noinline)) int cmd_done_slow(kb_lp *lp, kb_cpu *c, uint64_t id)
+{
+	if (mark_done(c, id))
+		return kb__lp_fail(lp, KB_ENOMEM, "out of memory");
+	return cmd_done_rest(lp, c, id);
+}
+
+/* A CMD_DONE: the command is done (out of line as dispatched is, so that
+ * cpu_event needs no stack frame; with tail calls only, it needs none
+ * either). */
+static __attribute__((noinline)) int cmd_done(kb_lp *lp, kb_cpu *c, uint64_t id)
+{
+	if (__builtin_expect(mark_quick(c, id), 0))
+		return cmd_done_slow(lp, c, id);
+	return cmd_done_rest(lp, c, id);
 }
 
 static int cpu_event(kb_lp *lp, const kb_event *ev)

@@ -32,7 +32,7 @@ typedef struct chan {
 	 * It goes on from here to the next engine (finish). */
 	kb_event run;
 	uint32_t busy;
-	const kb_event *done;    /* its ENG_DONE self-event: done_ev[channel] */
+	const kb_event *done;    /* its ENG_DONE self-event (kb_engine done) */
 	kb_time t0;
 	/* Its cost: the plan's memoised one, or `own` worked out at start. */
 	const kb_stage_cost *cost;
@@ -61,13 +61,11 @@ typedef struct kb_engine {
 	 * a stage sets only its times, op, command and bytes. */
 	kb_oplog_lane *lane;
 	kb_oplog_record rec;
+	/* The ENG_DONE self-event of each channel, the same every stage: aux
+	 * the channel, w[0] its chan (the state never moves), which the
+	 * handler then takes as it is. */
+	kb_event done[2];
 } kb_engine;
-
-/* The ENG_DONE self-event of each channel: the same every stage. */
-static const kb_event done_ev[2] = {
-	{ .type = KB_EV_ENG_DONE, .aux = 0 },
-	{ .type = KB_EV_ENG_DONE, .aux = 1 },
-};
 
 /* kb__pe_after's failure for c->run: its message (out of line, as only
  * it needs the stage kind's keys). */
@@ -261,7 +259,7 @@ static int engine_event(kb_lp *lp, const kb_event *ev)
 	kb_engine *e = kb__lp_state(lp);
 
 	if (ev->type == KB_EV_ENG_DONE)
-		return finish(lp, e, &e->ch[ev->aux]);
+		return finish(lp, e, (chan *)(uintptr_t)ev->w[0]);
 	if (ev->type == KB_EV_STAGE)
 		return stage_in(lp, e, ev);
 	return kb__lp_fail(lp, KB_EINTERNAL, "engine got event type %u", ev->type);
@@ -299,7 +297,10 @@ static int engine_init(void *st, void *arg)
 		if (!e->ch[i].q)
 			return KB_ENOMEM;
 		e->ch[i].mask = 15;
-		e->ch[i].done = &done_ev[i];
+		e->done[i].type = KB_EV_ENG_DONE;
+		e->done[i].aux = (uint32_t)i;
+		e->done[i].w[0] = (uint64_t)(uintptr_t)&e->ch[i];
+		e->ch[i].done = &e->done[i];
 	}
 	return KB_OK;
 }

@@ -88,17 +88,20 @@ static uint32_t k_step(const kb_plan *p, uint64_t step)
 	return p->kt <= 1 ? 0 : (uint32_t)(step % p->kt);
 }
 
+/* The lowest free slot, taken (b & (b - 1) clears it: one instruction,
+ * not a shift, a not and an and). */
 static uint32_t take_slot(uint64_t *free_bits)
 {
-	uint32_t i = (uint32_t)__builtin_ctzll(*free_bits);
+	uint64_t b = *free_bits;
 
-	*free_bits &= ~(UINT64_C(1) << i);
-	return i;
+	*free_bits = b & (b - 1);
+	return (uint32_t)__builtin_ctzll(b);
 }
 
 /* Feeds what the phase allows: all single-shot steps at once (they run in
- * order on one FIFO engine), tile steps as staging slots free up. */
-static int feed(kb_lp *lp, kb_sched *s, kb_plan *p)
+ * order on one FIFO engine), tile steps as staging slots free up. Out of
+ * line: feed below comes here only for more than one step. */
+static __attribute__((noinline)) int feed_all(kb_lp *lp, kb_sched *s, kb_plan *p)
 {
 	int rc = KB_OK;
 
@@ -123,6 +126,29 @@ static int feed(kb_lp *lp, kb_sched *s, kb_plan *p)
 		p->fed++;
 	}
 	return rc;
+}
+
+/* feed_all where at most one loop step can go (the last step, or a single
+ * free staging slot: decode opt3's one-step loops, and each step a step's
+ * end frees in a longer one): straight, with the send a tail call, so no
+ * stack frame. */
+static int feed(kb_lp *lp, kb_sched *s, kb_plan *p)
+{
+	uint64_t step = p->fed, sf = p->slot_free;
+	uint32_t slot;
+
+	if (p->phase != KB_PH_LOOP || (step + 1 < p->n_steps && (sf & (sf - 1))))
+		return feed_all(lp, s, p);
+	if (step >= p->n_steps || !sf)
+		return KB_OK;
+	if (k_step(p, step) == 0) {
+		if (!p->acc_free)
+			return KB_OK;
+		p->cur_acc = take_slot(&p->acc_free);
+	}
+	slot = take_slot(&p->slot_free);
+	p->fed = step + 1;
+	return send_stage(lp, s, p, KB_PH_LOOP, step, slot, p->cur_acc);
 }
 
 static int finish_cmd(kb_lp *lp, kb_sched *s, kb_plan *p)
