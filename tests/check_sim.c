@@ -329,6 +329,123 @@ START_TEST(registers_keep_order)
 }
 END_TEST
 
+/* One LP sends bursts of BURST_N events at once, to eight receivers and
+ * to itself, at times and destinations in a scrambled order: more than a
+ * worker's ring holds (KB_RING), so that pushes land before, between and
+ * behind its events, fill it and move its latest into the heap. Every
+ * executor must run them in (time, destination, source, sequence) order:
+ * on one thread all of them in that order, and each LP in its own. */
+#define BURST_N 40
+#define BURST_ROUNDS 6
+#define BURST_RECV 8
+
+typedef struct burst_rec {
+	kb_time time;
+	uint32_t dst, src;
+	uint64_t seq;
+} burst_rec;
+
+static burst_rec burst_seen[BURST_ROUNDS * (BURST_N + 1) + 1];
+static atomic_int n_burst_seen;
+
+static void burst_note(kb_lp *lp, const kb_event *ev)
+{
+	int i = atomic_fetch_add(&n_burst_seen, 1);
+
+	ck_assert_int_lt(i, (int)(sizeof(burst_seen) / sizeof(burst_seen[0])));
+	burst_seen[i] = (burst_rec){ ev->time, kb__lp_id(lp), ev->src, ev->seq };
+}
+
+static int burst_recv_event(kb_lp *lp, const kb_event *ev)
+{
+	burst_note(lp, ev);
+	record(lp, ev);
+	return KB_OK;
+}
+
+static int burst_event(kb_lp *lp, const kb_event *ev)
+{
+	tlp *s = kb__lp_state(lp);
+	int rc = KB_OK;
+
+	burst_note(lp, ev);
+	if (ev->w[0] != 0) /* a burst's own self event */
+		return KB_OK;
+	for (uint32_t j = 0; j < BURST_N && !rc; j++) {
+		uint32_t k = (j * 17 + (uint32_t)s->n_log * 5) % BURST_N;
+		kb_time d = LAT * (1 + k % 7);
+
+		rc = k % 5 == 4 ? self_tag(lp, d, 1 + j) : send_tag(lp, 1 + (k * 3) % BURST_RECV, d, j);
+	}
+	if (!rc && ++s->n_log < BURST_ROUNDS)
+		rc = self_tag(lp, 1000, 0);
+	return rc;
+}
+
+static const kb_lp_type burst_type = { "burst", snd_start, burst_event, NULL, NULL, 0, NULL, NULL,
+				       NULL };
+static const kb_lp_type burst_recv_type = { "burstrecv", NULL, burst_recv_event, NULL, NULL, 0, NULL,
+					    NULL, NULL };
+
+static int burst_before(const burst_rec *a, const burst_rec *b)
+{
+	return a->time < b->time ||
+	       (a->time == b->time &&
+		(a->dst < b->dst ||
+		 (a->dst == b->dst && (a->src < b->src || (a->src == b->src && a->seq < b->seq)))));
+}
+
+START_TEST(ring_keeps_order)
+{
+	seen ref[BURST_RECV][MAX_LOG];
+	int n_ref[BURST_RECV];
+
+	for (size_t e = 0; e < N_EXEC; e++) {
+		model m;
+		kb_error err;
+		tlp *b;
+		int rc, n;
+
+		atomic_store(&n_burst_seen, 0);
+		model_init(&m, executors[e], LAT);
+		b = model_add(&m, &burst_type);
+		b->at = 100;
+		for (int i = 0; i < BURST_RECV; i++)
+			model_add(&m, &burst_recv_type);
+		rc = kb__sim_run(m.sim, &err);
+		ck_assert_msg(rc == 0, "threads %d: %s", executors[e], err.message);
+		n = atomic_load(&n_burst_seen);
+		ck_assert_int_eq(n, BURST_ROUNDS * (BURST_N + 1));
+		ck_assert_uint_eq(kb__sim_stats(m.sim)->events, (uint64_t)n);
+		/* One thread runs every event in the total order. */
+		for (int i = 1; executors[e] == 1 && i < n; i++)
+			ck_assert_msg(burst_before(&burst_seen[i - 1], &burst_seen[i]),
+				      "event %d (t %llu, LP %u, src %u, seq %llu) ran after (t %llu, LP %u, "
+				      "src %u, seq %llu)",
+				      i, (unsigned long long)burst_seen[i].time, burst_seen[i].dst,
+				      burst_seen[i].src, (unsigned long long)burst_seen[i].seq,
+				      (unsigned long long)burst_seen[i - 1].time, burst_seen[i - 1].dst,
+				      burst_seen[i - 1].src, (unsigned long long)burst_seen[i - 1].seq);
+		/* Each receiver sees the same, in the same order, everywhere. */
+		for (int r = 0; r < BURST_RECV; r++) {
+			const tlp *st = &m.st[1 + r];
+
+			ck_assert_int_gt(st->n_log, 0);
+			if (e == 0) {
+				memcpy(ref[r], st->log, sizeof(ref[r]));
+				n_ref[r] = st->n_log;
+			} else {
+				ck_assert_int_eq(st->n_log, n_ref[r]);
+				ck_assert_msg(memcmp(ref[r], st->log, sizeof(seen) * (size_t)st->n_log) == 0,
+					      "threads %d: LP %d's events differ from threads 1", executors[e],
+					      1 + r);
+			}
+		}
+		kb__sim_destroy(m.sim);
+	}
+}
+END_TEST
+
 /* Senders on workers of their own send into one LP's inbox in the same
  * window, round after round, so that their enqueues meet at the inbox's
  * tail: each appends behind a node another thread has just initialised,
@@ -1442,6 +1559,7 @@ Suite *sim_suite(void)
 	tcase_add_test(order, equal_time_order);
 	tcase_add_test(order, self_events_same_time);
 	tcase_add_test(order, registers_keep_order);
+	tcase_add_test(order, ring_keeps_order);
 	tcase_add_test(order, senders_meet_in_one_inbox);
 	suite_add_tcase(s, order);
 

@@ -125,6 +125,38 @@ static inline size_t evheap_down(kb_evheap *h, size_t i, const kb_evkey *k)
 	return i;
 }
 
+/* The same for a hole at the root, Floyd's way: the smaller child up
+ * to a leaf (one compare a level), then k up from there. A key that
+ * fills the hole mostly belongs low (the heap's last, or a push behind
+ * most pending events: a multi-PE run's), where the two compares a
+ * level of evheap_down cost more than the few steps back up. */
+static inline size_t evheap_down_leaf(kb_evheap *h, const kb_evkey *k)
+{
+	kb_time t = k->time;
+	uint64_t pair = k->pair, seq = k->seq;
+	kb_evkey *key = h->key;
+	size_t n = h->n, i = 0;
+
+	for (;;) {
+		size_t l = 2 * i + 1, m;
+
+		if (l >= n)
+			break;
+		m = (l + 1 < n && key_less(&key[l + 1], &key[l])) ? l + 1 : l;
+		key[i] = key[m];
+		i = m;
+	}
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+
+		if (!key_before(t, pair, seq, &key[p]))
+			break;
+		key[i] = key[p];
+		i = p;
+	}
+	return i;
+}
+
 /* Doubles the slots (and room for keys). The old slots are kept in
  * retired while a handler may read its event there. */
 static int evheap_grow(kb_evheap *h)
@@ -216,7 +248,7 @@ static inline void evheap_settle(kb_evheap *h)
 		return;
 	h->hole = 0;
 	if (--h->n)
-		h->key[evheap_down(h, 0, &h->key[h->n])] = h->key[h->n];
+		h->key[evheap_down_leaf(h, &h->key[h->n])] = h->key[h->n];
 }
 
 /* Gives back the slot of an event that ran (or moved away). */
@@ -440,57 +472,28 @@ kb_time kb__lp_link_latency(const kb_lp *lp, uint32_t dst)
 	return sim->cfg.lat_pe;
 }
 
-/* put_far's and put_hole's rare cases: a heap to grow, or a push before
- * the second register's event, which then moves into the heap. Out of
- * line: they call out, and need registers saved. */
+/* The pair of an event's key: (dst, src) as kb_evkey pair. */
+static inline uint64_t ev_pair(const kb_event *e)
+{
+	return (uint64_t)e->dst << 32 | e->src;
+}
+
+/* Into the heap where it has to grow (or a hole to fill: put_hole's
+ * rare case). Out of line: it calls out, and needs registers saved. */
 static __attribute__((noinline)) int put_rare(kb_lp *lp, kb_worker *w, kb_time t, uint64_t pair,
 					      uint64_t seq, const kb_event *body)
 {
-	kb_evheap *h = &w->heap;
-	/* What goes into the heap: the push, or the second register's
-	 * event when the push orders before it (most of opt2's ~2,000 a
-	 * run). One evheap_put inlined for both: a call to evheap_push
-	 * cost the move a frame. */
-	kb_event *r = w->reg == KB_REG_TWO && ev_before(t, pair, seq, w->nxt2) ? w->nxt2 : NULL;
-	int rc = r ? evheap_put(h, r->time, (uint64_t)r->dst << 32 | r->src, r->seq, r)
-		   : evheap_put(h, t, pair, seq, body);
-
-	if (rc)
+	if (evheap_put(&w->heap, t, pair, seq, body))
 		return kb__lp_fail(lp, KB_ENOMEM, "out of memory scheduling an event");
-	if (r) {
-		ev_fill(r, &(kb_evkey){ t, pair, seq, 0 }, body);
-		if (ev_before(t, pair, seq, w->nxt)) {
-			w->nxt2 = w->nxt;
-			w->nxt = r;
-		}
-		return KB_OK;
-	}
-	if (w->reg == KB_REG_HOLE) /* evheap_put filled it */
-		w->reg = KB_REG_EMPTY;
+	if (w->nr == KB_RING_HOLE) /* evheap_put filled it */
+		w->nr = 0;
 	return KB_OK;
-}
-
-/* Into the second register a push that orders before every heap event
- * while the first holds one (behind that one, or before it, which then
- * moves back). */
-static inline __attribute__((always_inline)) void reg_second(kb_worker *w, kb_time t,
-							     uint64_t pair, uint64_t seq,
-							     const kb_event *body)
-{
-	kb_event *r = w->nxt2;
-
-	ev_fill(r, &(kb_evkey){ t, pair, seq, 0 }, body);
-	if (ev_before(t, pair, seq, w->nxt)) { /* most of opt2's */
-		w->nxt2 = w->nxt;
-		w->nxt = r;
-	}
-	w->reg = KB_REG_TWO;
 }
 
 /* A push while the heap has its hole (the running event came from a
  * heap of more than HOLE_MIN events): into the hole, in one sift, as a
- * pop and a push would take two. The registers stay empty until then:
- * in such a heap a push is seldom the earliest. */
+ * pop and a push would take two. The ring stays empty until then: in
+ * such a heap a push is seldom the earliest. */
 static __attribute__((noinline)) int put_hole(kb_lp *lp, kb_worker *w, kb_time t, uint64_t pair,
 					      uint64_t seq, const kb_event *body)
 {
@@ -500,53 +503,144 @@ static __attribute__((noinline)) int put_hole(kb_lp *lp, kb_worker *w, kb_time t
 	if (__builtin_expect(!h->n_free, 0))
 		return put_rare(lp, w, t, pair, seq, body);
 	h->hole = 0;
-	w->reg = KB_REG_EMPTY;
+	w->nr = 0;
 	k = (kb_evkey){ t, pair, seq, h->free[--h->n_free] };
 	ev_fill(&h->ev[k.slot], &k, body);
-	key_put(&h->key[evheap_down(h, 0, &k)], &k);
+	key_put(&h->key[evheap_down_leaf(h, &k)], &k);
 	return KB_OK;
 }
 
-/* ev_put's other cases, the heap's first earlier than the push, or both
- * registers full: into the heap. The common one calls nothing but by
- * tail calls, so that it needs no registers saved either. */
+/* Into the heap (no hole there): a push behind the ring's events and
+ * the heap's first, or any push while no loop runs. The common one
+ * calls nothing but by a tail call, so that it needs no registers
+ * saved either. */
 static __attribute__((noinline)) int put_far(kb_lp *lp, kb_worker *w, kb_time t, uint64_t pair,
 					     uint64_t seq, const kb_event *body)
 {
 	kb_evheap *h = &w->heap;
 
-	if (__builtin_expect(!h->n_free || (w->reg == KB_REG_TWO && ev_before(t, pair, seq, w->nxt2)), 0))
+	if (__builtin_expect(!h->n_free, 0))
 		return put_rare(lp, w, t, pair, seq, body);
 	evheap_insert(h, t, pair, seq, body);
 	return KB_OK;
 }
 
+/* Into the ring of n events at its place (a free buffer at ring[n]):
+ * those before it move up one, the earliest first. */
+static inline __attribute__((always_inline)) void ring_insert(kb_worker *w, uint32_t n, kb_time t,
+							      uint64_t pair, uint64_t seq,
+							      const kb_event *body)
+{
+	kb_event *buf = w->ring[n];
+	uint32_t i;
+
+	for (i = n; i > 0 && !ev_before(t, pair, seq, w->ring[i - 1]); i--)
+		w->ring[i] = w->ring[i - 1];
+	w->ring[i] = buf;
+	ev_fill(buf, &(kb_evkey){ t, pair, seq, 0 }, body);
+	w->nr = n + 1;
+}
+
+/* A push into a full ring before its latest: the latest goes first in
+ * the heap (it orders before every key there), and its buffer is
+ * free. */
+static __attribute__((noinline)) int put_full(kb_lp *lp, kb_worker *w, kb_time t, uint64_t pair,
+					      uint64_t seq, const kb_event *body)
+{
+	kb_event *last = w->ring[0];
+	uint32_t n = w->nr - 1;
+	int rc = put_rare(lp, w, last->time, ev_pair(last), last->seq, last);
+
+	if (rc)
+		return rc;
+	memmove(&w->ring[0], &w->ring[1], n * sizeof(w->ring[0]));
+	w->ring[n] = last;
+	ring_insert(w, n, t, pair, seq, body);
+	return KB_OK;
+}
+
+/* ev_put's other cases with events in the ring, behind its earliest:
+ * behind its latest too (there, or into the heap if the heap's first
+ * comes before it or the ring is full), or between; or into a full
+ * ring. Most are opt2's scheduler's sends of a plan's stages, each
+ * behind the last. */
+static __attribute__((noinline)) int put_ring(kb_lp *lp, kb_worker *w, kb_time t, uint64_t pair,
+					      uint64_t seq, const kb_event *body)
+{
+	const kb_evheap *h = &w->heap;
+	uint32_t n = w->nr;
+	kb_event *buf;
+
+	if (!ev_before(t, pair, seq, w->ring[0])) {
+		if (n > w->room || (h->n && !key_before(t, pair, seq, &h->key[0])))
+			return put_far(lp, w, t, pair, seq, body);
+		/* The latest: every other one moves up (a loop that GCC
+		 * must not make a memmove call of: a call needs a frame). */
+		buf = w->ring[n];
+		for (uint32_t i = n; i > 0; i--) {
+			w->ring[i] = w->ring[i - 1];
+			__asm__("" ::: "memory");
+		}
+		w->ring[0] = buf;
+		ev_fill(buf, &(kb_evkey){ t, pair, seq, 0 }, body);
+		w->nr = n + 1;
+		return KB_OK;
+	}
+	if (n > w->room)
+		return put_full(lp, w, t, pair, seq, body);
+	ring_insert(w, n, t, pair, seq, body);
+	return KB_OK;
+}
+
 /* Schedules the event keyed (t, pair, seq) with body's type, aux and
- * payload on worker w (lp: the sender). The common cases, a key before
- * the heap's first with the registers empty or one full (a handler's
- * first push, or its second, as an engine's send and then its own busy
- * time: 58% of opt3's second pushes), write a register's buffer and
- * call nothing but put_far or put_hole by tail calls, so that they need
- * no registers saved. */
+ * payload on worker w (lp: the sender). The common cases write a ring
+ * buffer in place: a key before the ring's earliest with room in the
+ * ring (a handler's first push, mostly), or into an empty ring before
+ * the heap's first, or behind the ring's one event and before the
+ * heap's first (a second push, as an engine's send and then its own
+ * busy time: 58% of opt3's second pushes). They call nothing but
+ * put_ring, put_far or put_hole by tail calls, so that they need no
+ * registers saved. */
 static inline __attribute__((always_inline)) int ev_put(kb_lp *lp, kb_worker *w, kb_time t,
 							uint64_t pair, uint64_t seq,
 							const kb_event *body)
 {
 	const kb_evheap *h = &w->heap;
+	uint32_t n = w->nr;
 
-	if (__builtin_expect(w->reg == KB_REG_EMPTY &&
-			     (!h->n || key_before(t, pair, seq, &h->key[0])), 1)) {
-		ev_fill(w->nxt, &(kb_evkey){ t, pair, seq, 0 }, body);
-		w->reg = KB_REG_ONE;
-		return KB_OK;
+	if (__builtin_expect(n - 1 < w->room, 1)) { /* 1 .. size - 1 events */
+		if (__builtin_expect(ev_before(t, pair, seq, w->ring[n - 1]), 1)) {
+			ev_fill(w->ring[n], &(kb_evkey){ t, pair, seq, 0 }, body);
+			w->nr = n + 1;
+			return KB_OK;
+		}
+		/* Second: behind the earliest and before the next, the
+		 * ring's or, with one, the heap's first. */
+		if (n > 1 ? ev_before(t, pair, seq, w->ring[n - 2])
+			  : !h->n || key_before(t, pair, seq, &h->key[0])) {
+			kb_event *buf = w->ring[n];
+
+			w->ring[n] = w->ring[n - 1];
+			w->ring[n - 1] = buf;
+			ev_fill(buf, &(kb_evkey){ t, pair, seq, 0 }, body);
+			w->nr = n + 1;
+			return KB_OK;
+		}
+		return put_ring(lp, w, t, pair, seq, body);
 	}
-	if (w->reg == KB_REG_ONE && (!h->n || key_before(t, pair, seq, &h->key[0]))) {
-		reg_second(w, t, pair, seq, body);
-		return KB_OK;
+	if (__builtin_expect(!n, 1)) {
+		if (__builtin_expect(!h->n || key_before(t, pair, seq, &h->key[0]), 1)) {
+			ev_fill(w->ring[0], &(kb_evkey){ t, pair, seq, 0 }, body);
+			w->nr = 1;
+			return KB_OK;
+		}
+		return put_far(lp, w, t, pair, seq, body);
 	}
-	if (w->reg == KB_REG_HOLE)
+	if (n == KB_RING_HOLE)
 		return put_hole(lp, w, t, pair, seq, body);
-	return put_far(lp, w, t, pair, seq, body);
+	if (n == KB_RING_OFF)
+		return put_far(lp, w, t, pair, seq, body);
+	return put_ring(lp, w, t, pair, seq, body);
 }
 
 /* kb__lp_self's rare case: time's end. */
@@ -680,11 +774,9 @@ static void reg_spill(kb_worker *w, kb_event *r)
 
 static void reg_close(kb_worker *w)
 {
-	if (w->reg >= KB_REG_ONE)
-		reg_spill(w, w->nxt);
-	if (w->reg == KB_REG_TWO)
-		reg_spill(w, w->nxt2);
-	w->reg = KB_REG_OFF;
+	for (; w->nr; w->nr--)
+		reg_spill(w, w->ring[w->nr - 1]);
+	w->nr = KB_RING_OFF;
 }
 
 /* After an event whose handler failed, or with the worker's attention
@@ -730,24 +822,24 @@ static inline __attribute__((always_inline)) void worker_run(kb_worker *w, kb_ti
 	 * a handler calls reads them. */
 	if (w->err || !budget)
 		return;
-	w->reg = KB_REG_EMPTY;
+	w->nr = 0;
 	for (;;) {
+		uint32_t n = w->nr;
 		kb_time t;
 		int rc;
 
-		if (w->reg >= KB_REG_ONE) {
-			kb_event *ev = w->nxt;
+		if (n) {
+			kb_event **r = &w->ring[n - 1], *ev = *r;
 
 			t = ev->time;
 			if (bounded && t >= bound)
 				break;
 			/* The handler reads its event in this buffer (now
-			 * cur); the second register's event, if any, moves up,
-			 * and the last event's buffer is free for a push. */
-			w->nxt = w->nxt2;
-			w->nxt2 = w->cur;
+			 * cur); the last event's buffer takes its place in the
+			 * ring, free for a push. */
+			*r = w->cur;
 			w->cur = ev;
-			w->reg--;
+			w->nr = n - 1;
 			lp = lps[ev->dst];
 			lp->now = t;
 			rc = lp->event(lp, ev);
@@ -769,12 +861,12 @@ static inline __attribute__((always_inline)) void worker_run(kb_worker *w, kb_ti
 			if (h->n <= HOLE_MIN)
 				evheap_settle(h);
 			else
-				w->reg = KB_REG_HOLE;
+				w->nr = KB_RING_HOLE;
 			lp->now = t;
 			rc = lp->event(lp, &h->ev[slot]);
 			if (h->hole) {
 				evheap_settle(h);
-				w->reg = KB_REG_EMPTY;
+				w->nr = 0;
 			}
 			evheap_release(h, slot);
 		}
@@ -1211,6 +1303,24 @@ static void set_shortcuts(kb_sim *sim)
 	}
 }
 
+/* A ring of size events (kb_worker), empty: its buffers, and the one
+ * the running event takes. Only while no loop runs. */
+static int ring_init(kb_worker *w, uint32_t size)
+{
+	kb_event *b = malloc((size + 1) * sizeof(*b));
+
+	if (!b)
+		return KB_ENOMEM;
+	free(w->rbuf);
+	w->rbuf = b;
+	for (uint32_t i = 0; i < size; i++)
+		w->ring[i] = &b[i];
+	w->cur = &b[size];
+	w->room = size - 1;
+	w->nr = KB_RING_OFF;
+	return KB_OK;
+}
+
 /* Room for one more LP on a worker. */
 static int worker_room(kb_worker *w)
 {
@@ -1285,6 +1395,11 @@ int kb__sim_regroup(kb_sim *sim, int per_pe)
 	}
 	if (rehome_events(sim))
 		return KB_ENOMEM;
+	/* Workers of one LP had small rings; each now holds a PE or all. */
+	for (unsigned i = 0; i < sim->n_workers; i++)
+		if (sim->workers[i].n_lps && sim->workers[i].room != KB_RING - 1 &&
+		    ring_init(&sim->workers[i], KB_RING))
+			return KB_ENOMEM;
 	set_shortcuts(sim);
 	sim->per_lp = 0;
 	sim->horizons = 0;
@@ -1301,9 +1416,8 @@ static int build_workers(kb_sim *sim, kb_error *err)
 
 		w->index = i;
 		w->sim = sim;
-		w->nxt = &w->rbuf[0];
-		w->nxt2 = &w->rbuf[1];
-		w->cur = &w->rbuf[2];
+		if (ring_init(w, sim->per_lp ? 2 : KB_RING))
+			return kb__err(err, KB_ENOMEM, "out of memory building workers");
 		__cds_wfcq_init(&sim->workers[i].ret_head, &sim->workers[i].ret_tail);
 	}
 	for (size_t i = 0; i < sim->n_lps; i++) {
@@ -1430,6 +1544,7 @@ void kb__sim_destroy(kb_sim *sim)
 	for (unsigned i = 0; i < sim->n_workers; i++) {
 		kb__worker_pool_free(&sim->workers[i]);
 		evheap_free(&sim->workers[i].heap);
+		free(sim->workers[i].rbuf);
 		free(sim->workers[i].members);
 		free(sim->workers[i].hlps);
 	}

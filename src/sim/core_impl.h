@@ -91,43 +91,55 @@ _Static_assert(offsetof(struct kb_lp, now) == offsetof(kb_lp_head, now) &&
 	       offsetof(struct kb_lp, id) == offsetof(kb_lp_head, id) &&
 	       offsetof(struct kb_lp, self_pair) < 64, "kb_lp starts with kb_lp_head, its hot fields on one line");
 
-/* The states of a worker's next-event registers (kb_worker reg). */
-enum {
-	KB_REG_OFF = 0,          /* no event loop runs: every event is in the heap */
-	KB_REG_HOLE,             /* the heap has a hole (kb_evheap): the next push fills it */
-	KB_REG_EMPTY,            /* in the loop, both empty: a push may fill the first */
-	KB_REG_ONE,              /* the first holds the worker's earliest pending event */
-	KB_REG_TWO,              /* and the second the next one */
-};
+/* kb_worker nr besides a count of ring events (0: the loop runs, the
+ * ring is empty): no event loop runs, every event is in the heap; the
+ * heap has a hole (kb_evheap), which the next push fills. Both fail
+ * ev_put's test for a count with room, so that its common cases test
+ * one word. */
+#define KB_RING_OFF UINT32_MAX
+#define KB_RING_HOLE (UINT32_MAX - 1)
+
+/* The most events a worker's ring holds (a power of two): decode on one
+ * PE never has more than ~10 pending, so none of its events goes
+ * through the heap. A worker of one LP (--threads 0) holds 2: its
+ * buffers are per worker, and such runs have tens of thousands. */
+#define KB_RING 16
 
 struct __attribute__((aligned(64))) kb_worker {
 	/* What a send and the event loop touch first, then the heap. The
-	 * next-event registers: while the loop runs, a push whose key orders
-	 * before every key in the heap goes into the buffer at nxt (reg
-	 * KB_REG_ONE) instead, or, behind the event there, into the one at
-	 * nxt2 (KB_REG_TWO), and the loop runs them from there, with no heap
-	 * or slot work: most of decode's events send the very next one
-	 * (~78% of opt3's), and a second push at the same time often comes
-	 * next after it (a quarter of opt2's events). The registers' events
-	 * order before every heap key (a push before the second moves that
-	 * one into the heap), so events run in exactly the heap's order;
-	 * they go into the heap when the loop ends, so nothing outside the
-	 * loop sees them. The loop's own event is in the third buffer of
-	 * rbuf (cur): running the first rotates the three. */
-	int reg;
-	kb_event *nxt, *nxt2, *cur;
+	 * next-event registers: while the loop runs (nr a count), a push
+	 * whose key orders before every key in the heap goes into the ring
+	 * instead, and the loop runs the ring's events from there, with no
+	 * heap or slot work: most of decode's events send the very next one
+	 * (~78% of opt3's), a second push at the same time often comes next
+	 * after it (a quarter of opt2's events), and a plan's first stages
+	 * go out at once, each behind the last (opt2's scheduler: up to 9
+	 * pending, which went through the heap at ~200 instructions a push
+	 * and pop). ring[nr - 1] .. ring[0] hold the pending events in
+	 * order, the earliest last (a push before all, the most common,
+	 * writes a buffer and moves nothing); ring[nr] .. are free buffers,
+	 * and cur the buffer of the event that runs, so that running the
+	 * next event costs one exchange. The ring's events order before
+	 * every heap key (a push into a full ring before its latest moves
+	 * that one into the heap), so events run in exactly the heap's
+	 * order; they go into the heap when the loop ends, so nothing
+	 * outside the loop sees them. */
+	uint32_t nr;             /* events in the ring, or KB_RING_OFF, KB_RING_HOLE */
+	uint32_t room;           /* ring size - 1: KB_RING - 1, or 1 */
+	kb_event *cur;
 	uint64_t messages;
 	/* Every pending event of its LPs in one heap: popped in the order
 	 * a heap of LPs on (earliest time, LP id), each with its own heap on
 	 * (time, source, sequence), gave, at one sift per event instead of
 	 * two heaps' (decode holds ~1.5 events per LP). */
 	kb_evheap heap;
+	kb_event *ring[KB_RING];
+	kb_event *rbuf;          /* the room + 2 buffers */
 	unsigned index;
 	kb_sim *sim;
 	kb_lp **members;         /* its LPs in id order (stable) */
 	size_t n_lps, cap_lps;
 	kb_msgnode *free_nodes;
-	kb_event rbuf[3] __attribute__((aligned(64)));
 	/* Nodes other workers received go back here (many producers, drained
 	 * by whoever next needs nodes for this worker, outside drain phases). */
 	struct __cds_wfcq_head ret_head __attribute__((aligned(64)));
