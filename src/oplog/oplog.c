@@ -116,17 +116,25 @@ typedef kb_sha256_spread oplog_pend;
 /* A lane is written by its LP's thread (cur) and read by the sink: either
  * in place up to a time bound (sequential executor), or as a sealed buffer
  * (ready) that the sink merges while the LP goes on writing cur. */
+/* Laid out by what a record reads (issue 13: the lanes' fields missed L1
+ * ~13,000 times in opt3 at 65,536 tokens, 4 to 5 lines a lane): the
+ * first two lines hold what emit reads of the record's own lane, the
+ * third its cur (whose n and head say whether it holds records); of the
+ * shared lane, a record reads last_t1 and last_key, cur and pend. */
 struct kb_oplog_lane {
 	uint32_t order;
+	/* The pe and eng of the lane's forms (NULL eng: none yet): a record
+	 * with others is formatted whole. */
+	uint32_t form_pe;
 	/* The log's shared lane once every record comes from one thread in
 	 * order (kb__oplog_serial), else NULL. */
 	kb_oplog_lane *shared;
-	form_tab *forms[FORM_KINDS]; /* or NULL */
-	/* The same where emit's common path may use them: NULL while the
-	 * lane keeps each record's fields (keep_fields), whose records all
-	 * take emit_slow, so that the common path never tests for it. */
+	/* The lane's forms (below) where emit's common path may use them:
+	 * NULL while the lane keeps each record's fields (keep_fields),
+	 * whose records all take emit_slow, so that the common path never
+	 * tests for it. */
 	form_tab *fast[FORM_KINDS];
-	uint32_t uncached;       /* records formatted before the forms (FORM_CACHE_AFTER) */
+	const char *form_eng;
 	/* The time prefix of the lane's last record (put_times): its value
 	 * times 10^8, its one to four digits (pre_len 0: none yet), and the
 	 * record's text before each chunk of eight digits, `{"t0":` and
@@ -135,27 +143,28 @@ struct kb_oplog_lane {
 	 * overwrite). */
 	uint64_t pre_base;
 	uint32_t pre_len;
-	char pre_t0[16], pre_t1[16];
-	/* The trace or the callback reads each record's fields; else only
-	 * t1 (the merge order) is kept beside the text. */
-	int keep_fields;
-	/* The key of cur's last record (when it holds any), beside n and
-	 * head: the shared lane's test reads it there, not through ent. */
-	uint32_t last_key;
-	kb_time last_t1;
 	/* The cmd of this lane's last record and its digits (put_cmd): cmd_n
 	 * of them in cmd_dig, the first in its lowest byte; cmd_last
 	 * UINT64_MAX - 1 (and one digit 0xff): none yet. */
-	uint64_t cmd_last, cmd_dig;
 	unsigned cmd_n;
-	/* The pe and eng of the lane's forms (NULL eng: none yet): a record
-	 * with others is formatted whole. */
-	uint32_t form_pe;
-	const char *form_eng;
-	oplog_pend *pend;        /* the shared lane's: the log's pend; else NULL */
+	char pre_t0[16], pre_t1[16];
+	uint64_t cmd_last, cmd_dig;
+	/* The key of cur's last record (when it holds any), beside n and
+	 * head: the shared lane's test reads it there, not through ent. */
+	kb_time last_t1;
+	uint32_t last_key;
+	/* The trace or the callback reads each record's fields; else only
+	 * t1 (the merge order) is kept beside the text. */
+	int keep_fields;
 	lane_buf cur, ready;
+	oplog_pend *pend;        /* the shared lane's: the log's pend; else NULL */
+	form_tab *forms[FORM_KINDS]; /* or NULL */
+	uint32_t uncached;       /* records formatted before the forms (FORM_CACHE_AFTER) */
 	atomic_int oom;          /* set by the writer, read by the sink */
-};
+} __attribute__((aligned(64)));
+
+_Static_assert(offsetof(kb_oplog_lane, pre_t0) == 64 && offsetof(kb_oplog_lane, cur) == 128,
+	       "a lane's record fields fill its first two lines, cur the third");
 
 typedef struct oplog_slice oplog_slice;
 
@@ -368,9 +377,10 @@ kb_oplog_lane *kb__oplog_lane(kb_oplog *log, uint32_t order)
 			return NULL;
 		log->cap_lanes = cap;
 	}
-	lane = calloc(1, sizeof(*lane));
+	lane = aligned_alloc(_Alignof(kb_oplog_lane), sizeof(*lane));
 	if (!lane)
 		return NULL;
+	memset(lane, 0, sizeof(*lane));
 	lane->order = order;
 	lane->cmd_last = UINT64_MAX - 1;   /* no cmd yet (put_cmd): one digit, 0xff */
 	lane->cmd_dig = 0xff;
@@ -920,7 +930,8 @@ static __attribute__((noinline)) char *put_tail(char *p, const char *end, const 
  * bytes, n, and its step (under 2^16) beside its operand, none (1) or of
  * up to five bytes (2, then the bytes from bit 8: no byte is 0, so each
  * string has its own). kb__oplog_emit's without fields: bytes, lbytes
- * and the kind's address (kind NULL: 1, and lbytes not read); with one
+ * and the kind's address (kind NULL: 1, and lbytes kept though not
+ * printed, which spares the common path a test); with one
  * number field (no kind), whose text is its value's digits: bytes, the
  * value and the key's address (a static string: its text). */
 static inline void form_key(uint64_t k[3], const kb_oplog_record *r, const kb_oplog_field *fields,
@@ -947,7 +958,7 @@ static inline void form_key(uint64_t k[3], const kb_oplog_record *r, const kb_op
 			       ? (uint64_t)(uintptr_t)f->key
 			       : 0;
 	} else {
-		k[1] = r->kind ? (uint64_t)r->lbytes : 0;
+		k[1] = (uint64_t)r->lbytes;   /* not read without a kind: a form more, not a wrong one */
 		k[2] = r->kind ? (uint64_t)(uintptr_t)r->kind : 1;
 	}
 }
@@ -1177,7 +1188,7 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 	int in;
 	char *buf, *p;
 	lane_entry *e;
-	int n;
+	size_t n;
 
 	/* The form first: what the record needs of fields or st is read
 	 * here, and then only the times and the cmd are left to it. Two
@@ -1217,11 +1228,11 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 	memcpy(p, f->text, FORM_MID);
 	p = put_cmd(p + f->mid_len, buf + MAX_RECORD + 1, lane, cmd, 1);
 	memcpy(p, f->text + f->mid_len, FORM_TAIL);
-	n = (int)(p + f->tail_len - buf);
+	n = (size_t)(p + f->tail_len - buf);
 	e = &b->ent[b->n++];
 	e->t1 = t1;
 	e->text_off = (uint32_t)b->text_n;
-	b->text_n += (size_t)n;
+	b->text_n += n;
 	if (b == &lane->cur) {
 		e->key = lane->order << 1 | 1;
 	} else {
