@@ -97,6 +97,11 @@ out:
 	return rc;
 }
 
+uint64_t kb__tl_disp_ps(const kb_tl *tl, const kb_cmd *c)
+{
+	return kb__clock_ps(&tl->clock, kb__dispatch_cycles(&tl->cfg.cost, c));
+}
+
 /* Hands the command to PE_CPU; it now belongs to the consumer. */
 int kb__tl_emit(kb_tl *tl, kb_cmd *c)
 {
@@ -115,7 +120,7 @@ int kb__tl_emit(kb_tl *tl, kb_cmd *c)
 
 		if (tl->disp_lbytes[i] != c->lbytes) {
 			tl->disp_lbytes[i] = c->lbytes;
-			tl->disp_ps[i] = kb__clock_ps(&tl->clock, kb__dispatch_cycles(&tl->cfg.cost, c));
+			tl->disp_ps[i] = kb__tl_disp_ps(tl, c);
 		}
 		c->disp_ps = tl->disp_ps[i];
 		c->has_disp_ps = 1;

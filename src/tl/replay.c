@@ -83,6 +83,7 @@ typedef struct tpl {
 	uint32_t room;           /* ids a replay's sets need: the larger of n_rd and n_wr */
 	int result;              /* alloc that is the result; -1: the call's out */
 	uint64_t lbytes;
+	uint64_t disp_ps;        /* its commands' dispatch ps (kb__tl_emit_ps); 0: not yet */
 	const uint64_t *w;       /* the key's words */
 	/* Each name's address where it is one of this library's own strings
 	 * (read-only: the same address is the same text); NULL otherwise. */
@@ -105,12 +106,14 @@ typedef struct mcall {
 	uint8_t n_in;            /* operands: a, or a and b */
 	uint8_t auto_out;        /* no out given: a new TCM tensor like sig[2] */
 	uint8_t fixed;           /* the name is the library's own for kind */
+	uint8_t form;            /* bit 0: n_in 2, bit 1: auto_out (math_find's one test) */
 	unsigned flags;
 	msig sig[3];             /* a, b (n_in 2), out (given or made) */
 	uint64_t out_bytes;      /* a made out's, as kb__tl_check_shape found them */
 	kb_tview out_view;       /* a made out's kb__tl_view_proto */
 	const char *name[2];     /* operand names, as the full lowering set them */
 	uint64_t lbytes;
+	uint64_t disp_ps;        /* as tpl's */
 	uint64_t dig[(sizeof(kb_cmd_dig) + sizeof(kb_opdig) + 7) / 8];   /* a kb_cmd_dig of one op */
 } mcall;
 
@@ -298,13 +301,13 @@ static inline uint32_t tpl_nth(const kb_replay *r, uint32_t n, uint32_t used)
 	return i < used ? i : i - used;
 }
 
-static const tpl *find(kb_replay *r, const kb_rkey *k)
+static tpl *find(kb_replay *r, const kb_rkey *k)
 {
 	uint32_t used = tpl_used(r);
 
 	for (uint32_t n = 1; n <= used; n++) {
 		uint32_t i = tpl_nth(r, n, used);
-		const tpl *t = r->t[i];
+		tpl *t = r->t[i];
 
 		if (r->hash[i] == k->hash && t && t->nw == k->nw && t->nn == k->nn &&
 		    t->nh == k->nh && memcmp(t->w, k->w, k->nw * sizeof(k->w[0])) == 0 &&
@@ -359,7 +362,7 @@ static inline void sets_distinct(kb_cmd *c, kb_hslot *const *hs, const uint8_t *
 }
 
 /* Lowers and emits the call whose key's handles k holds by template t. */
-static void replay_tpl(kb_tl *tl, const tpl *t, const kb_rkey *k, kb_tl_tensor **res)
+static void replay_tpl(kb_tl *tl, tpl *t, const kb_rkey *k, kb_tl_tensor **res)
 {
 	kb_hslot *hs[TPL_MAX_ALL], tmp[KB_REPLAY_ALLOCS];
 	const unsigned char *from;
@@ -426,13 +429,16 @@ static void replay_tpl(kb_tl *tl, const tpl *t, const kb_rkey *k, kb_tl_tensor *
 	c->lbytes = t->lbytes;
 	kb__cmd_put_digest(c, t->dig, t->n_ops);
 	sets_distinct(c, hs, t->set, t->n_rd, t->n_wait, t->set + t->n_rd, t->n_wr);
-	if (kb__tl_emit(tl, c))
+	/* its first replay works out what every other's dispatch takes */
+	if (!t->disp_ps)
+		t->disp_ps = kb__tl_disp_ps(tl, c);
+	if (kb__tl_emit_ps(tl, c, t->disp_ps))
 		*res = NULL;
 }
 
 int kb__replay_run(kb_replay **rp, kb_tl *tl, const kb_rkey *k, kb_tl_tensor **res)
 {
-	const tpl *t = *rp ? find(*rp, k) : NULL;
+	tpl *t = *rp ? find(*rp, k) : NULL;
 
 	if (!t)
 		return 0;
@@ -635,7 +641,7 @@ int kb__replay_like(kb_replay **rp, kb_tl *tl, const kb_tl_composite_desc *d, kb
 	used = tpl_used(r);
 	for (uint32_t n = 1; n <= used; n++) {
 		uint32_t i = tpl_nth(r, n, used);
-		const tpl *t = r->t[i];
+		tpl *t = r->t[i];
 
 		if (t && t->snap.ok && snap_match(tl, &t->snap, d, k)) {
 			r->last = i;
@@ -865,6 +871,7 @@ static tpl *tpl_make(kb_replay *r, const kb_rkey *k, const kb_replay_src *s)
 	t->n_rw = c->n_rw;
 	t->result = result;
 	t->lbytes = c->lbytes;
+	t->disp_ps = 0;
 	t->snap.ok = 0;
 	return t;
 }
@@ -902,14 +909,17 @@ void kb__replay_save(kb_replay **rp, const kb_rkey *k, const kb_replay_src *s)
 
 /* ---- one-op MATH calls ---- */
 
+/* Every shape word, with no branch per word or loop by rank: a handle's
+ * view is zero beyond its rank (kb__tl_view_proto), and so is a
+ * signature (sig_set). A view that were not would only miss. Compared
+ * by rank and word, ~20 instructions a handle, three a decode MATH call. */
+_Static_assert(KB_TL_MAX_RANK == 4, "sig_eq compares four shape words");
 static inline int sig_eq(const msig *s, const kb_tview *v)
 {
-	if (s->rank != v->rank || s->space != v->space || s->dtype != v->dtype)
-		return 0;
-	for (int i = 0; i < v->rank; i++)
-		if (s->shape[i] != v->shape[i])
-			return 0;
-	return 1;
+	uint64_t x = (uint64_t)(s->shape[0] ^ v->shape[0]) | (uint64_t)(s->shape[1] ^ v->shape[1]) |
+		     (uint64_t)(s->shape[2] ^ v->shape[2]) | (uint64_t)(s->shape[3] ^ v->shape[3]);
+
+	return (x | (uint64_t)((s->rank ^ v->rank) | (s->space ^ v->space) | (s->dtype ^ v->dtype))) == 0;
 }
 
 static void sig_set(msig *s, const kb_tview *v)
@@ -917,8 +927,8 @@ static void sig_set(msig *s, const kb_tview *v)
 	s->rank = v->rank;
 	s->space = v->space;
 	s->dtype = v->dtype;
-	for (int i = 0; i < v->rank; i++)
-		s->shape[i] = v->shape[i];
+	for (int i = 0; i < KB_TL_MAX_RANK; i++)
+		s->shape[i] = i < v->rank ? v->shape[i] : 0;
 }
 
 /* The call a full lowering found valid with these very shapes, dtypes
@@ -926,19 +936,21 @@ static void sig_set(msig *s, const kb_tview *v)
  * broadcast, out's shape, the plan's limits, the logical bytes' cap)
  * follows from them, and a handle repeated in a call changes only the
  * hazard sets, which are built as the full lowering builds them. */
-static const mcall *math_find(kb_replay *r, const kb_tl_composite_desc *d, const kb_hslot *a,
+static mcall *math_find(kb_replay *r, const kb_tl_composite_desc *d, const kb_hslot *a,
 			      const kb_hslot *b, const kb_hslot *o)
 {
 	/* from the one after the last found: a kernel calls them in turn */
-	uint32_t used = r->mfills < N_MATH ? (uint32_t)r->mfills : N_MATH;
+	uint32_t used = r->mfills < N_MATH ? (uint32_t)r->mfills : N_MATH, i = r->mlast;
+	uint32_t form = (uint32_t)(b != NULL) | (uint32_t)(o == NULL) << 1;
 
-	for (uint32_t n = 1; n <= used; n++) {
-		uint32_t i = r->mlast + n < used ? r->mlast + n : r->mlast + n - used;
-		const mcall *m = &r->m[i];
+	for (uint32_t n = 0; n < used; n++) {
+		mcall *m;
 
-		if (r->mop[i] != d->op || m->flags != d->flags || m->n_in != (b ? 2 : 1) ||
-		    m->auto_out != !o || !sig_eq(&m->sig[0], &a->view) ||
-		    (b && !sig_eq(&m->sig[1], &b->view)) || (o && !sig_eq(&m->sig[2], &o->view)))
+		i = i + 1 < used ? i + 1 : 0;
+		m = &r->m[i];
+		if (r->mop[i] != d->op || m->form != form || m->flags != d->flags ||
+		    !sig_eq(&m->sig[0], &a->view) || (b && !sig_eq(&m->sig[1], &b->view)) ||
+		    (o && !sig_eq(&m->sig[2], &o->view)))
 			continue;
 		/* a kernel's own buffer may hold other text by now */
 		if (!m->fixed && strcmp(d->op, kb__math_kind_name((kb_math_kind)m->kind)) != 0)
@@ -954,7 +966,7 @@ int kb__replay_math(kb_replay **rp, kb_tl *tl, const kb_tl_composite_desc *d, kb
 	kb_replay *r = *rp;
 	static const uint8_t math_set[3] = { 0, 1, 2 };
 	kb_hslot *a, *b = NULL, *o = NULL, *hs[3];
-	const mcall *m;
+	mcall *m;
 	kb_opspec *op;
 	kb_cmd *c;
 
@@ -1003,7 +1015,9 @@ int kb__replay_math(kb_replay **rp, kb_tl *tl, const kb_tl_composite_desc *d, kb
 	hs[2] = o;
 	/* read a (and b, when another handle), write o */
 	sets_distinct(c, hs, math_set, b && b != a ? 2 : 1, b && b != a ? 2 : 1, math_set + 2, 1);
-	if (kb__tl_emit(tl, c))
+	if (!m->disp_ps)
+		m->disp_ps = kb__tl_disp_ps(tl, c);
+	if (kb__tl_emit_ps(tl, c, m->disp_ps))
 		*res = NULL;
 	return 1;
 }
@@ -1031,6 +1045,7 @@ int kb__replay_math_save(kb_replay **rp, const kb_tl_composite_desc *d, const kb
 	m->kind = op->kind;
 	m->n_in = op->n_operands;
 	m->auto_out = !d->out;
+	m->form = (uint8_t)((op->n_operands == 2) | (!d->out) << 1);
 	m->fixed = d->op == kb__math_kind_name((kb_math_kind)op->kind);
 	m->flags = d->flags;
 	for (int k = 0; k < op->n_operands; k++) {
@@ -1043,6 +1058,7 @@ int kb__replay_math_save(kb_replay **rp, const kb_tl_composite_desc *d, const kb
 		kb__tl_view_proto(&m->out_view, KB_SPACE_TCM, (kb_dtype)op->out.dtype, op->out.rank,
 				  op->out.shape);
 	m->lbytes = c->lbytes;
+	m->disp_ps = 0;
 	dig = memcpy(m->dig, c->dig, kb__cmd_dig_size(1));
 	/* its commands share the digest: PE_SCHEDULER plans them alike */
 	dig->key = dig_key(r);

@@ -185,6 +185,24 @@ int kb__cmd_write(kb_cmd *c, const kb_hslot *h);
 int kb__cmd_sets(kb_cmd *c, kb_hslot *const *reads, uint32_t n_reads, kb_hslot *const *rw,
 		 uint32_t n_rw, kb_hslot *const *writes, uint32_t n_writes);
 int kb__tl_emit(kb_tl *tl, kb_cmd *c);
+/* The dispatch ps kb__tl_emit gives c (neither CPU overhead nor a marker
+ * command; its lbytes set), worked out. */
+uint64_t kb__tl_disp_ps(const kb_tl *tl, const kb_cmd *c);
+/* kb__tl_emit of such a command whose dispatch ps the caller knows (a
+ * replay keeps its template's: the same logical bytes), without its
+ * look-up by logical bytes. */
+static inline int kb__tl_emit_ps(kb_tl *tl, kb_cmd *c, uint64_t disp_ps)
+{
+	c->disp_ps = disp_ps;
+	c->has_disp_ps = 1;
+	tl->dispatch_ps += disp_ps;
+	tl->next_cmd++;
+	if (tl->cfg.emit(tl->cfg.emit_ctx, c)) {
+		tl->cancelled = 1;
+		return KB_ESTATE;
+	}
+	return KB_OK;
+}
 /* Frees composite.c's scratch (tl->lowering). Accepts NULL. */
 void kb__tl_lowering_free(void *lowering);
 
