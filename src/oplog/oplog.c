@@ -412,26 +412,18 @@ static inline size_t ent_end(const lane_buf *b, size_t i)
 	return i + 1 < b->n ? b->ent[i + 1].text_off : b->text_n;
 }
 
+/* The shortest record, `{"t0":0,"t1":0,"pe":0,"eng":"","op":"","cmd":0}`
+ * and its newline: a buffer's n records hold at least n times as many
+ * bytes of its text, so entries for text_cap / MIN_RECORD + 1 of them
+ * (lane_grow keeps that many) never run out while the text has room, and
+ * emit's common path tests only the text's room. */
+#define MIN_RECORD 48
+
 /* lane_reserve's growth, out of line: a lane grows a few dozen times a
  * run, and inlined into emit its reallocs cost every record saved
  * registers (issue 13). */
 static __attribute__((noinline, cold)) int lane_grow(lane_buf *lane, size_t text_len, int keep_fields)
 {
-	if (lane->n == lane->cap) {
-		size_t cap = lane->cap ? 2 * lane->cap : 64;
-		lane_entry *e = realloc(lane->ent, cap * sizeof(*e));
-		kb_oplog_record *r;
-
-		if (!e)
-			return -1;
-		lane->ent = e;
-		if (keep_fields) {
-			if (!(r = realloc(lane->rec, cap * sizeof(*r))))
-				return -1;
-			lane->rec = r;
-		}
-		lane->cap = cap;
-	}
 	if (lane->text_n + text_len + 1 > lane->text_cap) {
 		size_t cap = lane->text_cap ? 2 * lane->text_cap : 8192;
 		char *t;
@@ -445,6 +437,23 @@ static __attribute__((noinline, cold)) int lane_grow(lane_buf *lane, size_t text
 			return -1;
 		lane->text = t;
 		lane->text_cap = cap;
+	}
+	if (lane->n == lane->cap || lane->cap <= lane->text_cap / MIN_RECORD) {
+		size_t cap = lane->cap ? 2 * lane->cap : 64;
+		lane_entry *e;
+		kb_oplog_record *r;
+
+		if (cap <= lane->text_cap / MIN_RECORD)
+			cap = lane->text_cap / MIN_RECORD + 1;
+		if (!(e = realloc(lane->ent, cap * sizeof(*e))))
+			return -1;
+		lane->ent = e;
+		if (keep_fields) {
+			if (!(r = realloc(lane->rec, cap * sizeof(*r))))
+				return -1;
+			lane->rec = r;
+		}
+		lane->cap = cap;
 	}
 	return 0;
 }
@@ -1208,7 +1217,7 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 		return emit_slow(lane, rec, fields, n_fields, st, kind);
 	if (lane->shared && b->n == b->head && shared_takes(lane->shared, rec->t1_ps, lane->order << 1))
 		b = &lane->shared->cur;
-	if (__builtin_expect(b->n == b->cap || b->text_n + MAX_RECORD + 2 > b->text_cap, 0))
+	if (__builtin_expect(b->text_n + MAX_RECORD + 2 > b->text_cap, 0))   /* entries: MIN_RECORD */
 		return emit_slow(lane, rec, fields, n_fields, st, kind);
 	/* The times in the lane's prefix, or both under 10^8 (a run's
 	 * first 100 us); a new prefix is set where they are formatted. */
@@ -1806,7 +1815,7 @@ static int pend_keep(kb_oplog *log, lane_buf *b, size_t z, size_t from, size_t l
 	char *t;
 
 	pend_drain(log);   /* the rest of the last ones: the spare is free */
-	if (log->spare_cap < b->text_cap) {
+	if (log->spare_cap != b->text_cap) {   /* the same: the entries fit it (MIN_RECORD) */
 		free(log->spare_text);
 		log->spare_cap = 0;
 		if (!(log->spare_text = malloc(b->text_cap)))
