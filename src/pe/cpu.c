@@ -210,8 +210,6 @@ static void ahead_taken(kb_cpu *c, const kb_cmd *cmd)
 /* Looks at commands until one has to wait, is being dispatched, or the kernel ended. */
 static __attribute__((noinline)) int advance(kb_lp *lp, kb_cpu *c)
 {
-	kb_machine *m = c->ps->m;
-
 	for (;;) {
 		kb_cmd *cmd;
 
@@ -245,7 +243,7 @@ static __attribute__((noinline)) int advance(kb_lp *lp, kb_cpu *c)
 		c->dispatch_t0 = t;
 		/* kb__pe_after_ps, whose cycles only its failure needs */
 		if (kb__time_add(&t, d))
-			return dispatch_fail(lp, m, cmd);
+			return dispatch_fail(lp, c->ps->m, cmd);
 		return kb__lp_self(lp, d, &dispatched_ev);
 	}
 }

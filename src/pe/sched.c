@@ -160,7 +160,7 @@ static int feed(kb_lp *lp, kb_sched *s, kb_plan *p)
 	return send_stage(lp, s, p, KB_PH_LOOP, step, slot, p->cur_acc);
 }
 
-static int finish_cmd(kb_lp *lp, kb_sched *s, kb_plan *p)
+static inline __attribute__((always_inline)) int finish_cmd(kb_lp *lp, kb_sched *s, kb_plan *p)
 {
 	size_t i = 0;
 	int rc;
@@ -177,19 +177,25 @@ static int finish_cmd(kb_lp *lp, kb_sched *s, kb_plan *p)
 	return rc;
 }
 
-/* Moves to the next phase with work in it; the command ends after POST.
- * Without a loop over the phases: most of opt3's commands are a loop of
- * one step and nothing after it, which goes straight to DONE. */
-static int next_phase(kb_lp *lp, kb_sched *s, kb_plan *p)
+/* The next phase with work in it; the command ends after POST. Without a
+ * loop over the phases: most of opt3's commands are a loop of one step
+ * and nothing after it, which goes straight to DONE. */
+static inline kb_phase phase_after(const kb_plan *p)
 {
 	kb_phase ph = p->phase;
 
 	if (ph == KB_PH_PRE && p->n_steps)
-		ph = KB_PH_LOOP;
-	else if (ph != KB_PH_POST && p->n_post)
-		ph = KB_PH_POST;
-	else
-		ph = KB_PH_DONE;
+		return KB_PH_LOOP;
+	if (ph != KB_PH_POST && p->n_post)
+		return KB_PH_POST;
+	return KB_PH_DONE;
+}
+
+/* Moves to the next phase with work in it. */
+static int next_phase(kb_lp *lp, kb_sched *s, kb_plan *p)
+{
+	kb_phase ph = phase_after(p);
+
 	p->phase = ph;
 	if (ph == KB_PH_DONE)
 		return finish_cmd(lp, s, p);
@@ -356,6 +362,20 @@ static __attribute__((noinline)) int enqueue(kb_lp *lp, kb_sched *s, kb_cmd *cmd
 	return try_admit(lp, s);
 }
 
+/* step_done's command end: the command leaves, and what it blocked may
+ * go (out of line: the steps that do not end their command, most of
+ * opt2's, need no stack frame). */
+static __attribute__((noinline)) int cmd_end(kb_lp *lp, kb_sched *s, kb_plan *p)
+{
+	int rc;
+
+	p->phase = KB_PH_DONE;
+	rc = finish_cmd(lp, s, p);
+	if (rc || !s->q_n)
+		return rc;
+	return try_admit(lp, s);
+}
+
 static __attribute__((noinline)) int step_done(kb_lp *lp, kb_sched *s, const kb_event *ev)
 {
 	kb_plan *p = (kb_plan *)(uintptr_t)ev->w[0];
@@ -371,17 +391,13 @@ static __attribute__((noinline)) int step_done(kb_lp *lp, kb_sched *s, const kb_
 	n = ph == KB_PH_PRE ? p->n_pre : ph == KB_PH_POST ? p->n_post : p->n_steps;
 	if (p->retired < n)
 		return ph == KB_PH_LOOP ? feed(lp, s, p) : KB_OK;
-
-	size_t n_fl = s->n_fl;
-	int rc = next_phase(lp, s, p);
-
 	/* Admission depends only on the queue and the commands in flight:
 	 * after the try_admit that ended the last change to them, the head
 	 * (every entry, under rw_aware) is blocked or the queue is empty. A
 	 * phase that ends without its command leaves both as they were. */
-	if (rc || s->n_fl == n_fl || !s->q_n)
-		return rc;
-	return try_admit(lp, s);
+	if (phase_after(p) != KB_PH_DONE)
+		return next_phase(lp, s, p);
+	return cmd_end(lp, s, p);
 }
 
 static int sched_event(kb_lp *lp, const kb_event *ev)
