@@ -262,7 +262,7 @@ void kb__cmd_free_slow(kb_cmd *cmd);
 typedef struct kb_cmd_cache {
 	kb_cmd *head[KB_CMD_CACHE_CLASSES];   /* linked through ->ops */
 	uint32_t n[KB_CMD_CACHE_CLASSES];
-	uint32_t cap[KB_CMD_CACHE_CLASSES];   /* blocks kept at most */
+	uint32_t cap[KB_CMD_CACHE_CLASSES];   /* blocks kept at most; 0 unless live */
 	int state;                            /* 0: unused, 1: live, 2: thread ending */
 } kb_cmd_cache;
 
@@ -343,7 +343,8 @@ static inline kb_cmd *kb__cmd_alloc(uint32_t n_ops, uint32_t cap_ids)
 	int k = kb__cmd_size_class(kb__cmd_block_size(n_ops, cap_ids));
 	kb_cmd *c;
 
-	if (__builtin_expect(k < 0 || cc->state != 1 || !cc->head[k], 0))
+	/* a class holds blocks only while the cache is live (state 1) */
+	if (__builtin_expect(k < 0 || !cc->head[k], 0))
 		return kb__cmd_alloc_slow(n_ops, cap_ids);
 	c = cc->head[k];
 	cc->head[k] = (kb_cmd *)(void *)c->ops;
@@ -357,8 +358,10 @@ static inline void kb__cmd_free(kb_cmd *cmd)
 	kb_cmd_cache *cc = &kb__cmd_cache;
 	uint32_t k;
 
-	if (__builtin_expect(!cmd || cmd->error || (k = cmd->block - 1) >= KB_CMD_CACHE_CLASSES ||
-			     cc->state != 1 || cc->n[k] >= cc->cap[k], 0)) {
+	/* An ERROR command (its error to free) is a calloc'd one, block 0;
+	 * a cache not live (state 0 or 2) has every cap 0. */
+	if (__builtin_expect(!cmd || (k = cmd->block - 1) >= KB_CMD_CACHE_CLASSES ||
+			     cc->n[k] >= cc->cap[k], 0)) {
 		kb__cmd_free_slow(cmd);
 		return;
 	}

@@ -84,6 +84,11 @@ static void cache_drain(void *arg)
 	cmd_cache *cc = arg;
 
 	cc->state = 2;
+	for (int k = 0; k < CACHE_CLASSES; k++) {
+		/* kb__cmd_free's inline path keeps nothing more (cmd.h) */
+		cc->cap[k] = 0;
+		cc->n[k] = 0;
+	}
 	for (int k = 0; k < CACHE_CLASSES; k++)
 		while (cc->head[k]) {
 			kb_cmd *c = cc->head[k];
@@ -111,9 +116,9 @@ static void cache_key_make(void)
 static __attribute__((noinline)) void cache_start(cmd_cache *cc)
 {
 	pthread_once(&cache_once, cache_key_make);
-	for (int k = 0; k < CACHE_CLASSES; k++)
-		cc->cap[k] = CACHE_KEEP;
 	cc->state = cache_key_ok && pthread_setspecific(cache_key, cc) == 0 ? 1 : 2;
+	for (int k = 0; k < CACHE_CLASSES; k++)   /* 0 unless live (cmd.h) */
+		cc->cap[k] = cc->state == 1 ? CACHE_KEEP : 0;
 }
 
 /* This thread's cache, NULL when it cannot keep blocks (no key, or the

@@ -297,6 +297,11 @@ typedef struct memo_geo {
  * own to load first, and a kernel's keys, met in turn, read consecutive
  * lines (issue 13). */
 struct kb_plan_memo {
+	/* the machine of the pool's plans and its free staging slots'
+	 * bitmap, worked out once (plan_init's was ~9 instructions a
+	 * command) */
+	const kb_machine *m;
+	uint64_t slot_free;
 	uint64_t key[N_MEMO + N_SMEMO];    /* 0: unused */
 	memo_geo geo[N_MEMO + N_SMEMO];    /* its cost block counted (memo_keep) */
 };
@@ -404,6 +409,8 @@ static void memo_keep(kb_plan_pool *pool, uint64_t key, const kb_plan *p)
 		if (!(mo = pool->memo = aligned_alloc(64, sizeof(*mo))))   /* a multiple of 64 */
 			return;
 		memset(mo, 0, sizeof(*mo));
+		mo->m = p->m;
+		mo->slot_free = p->slot_free;
 	}
 	i = memo_index(key);
 	geo_release(pool, &mo->geo[i]);
@@ -494,11 +501,12 @@ int kb__plan_create_from(kb_plan **out, kb_plan_pool *pool, kb_cmd *cmd, const k
 			 kb_error *err)
 {
 	const kb_cmd_dig *d = NULL;
+	const kb_plan_memo *mo;
 	const memo_geo *g;
 	kb_plan *p;
 	uint64_t key;
 
-	if (!pool || !(p = pool->spare) || m->mem || !pool->memo)
+	if (!pool || !(p = pool->spare) || !(mo = pool->memo) || mo->m != m || m->mem)
 		return create_slow(out, pool, cmd, m, err);
 	if (cmd->kind == KB_CMD_COMPOSITE) {
 		d = cmd->dig;
@@ -507,11 +515,17 @@ int kb__plan_create_from(kb_plan **out, kb_plan_pool *pool, kb_cmd *cmd, const k
 	} else if (!(key = simple_key(cmd))) {
 		return create_slow(out, pool, cmd, m, err);
 	}
-	if (!(g = memo_find(pool->memo, key)))
+	if (!(g = memo_find(mo, key)))
 		return create_slow(out, pool, cmd, m, err);
 	pool->spare = p->next;   /* its costs released when recycled */
 	plan_zero(p, 0);
-	plan_init(p, cmd, m);
+	/* plan_init, with the memo's bitmap */
+	p->cmd = cmd;
+	p->pe = cmd->pe;
+	p->m = m;
+	p->over_op = -1;
+	p->slots = m->staging_slots;
+	p->slot_free = p->acc_free = mo->slot_free;
 	p->dig = d;
 	plan_copy(p, g);
 	p->phase = p->n_pre ? KB_PH_PRE : KB_PH_LOOP;

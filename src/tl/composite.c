@@ -775,55 +775,36 @@ static int build_cmd(lowering *lw, kb_hslot *out, kb_tl_tensor *result)
 	return kb__tl_emit(tl, c);
 }
 
-KB_API kb_tl_tensor *kb_tl_composite_at(kb_tl *tl, const kb_tl_composite_desc *d,
-					const char *file, int line)
+/* The scratch of tl's composites, made at its first. */
+static __attribute__((noinline)) lowering *lowering_new(kb_tl *tl)
 {
-	lowering *lw;
+	lowering *lw = malloc(sizeof(*lw));
+
+	if (!lw) {
+		kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory");
+		return NULL;
+	}
+	memset(lw->names, 0, sizeof(lw->names));
+	lw->next_name = 0;
+	lw->memo.r = NULL;
+	lw->replay = NULL;
+	tl->lowering = lw;
+	return lw;
+}
+
+/* kb_tl_composite_at's full lowering, out of line: what it keeps in
+ * registers and on the stack was saved and restored by every replay
+ * too (a push and a pop each of six registers and more, ~30
+ * instructions a decode command). */
+static __attribute__((noinline)) kb_tl_tensor *lower_full(kb_tl *tl, lowering *lw,
+							  const kb_tl_composite_desc *d)
+{
 	kb_hslot *primary = NULL, *a = NULL, *b = NULL, *out;
 	kb_tl_tensor *result = NULL;
 	kb_nshape shape;
 	kb_math_kind kind = KB_MATH_COPY;
 	int is_gemm, head;
 
-	if (kb__tl_begin(tl, "kb_tl_composite", file, line))
-		return NULL;
-	if (!d || !d->op) {
-		kb__tl_fail(tl, KB_V_UNKNOWN_OP, "composite needs a head op (\"gemm\" or a MATH kind)");
-		return NULL;
-	}
-	/* One scratch per context: a composite lowers in a few hundred bytes of
-	 * it, and zeroing it per command showed in long decode runs (only its
-	 * caches start zeroed). */
-	if (!tl->lowering) {
-		if (!(tl->lowering = malloc(sizeof(*lw)))) {
-			kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory");
-			return NULL;
-		}
-		memset(((lowering *)tl->lowering)->names, 0, sizeof(lw->names));
-		((lowering *)tl->lowering)->next_name = 0;
-		((lowering *)tl->lowering)->memo.r = NULL;
-		((lowering *)tl->lowering)->replay = NULL;
-	}
-	lw = tl->lowering;
-	/* A call like one lowered before is that lowering replayed. */
-	lw->key.ok = 0;
-	lw->math_call = !tl->replay_off && kb__replay_math_call(d) ? d : NULL;
-	if (lw->math_call && kb__replay_math(&lw->replay, tl, d, &result)) {
-		tl->replays++;
-		return result;
-	}
-	if (!tl->replay_off) {
-		if (kb__replay_like(&lw->replay, tl, d, &lw->key, &result)) {
-			tl->replays++;
-			return result;
-		}
-		kb__replay_key(tl, d, &lw->key);
-	}
-	if (lw->key.ok && kb__replay_run(&lw->replay, tl, &lw->key, &result)) {
-		kb__replay_snap(lw->replay, tl, d, &lw->key);
-		tl->replays++;
-		return result;
-	}
 	lw->src.n_alloc = 0;
 	lw->src.alloc_over = 0;
 	head = op_kind(lw, d->op);
@@ -901,6 +882,47 @@ done:
 	kb__cmd_free(lw->cmd);   /* not emitted: failed */
 	lw->cmd = NULL;
 	return result;
+}
+
+
+KB_API kb_tl_tensor *kb_tl_composite_at(kb_tl *tl, const kb_tl_composite_desc *d,
+					const char *file, int line)
+{
+	lowering *lw;
+	kb_tl_tensor *result = NULL;
+
+	if (kb__tl_begin(tl, "kb_tl_composite", file, line))
+		return NULL;
+	if (!d || !d->op) {
+		kb__tl_fail(tl, KB_V_UNKNOWN_OP, "composite needs a head op (\"gemm\" or a MATH kind)");
+		return NULL;
+	}
+	/* One scratch per context: a composite lowers in a few hundred bytes of
+	 * it, and zeroing it per command showed in long decode runs (only its
+	 * caches start zeroed). */
+	lw = tl->lowering;
+	if (!lw && !(lw = lowering_new(tl)))
+		return NULL;
+	/* A call like one lowered before is that lowering replayed. */
+	lw->key.ok = 0;
+	lw->math_call = !tl->replay_off && kb__replay_math_call(d) ? d : NULL;
+	if (lw->math_call && kb__replay_math(&lw->replay, tl, d, &result)) {
+		tl->replays++;
+		return result;
+	}
+	if (!tl->replay_off) {
+		if (kb__replay_like(&lw->replay, tl, d, &lw->key, &result)) {
+			tl->replays++;
+			return result;
+		}
+		kb__replay_key(tl, d, &lw->key);
+	}
+	if (lw->key.ok && kb__replay_run(&lw->replay, tl, &lw->key, &result)) {
+		kb__replay_snap(lw->replay, tl, d, &lw->key);
+		tl->replays++;
+		return result;
+	}
+	return lower_full(tl, lw, d);
 }
 
 void kb__tl_lowering_free(void *p)
