@@ -183,8 +183,7 @@ static __attribute__((noinline)) int finish(kb_lp *lp, kb_engine *e, chan *c)
 		ev->w[2] = (uint64_t)(uintptr_t)nx;
 		ev->aux = kb__stage_aux(nx, (ev->aux >> 1) - 1);
 		/* a step's costs lie in its stages' order in the memo */
-		if (ev->w[4])
-			ev->w[4] += sizeof(kb_stage_cost);
+		ev->w[4] += ev->w[4] ? sizeof(kb_stage_cost) : 0;
 		dst = nx->eng;
 	} else {
 		ev->type = KB_EV_STEP_DONE;

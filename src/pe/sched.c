@@ -48,6 +48,11 @@ typedef struct kb_sched {
 	uint32_t lp0;
 	kb_time lat;
 	kb_event stage_ev, done_ev;
+	/* Its op_log lane (NULL: none) and its hazard_wait record with what
+	 * is the same every time (pe, eng, op, bytes, size) filled at init:
+	 * a wait sets only its times and command. */
+	kb_oplog_lane *lane;
+	kb_oplog_record wait_rec;
 } kb_sched;
 
 /* The exact test, for signatures that meet (out of line: its nested
@@ -303,9 +308,11 @@ static int try_admit(kb_lp *lp, kb_sched *s)
 			i++;
 			continue;
 		}
-		if (kb__lp_now(lp) > q->arrived) {
-			rc = kb__pe_log(s->ps, KB_ENG_SCHED, "hazard_wait", cmd->id, q->arrived,
-					kb__lp_now(lp), -1, NULL, 0);
+		if (kb__lp_now(lp) > q->arrived && s->lane) {
+			s->wait_rec.t0_ps = q->arrived;
+			s->wait_rec.t1_ps = kb__lp_now(lp);
+			s->wait_rec.cmd = cmd->id;
+			rc = kb__oplog_emit(s->lane, &s->wait_rec, NULL, 0);
 			if (rc)
 				return kb__lp_fail(lp, rc, "cannot buffer an op_log record");
 		}
@@ -450,6 +457,9 @@ static int sched_init(void *st, void *arg)
 	s->lat = s->ps->m->lat_pe;
 	s->stage_ev.type = KB_EV_STAGE;
 	s->done_ev.type = KB_EV_CMD_DONE;
+	s->lane = s->ps->lane[KB_ENG_SCHED];
+	s->wait_rec = (kb_oplog_record){ 0, 0, s->ps->pe, kb__eng_names[KB_ENG_SCHED], "hazard_wait", 0,
+					 NULL, -1, -1, NULL, 0, sizeof(kb_oplog_record) };
 	return KB_OK;
 }
 
