@@ -379,6 +379,10 @@ START_TEST(test_mem_need)
 	if (limit != UINT64_MAX) {
 		ck_assert_msg(strstr(err.message, "lps = 7 needs about"), "%s", err.message);
 		ck_assert_msg(strstr(err.message, what), "%s", err.message);
+		/* Small needs skip the look-up (issue 13), a need just over
+		 * the limit does not. */
+		ck_assert_int_eq(kb__mem_need(limit + 1, "lps = 8", &err), KB_ENOMEM);
+		ck_assert_msg(strstr(err.message, what), "%s", err.message);
 	}
 	ck_assert_uint_eq(kb__mul_sat(UINT64_MAX / 2, 3), UINT64_MAX);
 	ck_assert_uint_eq(kb__mul_sat(65536, 1048576), 68719476736ull);

@@ -20,7 +20,8 @@ int kb__cgroup_file(const char *name, char *path, size_t n);
 uint64_t kb__mem_limit(const char **what);
 
 /* KB_ENOMEM "WHY needs about N of host memory, more than the L of LIMIT"
- * when need exceeds the limit, else KB_OK. The caller names what the user
+ * when need exceeds the limit, else KB_OK (needs of 64 MiB or less
+ * without looking the limit up). The caller names what the user
  * set in why ("lps = 65536 x population = 1048576 messages in flight"). */
 int kb__mem_need(uint64_t need, const char *why, kb_error *err);
 
