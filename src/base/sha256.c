@@ -171,26 +171,29 @@ NI_TARGET static void ni_blocks(uint32_t state[8], const uint8_t *p, size_t n)
 	ni_store(state, s0, s1);
 }
 
-/* A spread's registers between pieces: the state, the message schedule
- * and the state at the block's start (kb_sha256_spread.v). */
-enum { V_S0, V_S1, V_M0, V_M1, V_M2, V_M3, V_ABEF, V_CDGH };
+/* A spread's registers between pieces: the state at the block's start
+ * (the running state between blocks), the state after its first half,
+ * and the message schedule (kb_sha256_spread.v). The first half leaves
+ * the start where it is, so no piece copies it. */
+enum { V_S0, V_S1, V_H0, V_H1, V_M0, V_M1, V_M2, V_M3 };
 #define V_LOAD(r, i) _mm_load_si128((const __m128i *)(r)->v[i])
 #define V_STORE(r, i, x) _mm_store_si128((__m128i *)(r)->v[i], x)
 
 /* Rounds 0-31 of r's block (left even), reading the block, or rounds
- * 32-63 (left odd), adding the block's start and moving on. Inlined
- * into each piece function, so that it takes that one's encoding. */
+ * 32-63 (left odd), adding the block's start and moving on. Each half
+ * stores its own results (no join of the two, whose register copies
+ * cost instructions). Inlined into each piece function, so that it
+ * takes that one's encoding. */
 static inline __attribute__((always_inline)) NI_TARGET void ni_piece(kb_sha256_spread *r)
 {
-	__m128i s0 = V_LOAD(r, V_S0), s1 = V_LOAD(r, V_S1);
-	__m128i m0, m1, m2, m3;
+	__m128i s0, s1, m0, m1, m2, m3;
 
 	if (!(r->left & 1)) {
 		const __m128i bswap = NI_BSWAP;
 		const uint8_t *p = r->p;
 
-		V_STORE(r, V_ABEF, s0);
-		V_STORE(r, V_CDGH, s1);
+		s0 = V_LOAD(r, V_S0);
+		s1 = V_LOAD(r, V_S1);
 		m0 = NI_WORDS(p, 0);
 		m1 = NI_WORDS(p, 1);
 		m2 = NI_WORDS(p, 2);
@@ -200,18 +203,24 @@ static inline __attribute__((always_inline)) NI_TARGET void ni_piece(kb_sha256_s
 		V_STORE(r, V_M1, m1);
 		V_STORE(r, V_M2, m2);
 		V_STORE(r, V_M3, m3);
+		V_STORE(r, V_H0, s0);
+		V_STORE(r, V_H1, s1);
 	} else {
+		s0 = V_LOAD(r, V_H0);
+		s1 = V_LOAD(r, V_H1);
 		m0 = V_LOAD(r, V_M0);
 		m1 = V_LOAD(r, V_M1);
 		m2 = V_LOAD(r, V_M2);
 		m3 = V_LOAD(r, V_M3);
 		HALF_ROUNDS(1, m0, m1, m2, m3);
-		s0 = _mm_add_epi32(s0, V_LOAD(r, V_ABEF));
-		s1 = _mm_add_epi32(s1, V_LOAD(r, V_CDGH));
 		r->p += 64;
+		/* The start read here, as an operand of the add: loaded at the
+		 * entry (GCC shares the first half's loads of it), it would
+		 * be held across the rounds and copied around them. */
+		__asm__("" : "+r"(r));
+		V_STORE(r, V_S0, _mm_add_epi32(s0, V_LOAD(r, V_S0)));
+		V_STORE(r, V_S1, _mm_add_epi32(s1, V_LOAD(r, V_S1)));
 	}
-	V_STORE(r, V_S0, s0);
-	V_STORE(r, V_S1, s1);
 }
 
 NI_TARGET static void ni_spread_load(kb_sha256_spread *r)
