@@ -391,21 +391,6 @@ kb_oplog_lane *kb__oplog_lane(kb_oplog *log, uint32_t order)
 	return lane;
 }
 
-int kb__oplog_serial(kb_oplog *log)
-{
-	kb_oplog_lane *sh;
-
-	if (!log || log->shared)
-		return KB_OK;
-	if (!(sh = kb__oplog_lane(log, KB_OPLOG_MAX_ORDER)))   /* its order is never read */
-		return KB_ENOMEM;
-	for (size_t i = 0; i < log->n_lanes; i++)
-		log->lanes[i]->shared = log->lanes[i] == sh ? NULL : sh;
-	sh->pend = &log->pend;
-	log->shared = sh;
-	return KB_OK;
-}
-
 /* Where b's record i ends (with its newline): where the next starts. */
 static inline size_t ent_end(const lane_buf *b, size_t i)
 {
@@ -463,6 +448,40 @@ static inline __attribute__((always_inline)) int lane_reserve(lane_buf *lane, si
 	if (__builtin_expect(lane->n == lane->cap || lane->text_n + text_len + 1 > lane->text_cap, 0))
 		return lane_grow(lane, text_len, keep_fields);
 	return 0;
+}
+
+/* The shared lane's text buffer at the start (and so the spare's, which
+ * takes its size): a sequential run writes 80-95 KB of records between
+ * two flushes (decode; SEQ_BUDGET events), so the buffer is made that
+ * size at once, not grown through 8, 16, 32, 64 and 128 KiB with a copy
+ * each time (~120 KB copied, issue 13).
+ * Under malloc's mmap threshold (128 KiB), so neither buffer is mapped
+ * and unmapped per run. Untouched pages cost a short run nothing. */
+#define SHARED_TEXT (120u << 10)
+
+int kb__oplog_serial(kb_oplog *log)
+{
+	kb_oplog_lane *sh;
+
+	if (!log || log->shared)
+		return KB_OK;
+	if (!(sh = kb__oplog_lane(log, KB_OPLOG_MAX_ORDER)))   /* its order is never read */
+		return KB_ENOMEM;
+	/* The entries for it too (MIN_RECORD); without memory, lane_grow's
+	 * sizes as in any lane. */
+	if ((sh->cur.text = malloc(SHARED_TEXT))) {
+		sh->cur.text_cap = SHARED_TEXT;
+		if (lane_grow(&sh->cur, 0, sh->keep_fields)) {
+			free(sh->cur.text);
+			sh->cur.text = NULL;
+			sh->cur.text_cap = 0;
+		}
+	}
+	for (size_t i = 0; i < log->n_lanes; i++)
+		log->lanes[i]->shared = log->lanes[i] == sh ? NULL : sh;
+	sh->pend = &log->pend;
+	log->shared = sh;
+	return KB_OK;
 }
 
 /* The record builder: formatting records is the hot path of the log, so
