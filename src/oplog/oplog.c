@@ -87,13 +87,16 @@ typedef struct rec_form {
  * their set, so that ~4 in 10 decode runs (by where the loader put the
  * library) formatted 10% of their records whole (issue 13). A record
  * looks at its slot and the next (a free one has op NULL); further on,
- * the slow path looks. An optimisation: without memory for them, every
- * record is formatted whole. */
+ * the slow path looks. The slot after the last is one more (FORM_SLOTS
+ * + 1 in all, which probes wrap past), so that the next is always the
+ * one after in memory (the common path found it by a second multiply).
+ * An optimisation: without memory for them, every record is formatted
+ * whole. */
 enum { FORM_PLAIN, FORM_FIELDS, FORM_STAGE, FORM_KINDS };
 #define FORM_MAX 32
 #define FORM_SLOTS 64
 typedef struct form_tab {
-	rec_form f[FORM_SLOTS];
+	rec_form f[FORM_SLOTS + 1];
 	uint32_t n;                 /* forms kept */
 } form_tab;
 
@@ -122,12 +125,15 @@ typedef kb_sha256_spread oplog_pend;
  * third its cur (whose n and head say whether it holds records); of the
  * shared lane, a record reads last_t1 and last_key, cur and pend. */
 struct kb_oplog_lane {
-	uint32_t order;
+	/* The merge key of the lane's records in the shared lane: its order
+	 * times two (lane_entry; one more in its own buffer). */
+	uint32_t key;
 	/* The pe and eng of the lane's forms (NULL eng: none yet): a record
 	 * with others is formatted whole. */
 	uint32_t form_pe;
 	/* The log's shared lane once every record comes from one thread in
-	 * order (kb__oplog_serial), else NULL. */
+	 * order (kb__oplog_serial), else never_takes (not NULL: emit tests
+	 * only whether it takes the record). */
 	kb_oplog_lane *shared;
 	/* The lane's forms (below) where emit's common path may use them:
 	 * NULL while the lane keeps each record's fields (keep_fields),
@@ -165,6 +171,11 @@ struct kb_oplog_lane {
 
 _Static_assert(offsetof(kb_oplog_lane, pre_t0) == 64 && offsetof(kb_oplog_lane, cur) == 128,
 	       "a lane's record fields fill its first two lines, cur the third");
+
+/* The shared lane of a lane while there is none: its last record sorts
+ * after every record (shared_takes), so it takes none, is never written
+ * and is only read. */
+static kb_oplog_lane never_takes = { .last_t1 = KB_TIME_INF, .last_key = UINT32_MAX };
 
 typedef struct oplog_slice oplog_slice;
 
@@ -381,12 +392,12 @@ kb_oplog_lane *kb__oplog_lane(kb_oplog *log, uint32_t order)
 	if (!lane)
 		return NULL;
 	memset(lane, 0, sizeof(*lane));
-	lane->order = order;
+	lane->key = order << 1;
 	lane->cmd_last = UINT64_MAX - 1;   /* no cmd yet (put_cmd): one digit, 0xff */
 	lane->cmd_dig = 0xff;
 	lane->cmd_n = 1;
 	lane->keep_fields = log->want_recs;
-	lane->shared = log->shared;
+	lane->shared = log->shared ? log->shared : &never_takes;
 	log->lanes[log->n_lanes++] = lane;
 	return lane;
 }
@@ -478,7 +489,7 @@ int kb__oplog_serial(kb_oplog *log)
 		}
 	}
 	for (size_t i = 0; i < log->n_lanes; i++)
-		log->lanes[i]->shared = log->lanes[i] == sh ? NULL : sh;
+		log->lanes[i]->shared = log->lanes[i] == sh ? &never_takes : sh;
 	sh->pend = &log->pend;
 	log->shared = sh;
 	return KB_OK;
@@ -1082,7 +1093,7 @@ static inline __attribute__((always_inline)) int format_record(kb_oplog_lane *la
 	if (lane->form_eng && !form_lane(lane, r)) {
 		tab = NULL;   /* no forms for it (and none made) */
 	} else if (tab) {
-		for (h = form_slot(r, k); tab->f[h].op; h = (h + 1) % FORM_SLOTS) {
+		for (h = form_slot(r, k); tab->f[h].op; h = (h + 1) % (FORM_SLOTS + 1)) {
 			f = &tab->f[h];
 			if (!form_is(f, r, k))
 				continue;
@@ -1096,7 +1107,7 @@ static inline __attribute__((always_inline)) int format_record(kb_oplog_lane *la
 			return p ? (int)(p - buf) : -1;
 		}
 		if (tab->n == FORM_MAX) {   /* full: start again */
-			for (unsigned i = 0; i < FORM_SLOTS; i++)
+			for (unsigned i = 0; i <= FORM_SLOTS; i++)
 				tab->f[i].op = NULL;
 			tab->n = 0;
 			h = form_slot(r, k);
@@ -1167,7 +1178,7 @@ static __attribute__((noinline)) int emit_slow(kb_oplog_lane *lane, const kb_opl
 					       const kb_oplog_stage *st, int kind)
 {
 	lane_buf *b = &lane->cur;
-	uint32_t key = lane->order << 1 | 1;
+	uint32_t key = lane->key | 1;
 	lane_entry *e;
 	int n;
 
@@ -1175,7 +1186,7 @@ static __attribute__((noinline)) int emit_slow(kb_oplog_lane *lane, const kb_opl
 	 * lane's own waiting (so of one lane's records, those in the shared
 	 * lane come first, as their key says): into the shared lane. A
 	 * record that then fails (no memory) fails the run. */
-	if (lane->shared && b->n == b->head && shared_takes(lane->shared, rec->t1_ps, key - 1)) {
+	if (b->n == b->head && shared_takes(lane->shared, rec->t1_ps, key - 1)) {
 		b = &lane->shared->cur;
 		key--;
 		shared_took(lane->shared, rec->t1_ps, key);
@@ -1227,14 +1238,14 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 	form_key(k, rec, fields, n_fields, st, kind);
 	h = form_slot(rec, k);
 	f = &tab->f[h];
-	if (!form_is(f, rec, k)) {
-		f = &tab->f[(h + 1) % FORM_SLOTS];
+	if (__builtin_expect(!form_is(f, rec, k), 0)) {
+		f++;   /* h + 1 <= FORM_SLOTS */
 		if (!form_is(f, rec, k))
 			return emit_slow(lane, rec, fields, n_fields, st, kind);
 	}
 	if (__builtin_expect(!f->tail_len, 0))
 		return emit_slow(lane, rec, fields, n_fields, st, kind);
-	if (lane->shared && b->n == b->head && shared_takes(lane->shared, rec->t1_ps, lane->order << 1))
+	if (b->n == b->head && shared_takes(lane->shared, rec->t1_ps, lane->key))
 		b = &lane->shared->cur;
 	if (__builtin_expect(b->text_n + MAX_RECORD + 2 > b->text_cap, 0))   /* entries: MIN_RECORD */
 		return emit_slow(lane, rec, fields, n_fields, st, kind);
@@ -1262,10 +1273,10 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 	e->text_off = (uint32_t)b->text_n;
 	b->text_n += n;
 	if (b == &lane->cur) {
-		e->key = lane->order << 1 | 1;
+		e->key = lane->key | 1;
 	} else {
-		e->key = lane->order << 1;
-		shared_took(lane->shared, t1, lane->order << 1);
+		e->key = lane->key;
+		shared_took(lane->shared, t1, lane->key);
 	}
 	return KB_OK;
 }
