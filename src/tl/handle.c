@@ -77,8 +77,7 @@ int kb__tl_begin(kb_tl *tl, const char *name, const char *file, int line)
 
 static kb_tl_tensor *encode(const kb_tl *tl, uint32_t slot, uint32_t gen)
 {
-	uint64_t v = ((uint64_t)(tl->cfg.tag & ((1u << TAG_BITS) - 1)) << (SLOT_BITS + GEN_BITS)) |
-		     ((uint64_t)(gen & ((1u << GEN_BITS) - 1)) << SLOT_BITS) | (slot + 1);
+	uint64_t v = tl->tag_bits | ((uint64_t)(gen & ((1u << GEN_BITS) - 1)) << SLOT_BITS) | (slot + 1);
 
 	return (kb_tl_tensor *)(uintptr_t)v;
 }
@@ -92,7 +91,7 @@ kb_hslot *kb__tl_slot(kb_tl *tl, const kb_tl_tensor *t, const char *what)
 		kb__tl_fail(tl, KB_V_BAD_HANDLE, "%s is NULL (did an earlier op fail?)", what);
 		return NULL;
 	}
-	if ((uint32_t)(v >> (SLOT_BITS + GEN_BITS)) != (tl->cfg.tag & ((1u << TAG_BITS) - 1))) {
+	if ((uint32_t)(v >> (SLOT_BITS + GEN_BITS)) != tl->tag) {
 		kb__tl_fail(tl, KB_V_BAD_HANDLE,
 			    "%s belongs to another kernel instance or simulation", what);
 		return NULL;

@@ -45,6 +45,10 @@ typedef struct kb_scope {
 
 struct kb_tl {
 	kb_tl_config cfg;
+	/* cfg.tag as a handle value has it (KB_TL_TAG_BITS), and there:
+	 * each handle made or looked up masked and shifted it (issue 13) */
+	uint32_t tag;
+	uint64_t tag_bits;
 	kb_clock clock;          /* cfg.cost.clock_ghz: dispatch_ps without a division */
 	/* Dispatch ps of a command by its logical bytes (all but CPU
 	 * overhead): a kernel emits a few sizes over and over (kb__tl_emit
@@ -101,9 +105,7 @@ static inline kb_hslot *kb__tl_slot_find(kb_tl *tl, const kb_tl_tensor *t)
 	uint32_t gen = (uint32_t)(v >> KB_TL_SLOT_BITS) & ((1u << KB_TL_GEN_BITS) - 1);
 	kb_hslot *h;
 
-	if (!t || (uint32_t)(v >> (KB_TL_SLOT_BITS + KB_TL_GEN_BITS)) !=
-			  (tl->cfg.tag & ((1u << KB_TL_TAG_BITS) - 1)) ||
-	    slot >= tl->n_slots)
+	if (!t || (uint32_t)(v >> (KB_TL_SLOT_BITS + KB_TL_GEN_BITS)) != tl->tag || slot >= tl->n_slots)
 		return NULL;
 	h = KB_SLOT(tl, slot);
 	return h->live && (h->gen & ((1u << KB_TL_GEN_BITS) - 1)) == gen ? h : NULL;
