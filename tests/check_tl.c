@@ -1264,6 +1264,41 @@ static void scratch_kernel(kb_tl *tl, uint64_t *used)
 	ck_assert_int_eq(kb__tcm_check(&tl->tcm), 0);
 }
 
+/* A scope's end gives its memory back last made first, as one release
+ * after another would: freed blocks merge only with the block below them
+ * (tcm.h), so the order shows in the free blocks that are left. Here
+ * against an allocator that is given the same blocks back one by one. */
+START_TEST(test_scope_end_frees_in_order)
+{
+	capture cp = { .n = 0 };
+	kb_tl *tl = new_tl(&cp);
+	kb_tcm twin;
+	uint64_t off[4], fence, a, b, x, y, fx, fy;
+
+	ck_assert_int_eq(kb__tcm_init(&twin, tl->cfg.tcm_bytes), 0);
+	ck_assert_int_eq(kb_tl_scope_begin(tl), KB_OK);
+	for (int i = 0; i < 4; i++) {
+		ck_assert_ptr_nonnull(tcm2(tl, KB_FP32, 8, 16 + 16 * i));
+		ck_assert_int_eq(kb__tcm_alloc(&twin, (uint64_t)(8 * 4 * (16 + 16 * i)), &off[i], &fence), 0);
+	}
+	ck_assert_int_eq(kb_tl_scope_end(tl), KB_OK);
+	for (int i = 4; i-- > 0;)
+		kb__tcm_free(&twin, off[i], (uint64_t)(8 * 4 * (16 + 16 * i)), tl->next_cmd);
+	ck_assert_uint_eq(tl->tcm.n, twin.n);
+	ck_assert_uint_gt(twin.n, 1);
+	for (size_t i = 0; i < twin.n; i++) {
+		ck_assert_int_eq(kb__tcm_block(&tl->tcm, i, &x, &a, &fx), 0);
+		ck_assert_int_eq(kb__tcm_block(&twin, i, &y, &b, &fy), 0);
+		ck_assert_uint_eq(x, y);
+		ck_assert_uint_eq(a, b);
+		ck_assert_uint_eq(fx, fy);
+	}
+	kb__tcm_fini(&twin);
+	cap_clear(&cp);
+	kb__tl_destroy(tl);
+}
+END_TEST
+
 START_TEST(test_replay_scratch_in_scope)
 {
 	capture rp = { .n = 0 }, full = { .n = 0 };
@@ -1702,6 +1737,7 @@ Suite *tl_suite(void)
 	tcase_add_test(rec, test_recipe_shape_memo);
 	tcase_add_test(rec, test_replay_matches_full);
 	tcase_add_test(rec, test_replay_scratch_in_scope);
+	tcase_add_test(rec, test_scope_end_frees_in_order);
 	tcase_add_loop_test(rec, test_replay_tcm_exhausted, 0, 2);
 	tcase_add_test(rec, test_replay_cycle_past_templates);
 	tcase_add_test(rec, test_replay_like_differs);

@@ -12,15 +12,20 @@
  * next user of it carries that fence (see kb__tcm_alloc). The handle's id
  * is never handed out again, so commands already issued on it keep their
  * hazards and pending completion. */
+static inline void free_slot(kb_tl *tl, kb_hslot *h, uint32_t slot)
+{
+	h->live = 0;
+	h->next_free = tl->free_slot;
+	tl->free_slot = slot;
+}
+
 static void release_slot(kb_tl *tl, uint32_t slot)
 {
 	kb_hslot *h = KB_SLOT(tl, slot);
 
 	if (h->owns_alloc)
 		kb__tcm_free(&tl->tcm, h->view.addr, h->alloc_size, tl->next_cmd);
-	h->live = 0;
-	h->next_free = tl->free_slot;
-	tl->free_slot = slot;
+	free_slot(tl, h, slot);
 }
 
 /* ---- scratch scopes ---- */
@@ -100,8 +105,12 @@ KB_API int kb_tl_scope_begin_at(kb_tl *tl, const char *file, int line)
 	return KB_OK;
 }
 
+#define SPAN_BATCH 16
+
 KB_API int kb_tl_scope_end_at(kb_tl *tl, const char *file, int line)
 {
+	kb_tcm_span span[SPAN_BATCH];
+	size_t n_span = 0;
 	kb_scope *s;
 
 	if (kb__tl_begin(tl, "kb_tl_scope_end", file, line))
@@ -109,20 +118,35 @@ KB_API int kb_tl_scope_end_at(kb_tl *tl, const char *file, int line)
 	if (tl->depth == 0)
 		return kb__tl_fail(tl, KB_V_SCOPE, "scope end without a matching scope begin");
 	s = &tl->scopes[tl->depth];
+	/* The memory goes back in the order of the releases (it decides how
+	 * freed blocks merge), a batch at a time, all with this fence; a
+	 * slot's release touches no memory but its own. */
 	for (size_t i = s->n; i-- > 0;) {
 		uint32_t slot = s->slots[i];
+		kb_hslot *h;
 
 		if (__builtin_expect(slot & KB_TL_RAW, 0)) {
 			if (slot == KB_TL_NO_SLOT)
 				continue;
 			/* memory without a handle: offset, then size */
 			i--;
-			kb__tcm_free(&tl->tcm, (uint64_t)(s->slots[i] & ~KB_TL_RAW) * KB_TCM_ALIGN,
-				     (uint64_t)(slot & ~KB_TL_RAW) * KB_TCM_ALIGN, tl->next_cmd);
-			continue;
+			span[n_span].off = (uint64_t)(s->slots[i] & ~KB_TL_RAW) * KB_TCM_ALIGN;
+			span[n_span++].bytes = (uint64_t)(slot & ~KB_TL_RAW) * KB_TCM_ALIGN;
+		} else {
+			h = KB_SLOT(tl, slot);
+			if (h->owns_alloc) {
+				span[n_span].off = h->view.addr;
+				span[n_span++].bytes = h->alloc_size;
+			}
+			free_slot(tl, h, slot);
 		}
-		release_slot(tl, slot);
+		if (n_span == SPAN_BATCH) {
+			kb__tcm_free_n(&tl->tcm, span, n_span, tl->next_cmd);
+			n_span = 0;
+		}
 	}
+	if (n_span)
+		kb__tcm_free_n(&tl->tcm, span, n_span, tl->next_cmd);
 	s->n = 0;
 	s->dead = 0;
 	tl->depth--;

@@ -724,7 +724,7 @@ static __attribute__((noinline)) int free_first(kb_tcm *t, uint32_t k, uint64_t 
 	return 0;
 }
 
-void kb__tcm_free(kb_tcm *t, uint64_t off, uint64_t bytes, uint64_t fence)
+HOT void free_one(kb_tcm *t, uint64_t off, uint64_t bytes, uint64_t fence)
 {
 	uint64_t size = round_size(bytes);
 	uint32_t k = t->hint[AT_FREE][0], i = t->hint[AT_FREE][1];
@@ -750,6 +750,17 @@ void kb__tcm_free(kb_tcm *t, uint64_t off, uint64_t bytes, uint64_t fence)
 	if (i == 0 && k - 1 < t->m - 1 && !free_first(t, k, off, size, fence))
 		return;
 	free_slow(t, off, size, fence);
+}
+
+void kb__tcm_free(kb_tcm *t, uint64_t off, uint64_t bytes, uint64_t fence)
+{
+	free_one(t, off, bytes, fence);
+}
+
+void kb__tcm_free_n(kb_tcm *t, const kb_tcm_span *s, size_t n, uint64_t fence)
+{
+	for (size_t i = 0; i < n; i++)
+		free_one(t, s[i].off, s[i].bytes, fence);
 }
 
 uint64_t kb__tcm_largest_free(const kb_tcm *t)

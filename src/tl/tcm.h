@@ -89,6 +89,15 @@ int kb__tcm_alloc(kb_tcm *t, uint64_t bytes, uint64_t *off, uint64_t *fence);
 /* Gives back what kb__tcm_alloc(bytes) returned at `off`, reusable by
  * commands that wait for `fence`. */
 void kb__tcm_free(kb_tcm *t, uint64_t off, uint64_t bytes, uint64_t fence);
+/* What kb__tcm_free takes of one block. */
+typedef struct kb_tcm_span {
+	uint64_t off, bytes;
+} kb_tcm_span;
+
+/* kb__tcm_free of s[0], s[1], ... s[n - 1] in that order, with one
+ * fence (a scope's end gives back its blocks so: one call, not one a
+ * block, each saving and restoring the registers the fast path needs). */
+void kb__tcm_free_n(kb_tcm *t, const kb_tcm_span *s, size_t n, uint64_t fence);
 uint64_t kb__tcm_largest_free(const kb_tcm *t);
 /* 0 when the structure holds together (tests; O(n)): blocks in order, not
  * empty and counted; each leaf's last end in hi, its bound and the tree
