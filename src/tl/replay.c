@@ -964,8 +964,7 @@ static mcall *math_find(kb_replay *r, const kb_tl_composite_desc *d, const kb_hs
 int kb__replay_math(kb_replay **rp, kb_tl *tl, const kb_tl_composite_desc *d, kb_tl_tensor **res)
 {
 	kb_replay *r = *rp;
-	static const uint8_t math_set[3] = { 0, 1, 2 };
-	kb_hslot *a, *b = NULL, *o = NULL, *hs[3];
+	kb_hslot *a, *b = NULL, *o = NULL;
 	mcall *m;
 	kb_opspec *op;
 	kb_cmd *c;
@@ -1010,11 +1009,29 @@ int kb__replay_math(kb_replay **rp, kb_tl *tl, const kb_tl_composite_desc *d, kb
 	c->n_rw = 0;
 	c->lbytes = m->lbytes;
 	kb__cmd_put_digest(c, (const kb_cmd_dig *)(const void *)m->dig, 1);
-	hs[0] = a;
-	hs[1] = b ? b : a;
-	hs[2] = o;
-	/* read a (and b, when another handle), write o */
-	sets_distinct(c, hs, math_set, b && b != a ? 2 : 1, b && b != a ? 2 : 1, math_set + 2, 1);
+	/* read a (and b, when another handle), write o: sets_distinct's
+	 * work for these two or three, without its loops */
+	{
+		uint64_t fence = a->fence > o->fence ? a->fence : o->fence;
+		uint32_t nd = 0;
+
+		c->reads[0] = a->view.id;
+		if (a->writer >= 0)
+			c->deps[nd++] = (uint64_t)a->writer;
+		c->n_reads = 1;
+		if (b && b != a) {
+			fence = b->fence > fence ? b->fence : fence;
+			c->reads[1] = b->view.id;
+			if (b->writer >= 0 && !(nd && c->deps[0] == (uint64_t)b->writer))
+				c->deps[nd++] = (uint64_t)b->writer;
+			c->n_reads = 2;
+		}
+		c->writes[0] = o->view.id;
+		o->writer = (int64_t)c->id;
+		c->n_deps = nd;
+		c->n_writes = 1;
+		c->fence = fence;
+	}
 	if (!m->disp_ps)
 		m->disp_ps = kb__tl_disp_ps(tl, c);
 	if (kb__tl_emit_ps(tl, c, m->disp_ps))
