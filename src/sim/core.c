@@ -129,23 +129,38 @@ static inline size_t evheap_down(kb_evheap *h, size_t i, const kb_evkey *k)
  * to a leaf (one compare a level), then k up from there. A key that
  * fills the hole mostly belongs low (the heap's last, or a push behind
  * most pending events: a multi-PE run's), where the two compares a
- * level of evheap_down cost more than the few steps back up. */
+ * level of evheap_down cost more than the few steps back up. key[n]
+ * (there is room: a free slot, or n just lowered) gets a time after
+ * every event's (KB_TIME_INF > KB_TIME_MAX), so that a last child with
+ * no sibling loses the compare against it, and no level tests l + 1 <
+ * n (a multi-PE run spends a quarter of its event core here: issue
+ * 13). k must not be key[n]. */
 static inline size_t evheap_down_leaf(kb_evheap *h, const kb_evkey *k)
 {
 	kb_time t = k->time;
 	uint64_t pair = k->pair, seq = k->seq;
 	kb_evkey *key = h->key;
-	size_t n = h->n, i = 0;
+	size_t n = h->n, i;
+	/* Byte offsets, not indices: a child's is 2 o + sizeof (no
+	 * shifts to scale an index at each level). */
+	size_t o = 0, end = n * sizeof(*key);
+	char *base = (char *)key;
 
+	key[n].time = KB_TIME_INF;
 	for (;;) {
-		size_t l = 2 * i + 1, m;
+		size_t l = 2 * o + sizeof(*key);
+		const kb_evkey *c = (const kb_evkey *)(base + l);
 
-		if (l >= n)
+		if (l >= end)
 			break;
-		m = (l + 1 < n && key_less(&key[l + 1], &key[l])) ? l + 1 : l;
-		key[i] = key[m];
-		i = m;
+		if (key_less(c + 1, c)) {
+			c++;
+			l += sizeof(*key);
+		}
+		*(kb_evkey *)(base + o) = *c;
+		o = l;
 	}
+	i = o / sizeof(*key);
 	while (i > 0) {
 		size_t p = (i - 1) / 2;
 
@@ -247,8 +262,11 @@ static inline void evheap_settle(kb_evheap *h)
 	if (!h->hole)
 		return;
 	h->hole = 0;
-	if (--h->n)
-		h->key[evheap_down_leaf(h, &h->key[h->n])] = h->key[h->n];
+	if (--h->n) {
+		kb_evkey k = h->key[h->n];
+
+		h->key[evheap_down_leaf(h, &k)] = k;
+	}
 }
 
 /* Gives back the slot of an event that ran (or moved away). */
