@@ -237,12 +237,12 @@ static __attribute__((noinline)) int advance(kb_lp *lp, kb_cpu *c)
 			c->cur = NULL;
 			continue;
 		}
-		kb_time d = dispatch_ps(c, cmd), t = kb__lp_now(lp);
+		kb_time d = dispatch_ps(c, cmd);
 
 		c->state = CPU_DISPATCHING;
-		c->dispatch_t0 = t;
+		c->dispatch_t0 = kb__lp_now(lp);
 		/* kb__pe_after_ps, whose cycles only its failure needs */
-		if (kb__time_add(&t, d))
+		if (kb__lp_past_end(lp, d))
 			return dispatch_fail(lp, c->ps->m, cmd);
 		return kb__lp_self(lp, d, &dispatched_ev);
 	}

@@ -88,7 +88,7 @@ static inline int begin(kb_lp *lp, kb_engine *e, chan *c)
 
 	c->t0 = t;
 	kb__busy_start(&e->busy, t);
-	if (kb__time_add(&t, d))
+	if (kb__lp_past_end(lp, d))
 		return begin_fail(lp, e, c);
 	return kb__lp_self(lp, d, c->done);
 }

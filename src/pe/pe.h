@@ -120,9 +120,7 @@ int kb__pe_after_fail(kb_lp *lp, const kb_machine *m, double cycles, const char 
 static inline int kb__pe_after_ps(kb_lp *lp, const kb_machine *m, kb_time d, double cycles,
 				  const char *what, const char *keys, const kb_event *ev)
 {
-	kb_time t = kb__lp_now(lp);
-
-	if (kb__time_add(&t, d))
+	if (kb__lp_past_end(lp, d))
 		return kb__pe_after_fail(lp, m, cycles, what, keys);
 	return kb__lp_self(lp, d, ev);
 }

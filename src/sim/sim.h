@@ -198,6 +198,15 @@ static inline void *kb__lp_state(kb_lp *lp)
 int kb__lp_send(kb_lp *lp, uint32_t dst, kb_time delay, const kb_event *ev);
 /* Schedules an event on the LP itself; any delay >= 0. */
 int kb__lp_self(kb_lp *lp, kb_time delay, const kb_event *ev);
+/* Whether now + delay passes KB_TIME_MAX, as kb__time_add refuses it
+ * (now is at most KB_TIME_MAX, so the sum cannot wrap): kb__lp_self's
+ * own test, written the same, so that a caller that tests first (to
+ * fail with its own message) lets the compiler drop kb__lp_self's once
+ * it is inlined (issue 13: a stage's start made both). */
+static inline int kb__lp_past_end(const kb_lp *lp, kb_time delay)
+{
+	return ((kb__lp_now(lp) + delay) | delay) > KB_TIME_MAX;
+}
 /* Records an error of this LP at its current time; returns code. */
 int kb__lp_fail(kb_lp *lp, int code, const char *fmt, ...) KB_PRINTF(3, 4);
 /* The same with an error object: keeps its detail, source and line. */
