@@ -462,10 +462,10 @@ static inline __attribute__((always_inline)) int lane_reserve(lane_buf *lane, si
 }
 
 /* The shared lane's text buffer at the start (and so the spare's, which
- * takes its size): a sequential run writes 80-95 KB of records between
- * two flushes (decode; SEQ_BUDGET events), so the buffer is made that
- * size at once, not grown through 8, 16, 32, 64 and 128 KiB with a copy
- * each time (~120 KB copied, issue 13).
+ * takes its size): a sequential run writes 40-50 KB of records between
+ * two flushes (decode; SEQ_BUDGET events), and twice that when a window
+ * is not flushed, so the buffer is made that size at once, not grown
+ * through 8, 16, 32, 64 and 128 KiB with a copy each time (issue 13).
  * Under malloc's mmap threshold (128 KiB), so neither buffer is mapped
  * and unmapped per run. Untouched pages cost a short run nothing. */
 #define SHARED_TEXT (120u << 10)
@@ -1623,13 +1623,13 @@ static int queue_reserve(kb_oplog *log, size_t n)
 	return 0;
 }
 
-/* Cuts the records of the lanes' cur or ready buffers with t1 < bound into
- * slices of about SLICE_RECORDS each, evenly in time; notes the lanes that
- * have any. Returns the slice count (0: nothing to write), -1 out of memory. */
-static int plan_slices(kb_oplog *log, int ready, kb_time bound)
+/* Notes the lanes whose cur or ready buffers hold records with t1 <
+ * bound (active), and the first and last such t1 (*lo, *hi); returns how
+ * many records that is. */
+static size_t scan_lanes(kb_oplog *log, int ready, kb_time bound, kb_time *lo_out, kb_time *hi_out)
 {
 	kb_time lo = KB_TIME_INF, hi = 0;
-	size_t records = 0, n;
+	size_t records = 0;
 
 	log->n_active = 0;
 	for (size_t i = 0; i < log->n_lanes; i++) {
@@ -1646,6 +1646,18 @@ static int plan_slices(kb_oplog *log, int ready, kb_time bound)
 			hi = b->ent[z - 1].t1;
 		log->active[log->n_active++] = (uint32_t)i;
 	}
+	*lo_out = lo;
+	*hi_out = hi;
+	return records;
+}
+
+/* Cuts the records scan_lanes found (records of them, from lo to hi) into
+ * slices of about SLICE_RECORDS each, evenly in time. Returns the slice
+ * count (0: nothing to write), -1 out of memory. */
+static int cut_slices(kb_oplog *log, int ready, kb_time bound, size_t records, kb_time lo, kb_time hi)
+{
+	size_t n;
+
 	if (!records)
 		return 0;
 	n = records / SLICE_RECORDS;
@@ -1871,11 +1883,11 @@ static int pend_keep(kb_oplog *log, lane_buf *b, size_t z, size_t from, size_t l
  * (the queue is empty). */
 static int flush_cur(kb_oplog *log, kb_time bound, kb_error *err)
 {
-	int n = plan_slices(log, 0, bound), oom = 0;
+	kb_time lo, hi;
+	size_t records = scan_lanes(log, 0, bound, &lo, &hi);
+	int n = 0, oom = 0;
 
-	if (n < 0)
-		return kb__err(err, KB_ENOMEM, "out of memory merging op_log records");
-	if (n > 0 && log->n_active == 1 && !log->want_recs) {
+	if (records && log->n_active == 1 && !log->want_recs) {
 		/* One buffer holds them all (a sequential run's shared lane):
 		 * its text is the op_log's bytes as they are, hashed and
 		 * written from where they were formatted, in one piece. */
@@ -1899,9 +1911,9 @@ static int flush_cur(kb_oplog *log, kb_time bound, kb_error *err)
 			}
 			log->records += z - b->head;
 		}
-		n = 0;
-		while (log->q_head < log->n_q)
-			pop_front(log);
+		/* no slices: what kb__oplog_flush_sealed left is none either */
+	} else if ((n = cut_slices(log, 0, bound, records, lo, hi)) < 0) {
+		return kb__err(err, KB_ENOMEM, "out of memory merging op_log records");
 	}
 	for (int j = 0; j < n; j++) {
 		oplog_slice *s = log->q[log->q_head];
@@ -1937,6 +1949,8 @@ int kb__oplog_flush(kb_oplog *log, kb_time bound, kb_error *err)
 
 int kb__oplog_seal(kb_oplog *log)
 {
+	kb_time lo, hi;
+	size_t records;
 	int n;
 
 	if (!log)
@@ -1954,7 +1968,8 @@ int kb__oplog_seal(kb_oplog *log)
 				shared_empty(l);
 		}
 	}
-	n = plan_slices(log, 1, KB_TIME_INF);
+	records = scan_lanes(log, 1, KB_TIME_INF, &lo, &hi);
+	n = cut_slices(log, 1, KB_TIME_INF, records, lo, hi);
 	if (n <= 0)
 		log->n_slices = 0;
 	log->sealed = n > 0;

@@ -4,9 +4,10 @@
 #include "base/err.h"
 
 /* Buffered records above which a window's records are written: about
- * 60 KB of text, merged while in cache (4096 was 15-20% slower on
- * sequential decode, issue 13). */
-#define FLUSH_RECORDS 512
+ * 30 KB of text, merged while in cache (4096 was 15-20% slower on
+ * sequential decode, issue 13); under the ~430 records of a sequential
+ * window (exec.c's SEQ_BUDGET), so each window is written. */
+#define FLUSH_RECORDS 256
 
 /* Slices (about 1024 records each) the in-order sink may lag behind the
  * windows: a few windows' worth (one holds up to ~14 at the window cap),

@@ -30,8 +30,11 @@
 /* Events the sequential executor runs between window hooks: few enough
  * that the op_log records they write (about 0.4 per event, 110 bytes
  * each) are merged while still in cache; 65536 wrote ~3 MB between
- * merges, and decode opt2 ran 15-20% slower (issue 13). */
-#define SEQ_BUDGET (1u << 11)
+ * merges, and decode opt2 ran 15-20% slower (issue 13). 1024 rather than
+ * 2048: a serial run's two text buffers (the one written, the one being
+ * hashed) each touch ~42 KB instead of ~84 KB, 22 page faults fewer at
+ * decode S_kv=262144 (~2 us each here) for ~1,400 instructions a window. */
+#define SEQ_BUDGET (1u << 10)
 #define WINDOW_EVENTS (1u << 15)
 
 /* Everything before bound is final and no LP runs (kb_sim_config). */
