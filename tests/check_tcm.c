@@ -545,6 +545,56 @@ START_TEST(test_tcm_decode_ring_matches_reference)
 }
 END_TEST
 
+/* Frees that land between free blocks, in ascending (decode's first pass),
+ * descending and shuffled order: a full leaf lends blocks to a neighbour
+ * with room before it splits, in every direction, and the blocks stay the
+ * model's. Ascending and descending inserts fill their leaves (halving
+ * full leaves left them half full: twice the leaves, a page fault each few
+ * leaves on decode). */
+START_TEST(test_tcm_leaves_fill)
+{
+	enum { N = 4096 };
+	static ref_tcm r;
+	static uint32_t order[N / 2];
+	kb_tcm t;
+	uint64_t rng = 777, off, f;
+
+	memset(&r, 0, sizeof(r));
+	ck_assert_int_eq(kb__tcm_init(&t, N * A), 0);
+	ref_insert(&r, 0, 0, N * A, 0);
+	for (uint32_t i = 0; i < N; i++) {
+		ck_assert_uint_eq(must_alloc(&t, A, NULL), (uint64_t)i * A);
+		ck_assert_int_eq(ref_alloc(&r, A, &off, &f), 0);
+	}
+	for (uint32_t j = 0; j < N / 2; j++)
+		order[j] = _i == 1 ? N / 2 - 1 - j : j;
+	for (uint32_t j = N / 2 - 1; _i == 2 && j > 0; j--) {
+		uint32_t x, y;
+
+		rng = rng * 6364136223846793005u + 1442695040888963407u;
+		x = (uint32_t)((rng >> 33) % (j + 1));
+		y = order[j];
+		order[j] = order[x];
+		order[x] = y;
+	}
+	for (uint32_t j = 0; j < N / 2; j++) {
+		uint64_t o = (uint64_t)order[j] * 2 * A;
+
+		/* distinct fences: nothing merges */
+		kb__tcm_free(&t, o, A, j + 1);
+		ref_free(&r, o, A, j + 1);
+		ck_assert_uint_eq(t.n, r.n);
+		ck_assert_int_eq(kb__tcm_check(&t), 0);
+	}
+	same_blocks(&t, &r);
+	if (_i < 2)
+		ck_assert_uint_le(t.m, N / 2 / KB_TCM_LEAF + 2);
+	else
+		ck_assert_uint_le(t.m, 2 * (N / 2 / KB_TCM_LEAF) + 2);
+	kb__tcm_fini(&t);
+}
+END_TEST
+
 Suite *tcm_suite(void)
 {
 	Suite *s = suite_create("tcm");
@@ -561,6 +611,7 @@ Suite *tcm_suite(void)
 	tcase_add_loop_test(tc, test_tcm_matches_reference, 0, 4);
 	tcase_add_loop_test(tc, test_tcm_scopes_match_reference, 0, 3);
 	tcase_add_loop_test(tc, test_tcm_decode_ring_matches_reference, 0, 3);
+	tcase_add_loop_test(tc, test_tcm_leaves_fill, 0, 3);
 	suite_add_tcase(s, tc);
 	return s;
 }

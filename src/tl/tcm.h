@@ -25,12 +25,13 @@
  * "first leaf at or after k where `need` may fit" in O(log n). Bounds rise
  * when a block grows and are made exact only when a search finds one stale,
  * so the common case (carve the block at the cursor, free next to it)
- * touches one leaf and no tree. A leaf that fills up splits in two and an
- * empty one goes away; both move the leaf index (n / KB_TCM_LEAF entries),
- * which a leaf does once in about KB_TCM_LEAF / 2 inserts or removals in
- * it (decode at S_kv = 262144: ~10,000 free blocks in ~300 leaves, with
- * 24,580 allocations and as many frees). No decision depends
- * on how the blocks are cut into leaves, only on the ordered set of blocks.
+ * touches one leaf and no tree. A leaf that fills up first lends blocks to
+ * a neighbour with room, and splits (at the insert's place) only when both
+ * are full; an empty leaf goes away. Splits and drops move the leaf index
+ * (n / KB_TCM_LEAF entries). Decode at S_kv = 262144 (~10,000 free blocks,
+ * 24,580 allocations and as many frees) fills its ~160 leaves to ~63 of
+ * 64 blocks. No decision depends on how the blocks are cut into leaves,
+ * only on the ordered set of blocks.
  */
 #ifndef KB_TL_TCM_H
 #define KB_TL_TCM_H
