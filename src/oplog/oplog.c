@@ -973,10 +973,10 @@ static __attribute__((noinline)) char *put_tail(char *p, const char *end, const 
  * printed, which spares the common path a test); with one
  * number field (no kind), whose text is its value's digits: bytes, the
  * value and the key's address (a static string: its text). */
-static inline void form_key(uint64_t k[3], const kb_oplog_record *r, const kb_oplog_field *fields,
-			    int n_fields, const kb_oplog_stage *st, int kind)
+static inline void form_key(uint64_t k[3], int64_t bytes, const kb_oplog_record *r,
+			    const kb_oplog_field *fields, int n_fields, const kb_oplog_stage *st, int kind)
 {
-	k[0] = (uint64_t)r->bytes;
+	k[0] = (uint64_t)bytes;
 	if (kind == FORM_STAGE) {
 		uint64_t o = 2;
 
@@ -1005,17 +1005,18 @@ static inline void form_key(uint64_t k[3], const kb_oplog_record *r, const kb_op
 /* A record's first slot in its lane's index of forms. op's address
  * within its page: the same wherever the loader puts the string's
  * library, so a run's forms meet the same collisions every time. */
-static inline unsigned form_slot(const kb_oplog_record *r, const uint64_t k[3])
+static inline unsigned form_slot(const char *op, const uint64_t k[3])
 {
-	uint64_t x = ((uint64_t)(uintptr_t)r->op & 0xfff) + k[0] + 3 * k[1] + k[2];
+	uint64_t x = ((uint64_t)(uintptr_t)op & 0xfff) + k[0] + 3 * k[1] + k[2];
 
 	return (unsigned)(x * UINT64_C(0x9e3779b97f4a7c15) >> 58);   /* FORM_SLOTS */
 }
 
-/* Whether f is r's form (r of the lane's form_pe and form_eng). */
-static inline int form_is(const rec_form *f, const kb_oplog_record *r, const uint64_t k[3])
+/* Whether f is the form of a record of op and key k (of the lane's
+ * form_pe and form_eng). */
+static inline int form_is(const rec_form *f, const char *op, const uint64_t k[3])
 {
-	return f->op == r->op && f->key[0] == k[0] && f->key[1] == k[1] && f->key[2] == k[2];
+	return f->op == op && f->key[0] == k[0] && f->key[1] == k[1] && f->key[2] == k[2];
 }
 
 /* Whether r may have a form in its lane: the lane's pe and eng. */
@@ -1089,13 +1090,13 @@ static inline __attribute__((always_inline)) int format_record(kb_oplog_lane *la
 		return -1;
 	memcpy(buf, "{\"t0\":", 6);
 	p = put_times(p, end, lane, r->t0_ps, r->t1_ps);
-	form_key(k, r, fields, n_fields, st, kind);
+	form_key(k, r->bytes, r, fields, n_fields, st, kind);
 	if (lane->form_eng && !form_lane(lane, r)) {
 		tab = NULL;   /* no forms for it (and none made) */
 	} else if (tab) {
-		for (h = form_slot(r, k); tab->f[h].op; h = (h + 1) % (FORM_SLOTS + 1)) {
+		for (h = form_slot(r->op, k); tab->f[h].op; h = (h + 1) % (FORM_SLOTS + 1)) {
 			f = &tab->f[h];
-			if (!form_is(f, r, k))
+			if (!form_is(f, r->op, k))
 				continue;
 			memcpy(p, f->text, FORM_MID);
 			p = put_cmd(p + f->mid_len, end, lane, r->cmd, 1);
@@ -1110,7 +1111,7 @@ static inline __attribute__((always_inline)) int format_record(kb_oplog_lane *la
 			for (unsigned i = 0; i <= FORM_SLOTS; i++)
 				tab->f[i].op = NULL;
 			tab->n = 0;
-			h = form_slot(r, k);
+			h = form_slot(r->op, k);
 		}
 		f = &tab->f[h];   /* free: a form once format_new has made it whole */
 	} else if (++lane->uncached > FORM_CACHE_AFTER &&
@@ -1215,10 +1216,42 @@ static __attribute__((noinline)) int emit_slow(kb_oplog_lane *lane, const kb_opl
  * lives across a call: no saved registers, no stack frame, the form's
  * key in registers (the general path, with format_new and put_tail
  * inside, paid ~30 instructions a record for them: issue 13). */
+/* An engine stage's record on emit's rare path: rec with v's members,
+ * into emit_slow (out of line: the copy is made only here). */
+static __attribute__((noinline)) int stage_slow(kb_oplog_lane *lane, const kb_oplog_record *rec,
+						kb_oplog_stage v)
+{
+	kb_oplog_record r = *rec;
+
+	r.t0_ps = v.t0_ps;
+	r.t1_ps = v.t1_ps;
+	r.op = v.op;
+	r.cmd = v.cmd;
+	r.bytes = v.bytes;
+	return emit_slow(lane, &r, NULL, 0, &v, FORM_STAGE);
+}
+
+/* emit's way out to emit_slow: the stage's record made whole first. */
+static inline __attribute__((always_inline)) int emit_rare(kb_oplog_lane *lane, const kb_oplog_record *rec,
+							   const kb_oplog_field *fields, int n_fields,
+							   kb_oplog_stage v, int kind)
+{
+	if (kind == FORM_STAGE)
+		return stage_slow(lane, rec, v);
+	return emit_slow(lane, rec, fields, n_fields, NULL, kind);
+}
+
+/* A record's member m: a stage's from v (rec's is not read), others'
+ * from rec where they are used (v is not read). */
+#define REC_V(m, vm) (kind == FORM_STAGE ? v.vm : rec->m)
+
+/* rec's times, op, cmd and bytes are v's for kind FORM_STAGE (st is
+ * then v), else rec's (v is not read). */
 static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const kb_oplog_record *rec,
 						      const kb_oplog_field *fields, int n_fields,
-						      const kb_oplog_stage *st, int kind)
+						      kb_oplog_stage v, int kind)
 {
+	const kb_oplog_stage *st = kind == FORM_STAGE ? &v : NULL;
 	form_tab *tab = lane->fast[kind];
 	lane_buf *b = &lane->cur;
 	uint64_t k[3], lo0, lo1, cmd, t0, t1;
@@ -1234,29 +1267,29 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 	 * slots of the index are looked at; a form further on (rare: the
 	 * index is at most half full) is found by emit_slow. */
 	if (__builtin_expect(!tab || !form_lane(lane, rec), 0))
-		return emit_slow(lane, rec, fields, n_fields, st, kind);
-	form_key(k, rec, fields, n_fields, st, kind);
-	h = form_slot(rec, k);
+		return emit_rare(lane, rec, fields, n_fields, v, kind);
+	form_key(k, REC_V(bytes, bytes), rec, fields, n_fields, st, kind);
+	h = form_slot(REC_V(op, op), k);
 	f = &tab->f[h];
-	if (__builtin_expect(!form_is(f, rec, k), 0)) {
+	if (__builtin_expect(!form_is(f, REC_V(op, op), k), 0)) {
 		f++;   /* h + 1 <= FORM_SLOTS */
-		if (!form_is(f, rec, k))
-			return emit_slow(lane, rec, fields, n_fields, st, kind);
+		if (!form_is(f, REC_V(op, op), k))
+			return emit_rare(lane, rec, fields, n_fields, v, kind);
 	}
 	if (__builtin_expect(!f->tail_len, 0))
-		return emit_slow(lane, rec, fields, n_fields, st, kind);
-	if (b->n == b->head && shared_takes(lane->shared, rec->t1_ps, lane->key))
+		return emit_rare(lane, rec, fields, n_fields, v, kind);
+	if (b->n == b->head && shared_takes(lane->shared, REC_V(t1_ps, t1_ps), lane->key))
 		b = &lane->shared->cur;
 	if (__builtin_expect(b->text_n + MAX_RECORD + 2 > b->text_cap, 0))   /* entries: MIN_RECORD */
-		return emit_slow(lane, rec, fields, n_fields, st, kind);
+		return emit_rare(lane, rec, fields, n_fields, v, kind);
 	/* The times in the lane's prefix, or both under 10^8 (a run's
 	 * first 100 us); a new prefix is set where they are formatted. */
-	cmd = rec->cmd;
-	t0 = rec->t0_ps;
-	t1 = rec->t1_ps;
+	cmd = REC_V(cmd, cmd);
+	t0 = REC_V(t0_ps, t0_ps);
+	t1 = REC_V(t1_ps, t1_ps);
 	in = times_in(lane, t0, t1, &lo0, &lo1);
 	if (__builtin_expect((!in && !(t1 < E8 && t0 <= t1)) || cmd >= E8, 0))
-		return emit_slow(lane, rec, fields, n_fields, st, kind);
+		return emit_rare(lane, rec, fields, n_fields, v, kind);
 	buf = b->text + b->text_n;
 	if (in) {
 		p = put_times_in(buf + 6, lane, lo0, lo1);
@@ -1286,17 +1319,19 @@ int kb__oplog_emit(kb_oplog_lane *lane, const kb_oplog_record *rec, const kb_opl
 {
 	/* PE_CPU's and the scheduler's records, with no fields: a copy of
 	 * emit with that known */
+	kb_oplog_stage v = { 0 };   /* not read */
+
 	if (!n_fields)
-		return emit(lane, rec, NULL, 0, NULL, FORM_PLAIN);
-	return emit(lane, rec, fields, n_fields, NULL, FORM_FIELDS);
+		return emit(lane, rec, NULL, 0, v, FORM_PLAIN);
+	return emit(lane, rec, fields, n_fields, v, FORM_FIELDS);
 }
 
-int kb__oplog_emit_stage(kb_oplog_lane *lane, const kb_oplog_record *rec, const kb_oplog_stage *st)
+int kb__oplog_emit_stage(kb_oplog_lane *lane, const kb_oplog_record *rec, kb_oplog_stage st)
 {
-	if (!st)
-		return kb__oplog_emit(lane, rec, NULL, 0);
 	return emit(lane, rec, NULL, 0, st, FORM_STAGE);
 }
+
+#undef REC_V
 
 void kb__oplog_hash_steps(kb_oplog *log, const size_t **n, void (**step)(void *), void **ctx)
 {

@@ -90,14 +90,22 @@ int kb__oplog_emit(kb_oplog_lane *lane, const kb_oplog_record *rec, const kb_opl
 		   int n_fields);
 /* An engine stage's record (pe/engines.c): the bytes kb__oplog_emit
  * writes with the fields step, n when n >= 0, and operand when it is not
- * NULL, in that order, with no list of fields to walk (issue 13). Such a
- * record has no kind: rec->kind is not read. */
+ * NULL, in that order, with no list of fields to walk (issue 13). rec
+ * holds what is the same every stage (pe, eng, size; kind NULL, lbytes
+ * -1), st by value the rest: the record's times, op, cmd and bytes
+ * (rec's are not read), so that they reach the inlined emit in
+ * registers, not stored and read back (a stage's record stored five
+ * members of rec and three of st on the stack). */
 typedef struct kb_oplog_stage {
+	uint64_t t0_ps, t1_ps;
+	const char *op;
+	uint64_t cmd;
+	int64_t bytes;
 	uint64_t step;
 	int64_t n;
 	const char *operand;
 } kb_oplog_stage;
-int kb__oplog_emit_stage(kb_oplog_lane *lane, const kb_oplog_record *rec, const kb_oplog_stage *st);
+int kb__oplog_emit_stage(kb_oplog_lane *lane, const kb_oplog_record *rec, kb_oplog_stage st);
 /* Merges and writes every record with t1 < bound (KB_TIME_INF: all). */
 int kb__oplog_flush(kb_oplog *log, kb_time bound, kb_error *err);
 /* Parallel executor: when every buffered record is final (a window has

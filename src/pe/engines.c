@@ -63,7 +63,8 @@ typedef struct kb_engine {
 	kb_busy busy;
 	/* Its op_log lane (NULL: no op_log) and a stage record with what is
 	 * the same every stage (pe, eng, kind, lbytes, size) filled at init:
-	 * a stage sets only its times, op, command and bytes. */
+	 * a stage's times, op, command and bytes go by value
+	 * (kb_oplog_stage). */
 	kb_oplog_lane *lane;
 	kb_oplog_record rec;
 	/* The ENG_DONE self-event of each channel, the same every stage: aux
@@ -121,21 +122,18 @@ static int log_stage(kb_time now, kb_engine *e, const chan *c)
 	const kb_stage_cost *cost = c->cost;
 	const kb_stage_ref *st = (const kb_stage_ref *)(uintptr_t)c->run.w[2];
 	const kb_cmd *cmd = ((const kb_plan *)(uintptr_t)c->run.w[0])->cmd;
-	kb_oplog_stage f = { c->run.w[1], cost->n, NULL };
+	const char *operand = NULL;
 
 	if (!e->lane)
 		return KB_OK;
 	if (st->kind == KB_ST_DMA_READ && st->op >= 0) {
-		f.operand = cmd->ops[st->op].operands[st->operand].name;
-		if (!f.operand)
-			f.operand = "";
+		operand = cmd->ops[st->op].operands[st->operand].name;
+		if (!operand)
+			operand = "";
 	}
-	e->rec.t0_ps = c->t0;
-	e->rec.t1_ps = now;
-	e->rec.op = cost->op;
-	e->rec.cmd = cmd->id;
-	e->rec.bytes = cost->bytes;
-	return kb__oplog_emit_stage(e->lane, &e->rec, &f);
+	return kb__oplog_emit_stage(e->lane, &e->rec,
+				    (kb_oplog_stage){ c->t0, now, cost->op, cmd->id, cost->bytes,
+						      c->run.w[1], cost->n, operand });
 }
 
 /* Data mode: performs the running stage (out of line: its kb_error is
