@@ -285,6 +285,42 @@ START_TEST(test_tcm_unaligned_end)
 }
 END_TEST
 
+/* Blocks keep 32-bit offsets and their last byte: a TCM of 2^32 bytes
+ * (memory.tcm_bytes' limit) works up to its top; a larger one is refused. */
+START_TEST(test_tcm_4g)
+{
+	const uint64_t G4 = (uint64_t)1 << 32;
+	kb_tcm t;
+	uint64_t off, size, f;
+
+	ck_assert_int_eq(kb__tcm_init(&t, G4 + 1), -1);
+	ck_assert_int_eq(kb__tcm_init(&t, G4), 0);
+	ck_assert_uint_eq(kb__tcm_largest_free(&t), G4);
+	ck_assert_uint_eq(must_alloc(&t, G4 - 2 * A, NULL), 0);
+	ck_assert_uint_eq(must_alloc(&t, A, NULL), G4 - 2 * A);
+	ck_assert_uint_eq(kb__tcm_largest_free(&t), A);
+	ck_assert_uint_eq(must_alloc(&t, A, NULL), G4 - A);
+	ck_assert_int_eq(kb__tcm_alloc(&t, 1, &off, &f), -1);
+	kb__tcm_free(&t, G4 - A, A, 7);
+	kb__tcm_free(&t, G4 - 2 * A, A, 7);   /* a free merges only downwards: two blocks */
+	ck_assert_int_eq(kb__tcm_check(&t), 0);
+	ck_assert_int_eq(kb__tcm_block(&t, 0, &off, &size, &f), 0);
+	ck_assert_uint_eq(off, G4 - 2 * A);
+	ck_assert_uint_eq(size, A);
+	ck_assert_int_eq(kb__tcm_block(&t, 1, &off, &size, &f), 0);
+	ck_assert_uint_eq(off, G4 - A);
+	ck_assert_uint_eq(size, A);
+	ck_assert_uint_eq(f, 7);
+	kb__tcm_free(&t, 0, G4 - 2 * A, 7);
+	ck_assert_int_eq(kb__tcm_check(&t), 0);
+	/* the cursor is at the top: the search wraps to 0 */
+	ck_assert_uint_eq(must_alloc(&t, G4 - 2 * A, NULL), 0);
+	ck_assert_uint_eq(must_alloc(&t, A, NULL), G4 - 2 * A);
+	ck_assert_uint_eq(must_alloc(&t, A, NULL), G4 - A);
+	kb__tcm_fini(&t);
+}
+END_TEST
+
 /* A long random run, every decision compared with the reference model. */
 START_TEST(test_tcm_matches_reference)
 {
@@ -608,6 +644,7 @@ Suite *tcm_suite(void)
 	tcase_add_test(tc, test_tcm_fences);
 	tcase_add_test(tc, test_tcm_fragmentation_exhaustion);
 	tcase_add_test(tc, test_tcm_unaligned_end);
+	tcase_add_test(tc, test_tcm_4g);
 	tcase_add_loop_test(tc, test_tcm_matches_reference, 0, 4);
 	tcase_add_loop_test(tc, test_tcm_scopes_match_reference, 0, 3);
 	tcase_add_loop_test(tc, test_tcm_decode_ring_matches_reference, 0, 3);

@@ -24,6 +24,8 @@
 
 #define L KB_TCM_LEAF
 #define NONE UINT32_MAX
+/* A block's end (its last byte is kept: an end of 2^32 fits 32 bits). */
+#define END(b) ((uint64_t)(b).last + 1)
 /* The steps of an allocation or a free, inlined into kb__tcm_alloc and
  * kb__tcm_free: as calls they were a third of the allocator's
  * instructions (prologues, and arguments through memory). */
@@ -52,7 +54,7 @@ static uint64_t leaf_max(const kb_tcm_leaf *f)
 	uint64_t m = 0;
 
 	for (uint32_t i = 0; i < f->n; i++) {
-		uint64_t u = usable(f->b[i].off, f->b[i].end);
+		uint64_t u = usable(f->b[i].off, END(f->b[i]));
 
 		if (u > m)
 			m = u;
@@ -64,7 +66,7 @@ static void fix_hi(kb_tcm *t, uint32_t k)
 {
 	const kb_tcm_leaf *f = t->leaf[k];
 
-	t->hi[k] = f->n ? f->b[f->n - 1].end : 0;
+	t->hi[k] = f->n ? END(f->b[f->n - 1]) : 0;
 }
 
 /* The max-tree above leaves k0..k1-1 (they moved: leaves came or went),
@@ -93,7 +95,8 @@ static void seg_shift(kb_tcm *t, uint32_t k0)
 	seg_build_range(t, k0, t->m < t->cap ? t->m + 1 : t->cap);
 }
 
-/* A block of leaf k may now offer `u` bytes. */
+/* A block of leaf k may now offer `u` bytes (its size will do: bounds
+ * may be high). */
 static inline void raise_bound(kb_tcm *t, uint32_t k, uint64_t u)
 {
 	if (u <= t->leaf[k]->bound)
@@ -149,7 +152,7 @@ static uint32_t first_above(const uint64_t *a, uint32_t n, uint64_t x)
 	return (uint32_t)(b - a) + (*b <= x);
 }
 
-/* The same over the ends of a leaf's blocks a[0..n). */
+/* The same over the ends of a leaf's blocks a[0..n) (end <= x: last < x). */
 static uint32_t first_end_above(const kb_tcm_blk *a, uint32_t n, uint64_t x)
 {
 	const kb_tcm_blk *b = a;
@@ -159,10 +162,10 @@ static uint32_t first_end_above(const kb_tcm_blk *a, uint32_t n, uint64_t x)
 	while (n > 1) {
 		uint32_t half = n / 2;
 
-		b += (size_t)(b[half - 1].end <= x) * half;
+		b += (size_t)(b[half - 1].last < x) * half;
 		n -= half;
 	}
-	return (uint32_t)(b - a) + (b->end <= x);
+	return (uint32_t)(b - a) + (b->last < x);
 }
 
 /* First block whose end lies above addr; past the last block when none. */
@@ -186,8 +189,8 @@ HOT int answers(const kb_tcm *t, uint32_t k, uint32_t i, uint64_t addr)
 	if (k >= t->m)
 		return 0;
 	f = t->leaf[k];
-	return i < f->n && f->b[i].end > addr &&
-	       (i ? f->b[i - 1].end <= addr : k == 0 || t->hi[k - 1] <= addr);
+	return i < f->n && f->b[i].last >= addr &&
+	       (i ? f->b[i - 1].last < addr : k == 0 || t->hi[k - 1] <= addr);
 }
 
 /* find, trying first the blocks the hints name, hint w first. */
@@ -327,7 +330,7 @@ static uint64_t blocks_max(const kb_tcm_blk *a, uint32_t n)
 	uint64_t m = 0;
 
 	for (uint32_t i = 0; i < n; i++) {
-		uint64_t u = usable(a[i].off, a[i].end);
+		uint64_t u = usable(a[i].off, END(a[i]));
 
 		if (u > m)
 			m = u;
@@ -456,7 +459,7 @@ HOT int insert_at(kb_tcm *t, pos *pp, uint64_t off, uint64_t end, uint64_t fence
 	f = t->leaf[p.k];
 	tail = f->n - p.i;
 	move_blocks(&f->b[p.i + 1], &f->b[p.i], tail);
-	f->b[p.i] = (kb_tcm_blk){ off, end, fence };
+	f->b[p.i] = (kb_tcm_blk){ (uint32_t)off, (uint32_t)(end - 1), fence };
 	f->n++;
 	t->n++;
 	if (p.i + 1 == f->n)
@@ -502,7 +505,7 @@ static int fit_from(kb_tcm *t, pos p, uint64_t need, pos *out)
 
 		if (p.i < f->n && f->bound >= need) {
 			for (uint32_t i = p.i; i < f->n; i++)
-				if (usable(f->b[i].off, f->b[i].end) >= need) {
+				if (usable(f->b[i].off, END(f->b[i])) >= need) {
 					*out = (pos){ p.k, i };
 					return 0;
 				}
@@ -519,24 +522,24 @@ static int fit_from(kb_tcm *t, pos p, uint64_t need, pos *out)
 HOT int take(kb_tcm *t, pos p, uint64_t base, uint64_t size, uint64_t *off, uint64_t *fence)
 {
 	kb_tcm_leaf *f = t->leaf[p.k];
-	uint64_t s_off = f->b[p.i].off, s_end = f->b[p.i].end, fc = f->b[p.i].fence;
+	uint64_t s_off = f->b[p.i].off, s_end = END(f->b[p.i]), fc = f->b[p.i].fence;
 
 	if (base > s_off) {
 		/* Split: the part before stays free, the part after (if any) is a
 		 * new block. Its bound stays: bounds may be high. */
-		f->b[p.i].end = base;
+		f->b[p.i].last = (uint32_t)(base - 1);
 		if (p.i + 1 == f->n)
 			t->hi[p.k] = base;
 		p.i++;
 		if (s_end > base + size && insert_at(t, &p, base + size, s_end, fc)) {
-			f->b[p.i - 1].end = s_end;
+			f->b[p.i - 1].last = (uint32_t)(s_end - 1);
 			fix_hi(t, p.k);
 			return -1;
 		}
 	} else if (base + size == s_end) {
 		remove_at(t, p);
 	} else {
-		f->b[p.i].off = base + size;
+		f->b[p.i].off = (uint32_t)(base + size);
 	}
 	set_hint(t, AT_CURSOR, p);
 	*off = base;
@@ -554,7 +557,7 @@ HOT int try_alloc(kb_tcm *t, uint64_t size, uint64_t *off, uint64_t *fence)
 	if (s.i < f->n) {
 		uint64_t o = f->b[s.i].off, base = align_up(o < t->cursor ? t->cursor : o);
 
-		if (base + size <= f->b[s.i].end)
+		if (base + size <= END(f->b[s.i]))
 			return take(t, s, base, size, off, fence);
 		/* Up from the cursor's block, then wrap to below it. */
 		if (fit_from(t, next_pos(t, s), size, &x) &&
@@ -579,10 +582,10 @@ static void coalesce(kb_tcm *t)
 
 		for (uint32_t i = 0; i < f->n; i++) {
 			kb_tcm_leaf *o = t->leaf[w.k];
-			uint64_t b_off = f->b[i].off, b_end = f->b[i].end, b_fence = f->b[i].fence;
+			uint64_t b_off = f->b[i].off, b_end = END(f->b[i]), b_fence = f->b[i].fence;
 
-			if (have && o->b[w.i].end == b_off) {
-				o->b[w.i].end = b_end;
+			if (have && END(o->b[w.i]) == b_off) {
+				o->b[w.i].last = (uint32_t)(b_end - 1);
 				if (b_fence > o->b[w.i].fence)
 					o->b[w.i].fence = b_fence;
 				t->n--;
@@ -593,8 +596,8 @@ static void coalesce(kb_tcm *t)
 				w.i = 0;
 				o = t->leaf[w.k];
 			}
-			o->b[w.i].off = b_off;
-			o->b[w.i].end = b_end;
+			o->b[w.i].off = (uint32_t)b_off;
+			o->b[w.i].last = (uint32_t)(b_end - 1);
 			o->b[w.i].fence = b_fence;
 			have = 1;
 		}
@@ -624,6 +627,8 @@ int kb__tcm_init(kb_tcm *t, uint64_t bytes)
 	kb_tcm_leaf *f;
 
 	*t = (kb_tcm){ .bytes = bytes, .gk = NONE };
+	if (bytes > (uint64_t)UINT32_MAX + 1)
+		return -1;   /* blocks keep 32-bit offsets */
 	if (grow_index(t) || !(f = calloc(1, sizeof(*f)))) {
 		kb__tcm_fini(t);
 		return -1;
@@ -682,12 +687,12 @@ static __attribute__((noinline)) int take_whole(kb_tcm *t, uint32_t k, uint32_t 
 
 	*off = b->off;
 	*fence = b->fence;
-	t->cursor = b->end;
-	t->used += b->end - b->off;
+	t->cursor = END(*b);
+	t->used += END(*b) - b->off;
 	f->n--;
 	t->n--;
 	if (i == f->n)   /* the last block went: the one before is the last */
-		t->hi[k] = f->b[i - 1].end;
+		t->hi[k] = END(f->b[i - 1]);
 	return 0;
 }
 
@@ -713,15 +718,15 @@ int kb__tcm_alloc(kb_tcm *t, uint64_t bytes, uint64_t *off, uint64_t *fence)
 		if (o == t->cursor && o % KB_TCM_ALIGN == 0) {
 			t->hint[AT_FREE][0] = k;
 			t->hint[AT_FREE][1] = i;
-			if (e < b->end) {
+			if (e <= b->last) {
 				*off = o;
 				*fence = b->fence;
-				b->off = e;
+				b->off = (uint32_t)e;
 				t->cursor = e;
 				t->used += size;
 				return 0;
 			}
-			if (e == b->end && f->n > 1)
+			if (e - 1 == b->last && f->n > 1)
 				return take_whole(t, k, i, off, fence);
 		}
 	}
@@ -747,11 +752,11 @@ static __attribute__((noinline)) void free_slow(kb_tcm *t, uint64_t off, uint64_
 		q.k = NONE;
 	if (q.k != NONE) {
 		f = t->leaf[q.k];
-		if (f->b[q.i].end == off && f->b[q.i].fence == fence) {
-			f->b[q.i].end += size;
+		if (END(f->b[q.i]) == off && f->b[q.i].fence == fence) {
+			f->b[q.i].last += (uint32_t)size;
 			if (q.i + 1 == f->n)
-				t->hi[q.k] = f->b[q.i].end;
-			raise_bound(t, q.k, usable(f->b[q.i].off, f->b[q.i].end));
+				t->hi[q.k] = END(f->b[q.i]);
+			raise_bound(t, q.k, usable(f->b[q.i].off, END(f->b[q.i])));
 			set_hint(t, AT_FREE, q);
 			return;
 		}
@@ -769,13 +774,13 @@ HOT void put_block(kb_tcm *t, uint32_t k, uint32_t i, uint64_t off, uint64_t siz
 {
 	kb_tcm_leaf *f = gap_at(t, k, i);
 
-	f->b[i + L - f->n - 1] = (kb_tcm_blk){ off, off + size, fence };
+	f->b[i + L - f->n - 1] = (kb_tcm_blk){ (uint32_t)off, (uint32_t)(off + size - 1), fence };
 	f->n++;
 	t->n++;
 	if (t->hint[AT_CURSOR][0] == k && t->hint[AT_CURSOR][1] >= i)
 		t->hint[AT_CURSOR][1]++;
 	t->hint[AT_FREE][1] = i;
-	raise_bound(t, k, usable(off, off + size));
+	raise_bound(t, k, size);
 }
 
 /* kb__tcm_free's fast path when the hint names the first block of leaf k
@@ -791,12 +796,12 @@ static __attribute__((noinline)) int free_first(kb_tcm *t, uint32_t k, uint64_t 
 	kb_tcm_leaf *f = t->leaf[k], *e = t->leaf[k - 1];
 	kb_tcm_blk *q = blk(e, e->n - 1);
 
-	if (!f->n || blk(f, 0)->end <= off || q->end > off)
+	if (!f->n || blk(f, 0)->last < off || q->last >= off)
 		return -1;
-	if (q->end == off && q->fence == fence) {
-		q->end += size;
-		t->hi[k - 1] = q->end;
-		raise_bound(t, k - 1, usable(q->off, q->end));
+	if ((uint64_t)q->last + 1 == off && q->fence == fence) {
+		q->last += (uint32_t)size;
+		t->hi[k - 1] = END(*q);
+		raise_bound(t, k - 1, END(*q) - q->off);
 		t->hint[AT_FREE][0] = k - 1;
 		t->hint[AT_FREE][1] = e->n - 1;
 		return 0;
@@ -819,10 +824,10 @@ HOT void free_one(kb_tcm *t, uint64_t off, uint64_t bytes, uint64_t fence)
 	if (i > 0 && k < t->m && i < t->leaf[k]->n && t->leaf[k]->n < L) {
 		kb_tcm_blk *q = blk(t->leaf[k], i - 1);
 
-		if (blk(t->leaf[k], i)->end > off && q->end <= off) {
-			if (q->end == off && q->fence == fence) {
-				q->end += size;
-				raise_bound(t, k, usable(q->off, q->end));
+		if (blk(t->leaf[k], i)->last >= off && q->last < off) {
+			if ((uint64_t)q->last + 1 == off && q->fence == fence) {
+				q->last += (uint32_t)size;
+				raise_bound(t, k, END(*q) - q->off);
 				t->hint[AT_FREE][1] = i - 1;
 			} else {
 				put_block(t, k, i, off, size, fence);
@@ -854,8 +859,8 @@ uint64_t kb__tcm_largest_free(const kb_tcm *t)
 		for (uint32_t i = 0; i < t->leaf[k]->n; i++) {
 			const kb_tcm_blk *b = blk(t->leaf[k], i);
 
-			if (b->end - b->off > m)
-				m = b->end - b->off;
+			if (END(*b) - b->off > m)
+				m = END(*b) - b->off;
 		}
 	return m;
 }
@@ -876,12 +881,12 @@ int kb__tcm_check(const kb_tcm *t)
 		for (uint32_t i = 0; i < f->n; i++) {
 			const kb_tcm_blk *b = blk(f, i);
 
-			if (b->off >= b->end || (n && b->off < last))
+			if (b->off >= END(*b) || (n && b->off < last))
 				return -1;
-			last = b->end;
+			last = END(*b);
 			n++;
-			if (usable(b->off, b->end) > most)
-				most = usable(b->off, b->end);
+			if (usable(b->off, END(*b)) > most)
+				most = usable(b->off, END(*b));
 		}
 		if (t->hi[k] != (f->n ? last : 0) || f->bound < most || t->seg[t->cap + k] < most)
 			return -1;
@@ -904,7 +909,7 @@ int kb__tcm_block(const kb_tcm *t, size_t i, uint64_t *off, uint64_t *size, uint
 		const kb_tcm_blk *b = blk(t->leaf[k], (uint32_t)i);
 
 		*off = b->off;
-		*size = b->end - b->off;
+		*size = END(*b) - b->off;
 		*fence = b->fence;
 		return 0;
 	}

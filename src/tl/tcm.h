@@ -46,7 +46,8 @@
  * array per field: an insert or removal moves the blocks after it with
  * one move, not three memmove calls (~55 instructions a free). */
 typedef struct kb_tcm_blk {
-	uint64_t off, end, fence;
+	uint32_t off, last;      /* [off, last] */
+	uint64_t fence;
 } kb_tcm_blk;
 
 typedef struct kb_tcm_leaf {
@@ -81,7 +82,7 @@ typedef struct kb_tcm {
 } kb_tcm;
 
 /* Starts with one free block [0, bytes) (none when bytes is 0). -1: out of
- * host memory. */
+ * host memory, or bytes over 2^32 (memory.tcm_bytes' limit). */
 int kb__tcm_init(kb_tcm *t, uint64_t bytes);
 void kb__tcm_fini(kb_tcm *t);
 /* Allocates `bytes` (rounded up); *off is its address, *fence the fence it
