@@ -703,8 +703,9 @@ int kb__tcm_alloc(kb_tcm *t, uint64_t bytes, uint64_t *off, uint64_t *fence)
 	kb_tcm_leaf *f;
 
 	/* Decode's case, try_alloc's and take's in short: the block at the
-	 * cursor (the hint names it) starts at the cursor, aligned, and holds
-	 * the request, which it gives from its start: the block shrinks, or
+	 * cursor (the hint names it) starts at the cursor (always aligned:
+	 * an aligned base plus a rounded size, or 0) and holds the request,
+	 * which it gives from its start: the block shrinks, or
 	 * goes when it fits exactly (every allocation once decode's cursor
 	 * has wrapped into the blocks its tiles freed). A block that starts
 	 * at the cursor is find's answer for it (blocks are sorted, disjoint
@@ -715,7 +716,7 @@ int kb__tcm_alloc(kb_tcm *t, uint64_t bytes, uint64_t *off, uint64_t *fence)
 		kb_tcm_blk *b = blk(f, i);
 		uint64_t o = b->off, e = o + size;
 
-		if (o == t->cursor && o % KB_TCM_ALIGN == 0) {
+		if (o == t->cursor) {
 			t->hint[AT_FREE][0] = k;
 			t->hint[AT_FREE][1] = i;
 			if (e <= b->last) {
