@@ -214,6 +214,21 @@ static __attribute__((noinline, cold)) void tcm_exhausted(kb_tl *tl, uint64_t by
 		    (unsigned long long)kb__tcm_largest_free(&tl->tcm));
 }
 
+/* A handle h made for TCM block [off, off + bytes) owns that block; no
+ * handle (out of host memory): the block goes back and NULL. */
+static inline __attribute__((always_inline)) kb_hslot *owning(kb_tl *tl, kb_hslot *h, uint64_t off,
+							      uint64_t bytes, uint64_t fence)
+{
+	if (!h) {
+		kb__tcm_free(&tl->tcm, off, bytes, tl->next_cmd);
+		return NULL;
+	}
+	h->owns_alloc = 1;
+	h->alloc_size = bytes;
+	h->fence = fence;
+	return h;
+}
+
 /* kb__tl_new_tcm_sized (proto NULL) and kb__tl_new_tcm_view. */
 static inline __attribute__((always_inline)) kb_hslot *
 new_tcm(kb_tl *tl, const kb_tview *proto, kb_dtype dt, int rank, const int64_t *shape,
@@ -230,14 +245,7 @@ new_tcm(kb_tl *tl, const kb_tview *proto, kb_dtype dt, int rank, const int64_t *
 	 * call level less */
 	h = proto ? new_handle(tl, off, proto, KB_SPACE_TCM, KB_FP32, 0, NULL, out)
 		  : kb__tl_new_handle(tl, KB_SPACE_TCM, off, dt, rank, shape, out);
-	if (!h) {
-		kb__tcm_free(&tl->tcm, off, bytes, tl->next_cmd);
-		return NULL;
-	}
-	h->owns_alloc = 1;
-	h->alloc_size = bytes;
-	h->fence = fence;
-	return h;
+	return owning(tl, h, off, bytes, fence);
 }
 
 kb_hslot *kb__tl_new_tcm_sized(kb_tl *tl, kb_dtype dt, int rank, const int64_t *shape,
@@ -266,14 +274,7 @@ kb_hslot *kb__tl_new_tcm_temp(kb_tl *tl, const kb_tview *proto, uint64_t bytes, 
 	if (__builtin_expect(off % KB_TCM_ALIGN || off / KB_TCM_ALIGN >= KB_TL_RAW - 1 ||
 			     units >= KB_TL_RAW - 1, 0)) {
 		h = new_handle(tl, off, proto, KB_SPACE_TCM, KB_FP32, 0, NULL, &t);
-		if (!h) {
-			kb__tcm_free(&tl->tcm, off, bytes, tl->next_cmd);
-			return NULL;
-		}
-		h->owns_alloc = 1;
-		h->alloc_size = bytes;
-		h->fence = fence;
-		return h;
+		return owning(tl, h, off, bytes, fence);
 	}
 	if (s->n + 2 > s->cap && (kb__scope_grow(s) || (s->n + 2 > s->cap && kb__scope_grow(s)))) {
 		kb__tcm_free(&tl->tcm, off, bytes, tl->next_cmd);
