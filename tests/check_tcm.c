@@ -118,6 +118,11 @@ static void ref_free(ref_tcm *r, uint64_t off, uint64_t bytes, uint64_t fence)
 
 /* ---- helpers ---- */
 
+/* A block a test holds: where kb__tcm_alloc put it, what it asked for. */
+struct held {
+	uint64_t off, bytes;
+};
+
 static uint64_t must_alloc(kb_tcm *t, uint64_t bytes, uint64_t *fence)
 {
 	uint64_t off = UINT64_MAX, f = UINT64_MAX;
@@ -140,6 +145,20 @@ static void assert_blocks(const kb_tcm *t, size_t n, const uint64_t (*want)[3])
 		ck_assert_uint_eq(fence, want[i][2]);
 	}
 	ck_assert_int_eq(kb__tcm_block(t, n, &off, &size, &fence), -1);
+}
+
+/* kb__tcm_free_n of held[n - 1], ..., held[0] (a scope's blocks, newest
+ * first), in calls of 4 to 7 blocks (by the fence): one call or a few. */
+static void free_top_down(kb_tcm *t, const struct held *held, size_t n, uint64_t fence)
+{
+	kb_tcm_span s[64];
+	size_t most = 4 + fence % 4;
+
+	ck_assert_uint_le(n, 64);
+	for (size_t j = 0; j < n; j++)
+		s[j] = (kb_tcm_span){ held[n - 1 - j].off, held[n - 1 - j].bytes };
+	for (size_t j = 0; j < n; j += most)
+		kb__tcm_free_n(t, s + j, n - j < most ? n - j : most, fence);
 }
 
 /* ---- tests ---- */
@@ -402,9 +421,7 @@ START_TEST(test_tcm_scopes_match_reference)
 {
 	static ref_tcm r;
 	kb_tcm t;
-	struct {
-		uint64_t off, bytes;
-	} held[64], kept[16];
+	struct held held[64], kept[16];
 	size_t n_kept = 0, most = 0;
 	uint64_t rng = 777 + (uint64_t)_i, fence = 0, cap = 3000 * A + (uint64_t)_i * 24;
 	uint64_t last = 0;
@@ -446,8 +463,13 @@ START_TEST(test_tcm_scopes_match_reference)
 		/* one block in twenty outlives its scope, freed much later */
 		if (n && (rng >> 20) % 20 == 0 && n_kept < 16)
 			kept[n_kept++] = held[--n];
+		/* every other scope gives its blocks back in one call, as a
+		 * scope's end does */
+		if (scope & 1)
+			free_top_down(&t, held, n, fence);
 		while (n--) {
-			kb__tcm_free(&t, held[n].off, held[n].bytes, fence);
+			if (!(scope & 1))
+				kb__tcm_free(&t, held[n].off, held[n].bytes, fence);
 			ref_free(&r, held[n].off, held[n].bytes, fence);
 		}
 		if (n_kept == 16 || (n_kept && (rng >> 25) % 30 == 0)) {
@@ -488,9 +510,7 @@ START_TEST(test_tcm_decode_ring_matches_reference)
 	static const uint64_t tile[] = { 16 * A, 1, 32, 33, 16 * A - 5, A };
 	static ref_tcm r;
 	kb_tcm t;
-	struct {
-		uint64_t off, bytes;
-	} held[8], kept[8];
+	struct held held[8], kept[8];
 	size_t n_kept = 0, most = 0;
 	uint64_t rng = 99 + (uint64_t)_i, cap = 3000 * A + (uint64_t)_i * 40, last = 0;
 	uint64_t o1, f1, o2, f2, fence = 0;
@@ -530,9 +550,18 @@ START_TEST(test_tcm_decode_ring_matches_reference)
 		/* one tile in 25 keeps a block for later */
 		if (n && (rng >> 20) % 25 == 0 && n_kept < 8)
 			kept[n_kept++] = held[--n];
+		/* every other tile gives its blocks back in one call, as a
+		 * scope's end does (its runs at the open gap, tcm.c) */
+		if (k & 1) {
+			free_top_down(&t, held, n, fence);
+			open += t.gk != UINT32_MAX;
+			ck_assert_int_eq(kb__tcm_check(&t), 0);
+		}
 		while (n--) {
-			kb__tcm_free(&t, held[n].off, held[n].bytes, fence);
 			ref_free(&r, held[n].off, held[n].bytes, fence);
+			if (k & 1)
+				continue;
+			kb__tcm_free(&t, held[n].off, held[n].bytes, fence);
 			open += t.gk != UINT32_MAX;
 			ck_assert_int_eq(kb__tcm_check(&t), 0);
 		}

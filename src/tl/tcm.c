@@ -846,10 +846,55 @@ void kb__tcm_free(kb_tcm *t, uint64_t off, uint64_t bytes, uint64_t fence)
 	free_one(t, off, bytes, fence);
 }
 
+/* The frees of s[0..n) that go in at the open gap as the one before
+ * did: with that block (i) above them and block i - 1 below, as a
+ * scope's blocks come back, top down, none merging. put_block's work
+ * for each, with what they share (leaf, gap, hints, bound, counts)
+ * updated once for the run: ~20 instructions a block, not ~90 (issue
+ * 13). Returns how many it freed; free_one takes the next (a merge, a
+ * full leaf, another place). */
+static size_t free_run(kb_tcm *t, const kb_tcm_span *s, size_t n, uint64_t fence)
+{
+	uint32_t k = t->hint[AT_FREE][0], i = t->hint[AT_FREE][1];
+	kb_tcm_leaf *f;
+	kb_tcm_blk *up;
+	uint64_t low, last, freed = 0, most = 0;
+	size_t j;
+
+	if (k != t->gk || i == 0 || (f = t->leaf[k])->g != i || i >= f->n)
+		return 0;
+	low = f->b[i - 1].last;    /* blocks go in above it... */
+	up = &f->b[i + L - f->n];
+	last = up->last;           /* ...and below block i, the last one in */
+	for (j = 0; j < n; j++) {
+		uint64_t off = s[j].off, size = round_size(s[j].bytes);
+
+		if (off <= low || off > last || up == &f->b[i] ||
+		    (off == low + 1 && f->b[i - 1].fence == fence))
+			break;
+		last = off + size - 1;
+		*--up = (kb_tcm_blk){ (uint32_t)off, (uint32_t)last, fence };
+		freed += size;
+		most = size > most ? size : most;
+	}
+	if (!j)
+		return 0;
+	f->n += (uint32_t)j;
+	t->n += j;
+	t->used -= freed;
+	if (t->hint[AT_CURSOR][0] == k && t->hint[AT_CURSOR][1] >= i)
+		t->hint[AT_CURSOR][1] += (uint32_t)j;
+	raise_bound(t, k, most);
+	return j;
+}
+
 void kb__tcm_free_n(kb_tcm *t, const kb_tcm_span *s, size_t n, uint64_t fence)
 {
-	for (size_t i = 0; i < n; i++)
-		free_one(t, s[i].off, s[i].bytes, fence);
+	for (size_t j = 0; j < n;) {
+		free_one(t, s[j].off, s[j].bytes, fence);
+		if (++j < n)
+			j += free_run(t, s + j, n - j, fence);
+	}
 }
 
 uint64_t kb__tcm_largest_free(const kb_tcm *t)
