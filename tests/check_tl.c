@@ -1095,12 +1095,18 @@ END_TEST
 
 /* ---- replay (src/tl/replay.h) ---- */
 
-static void same_view(const kb_tview *a, const kb_tview *b, int c, int op, const char *what)
+/* ids: 1 compares the views' ids and addresses too. */
+static void same_view_in(const kb_tview *a, const kb_tview *b, int c, int op, const char *what, int ids)
 {
-	ck_assert_msg(a->id == b->id && a->addr == b->addr && a->rank == b->rank &&
+	ck_assert_msg(((a->id == b->id && a->addr == b->addr) || !ids) && a->rank == b->rank &&
 			      a->space == b->space && a->dtype == b->dtype && a->ld == b->ld &&
 			      memcmp(a->shape, b->shape, a->rank * sizeof(a->shape[0])) == 0,
 		      "command %d op %d: %s differs from the full lowering's", c, op, what);
+}
+
+static void same_view(const kb_tview *a, const kb_tview *b, int c, int op, const char *what)
+{
+	same_view_in(a, b, c, op, what, 1);
 }
 
 static void same_ids(const uint64_t *a, uint32_t na, const uint64_t *b, uint32_t nb, int c,
@@ -1110,8 +1116,10 @@ static void same_ids(const uint64_t *a, uint32_t na, const uint64_t *b, uint32_t
 		      "command %d: %s differ from the full lowering's", c, what);
 }
 
-/* Every field a command's consumers read, against the full lowering's. */
-static void same_cmd(const kb_cmd *a, const kb_cmd *b, int c)
+/* Every field a command's consumers read, against the full lowering's;
+ * op_ids 0: but the ids and addresses of its ops' tensors, which a run
+ * without data memory never reads (kb_tl_config.timing_only). */
+static void same_cmd_in(const kb_cmd *a, const kb_cmd *b, int c, int op_ids)
 {
 	ck_assert_uint_eq(a->kind, b->kind);
 	ck_assert_uint_eq(a->id, b->id);
@@ -1144,14 +1152,19 @@ static void same_cmd(const kb_cmd *a, const kb_cmd *b, int c)
 			      "command %d op %u: header differs from the full lowering's", c, i);
 		for (int k = 0; k < x->n_operands; k++) {
 			ck_assert_str_eq(x->operands[k].name, y->operands[k].name);
-			same_view(&x->operands[k].t, &y->operands[k].t, c, (int)i, "an operand");
+			same_view_in(&x->operands[k].t, &y->operands[k].t, c, (int)i, "an operand", op_ids);
 		}
 		for (int k = 0; k < x->n_extras; k++) {
 			ck_assert_str_eq(x->extras[k].name, y->extras[k].name);
 			ck_assert(memcmp(&x->extras[k].value, &y->extras[k].value, sizeof(double)) == 0);
 		}
-		same_view(&x->out, &y->out, c, (int)i, "the output");
+		same_view_in(&x->out, &y->out, c, (int)i, "the output", op_ids);
 	}
+}
+
+static void same_cmd(const kb_cmd *a, const kb_cmd *b, int c)
+{
+	same_cmd_in(a, b, c, 1);
 }
 
 /* The kernel of test_replay_matches_full: opt2's and opt3's composites,
@@ -1397,37 +1410,88 @@ START_TEST(test_replay_like_differs)
 }
 END_TEST
 
+/* Twenty shapes of one op, one name, round after round: more
+ * composites than replay keeps templates for. */
+static void cycle_kernel(kb_tl *tl, int rounds)
+{
+	kb_tl_tensor *x[20];
+
+	for (int i = 0; i < 20; i++)
+		x[i] = tcm2(tl, KB_FP32, 1, 1 + i);
+	/* one op (kb__replay_math's 32 calls), and two (templates) */
+	for (int j = 0; j < rounds; j++)
+		for (int i = 0; i < 20; i++) {
+			kb_tl_op add = { .op = "add", .args = { { "other", x[i] } } };
+			kb_tl_composite_desc d = { .op = "relu", .a = x[i], .out = x[i] };
+
+			ck_assert_ptr_eq(kb_tl_composite(tl, &d), x[i]);
+			d.epilogue = &add;
+			d.n_epilogue = 1;
+			ck_assert_ptr_eq(kb_tl_composite(tl, &d), x[i]);
+		}
+}
+
 /* A kernel that cycles through more composites than replay keeps
- * templates for (twenty shapes of one op, one name): templates evicted
- * and made again, some calls replayed, and every command the full
- * lowering's. */
+ * templates for: templates evicted and made again, some calls replayed,
+ * and every command the full lowering's. */
 START_TEST(test_replay_cycle_past_templates)
 {
 	capture rp = { .n = 0 }, full = { .n = 0 };
 	kb_tl *tl[2] = { new_tl(&rp), new_tl(&full) };
 
 	tl[1]->replay_off = 1;
-	for (int w = 0; w < 2; w++) {
-		kb_tl_tensor *x[20];
-
-		for (int i = 0; i < 20; i++)
-			x[i] = tcm2(tl[w], KB_FP32, 1, 1 + i);
-		/* one op (kb__replay_math's 32 calls), and two (templates) */
-		for (int j = 0; j < 10; j++)
-			for (int i = 0; i < 20; i++) {
-				kb_tl_op add = { .op = "add", .args = { { "other", x[i] } } };
-				kb_tl_composite_desc d = { .op = "relu", .a = x[i], .out = x[i] };
-
-				ck_assert_ptr_eq(kb_tl_composite(tl[w], &d), x[i]);
-				d.epilogue = &add;
-				d.n_epilogue = 1;
-				ck_assert_ptr_eq(kb_tl_composite(tl[w], &d), x[i]);
-			}
-	}
+	for (int w = 0; w < 2; w++)
+		cycle_kernel(tl[w], 10);
 	ck_assert_uint_gt(tl[0]->replays, 0);
 	ck_assert_int_eq(rp.n, full.n);
 	for (int i = 0; i < rp.n; i++)
 		same_cmd(rp.c[i], full.c[i], i);
+	cap_clear(&rp);
+	cap_clear(&full);
+	kb__tl_destroy(tl[0]);
+	kb__tl_destroy(tl[1]);
+}
+END_TEST
+
+/* In a run without data memory (timing_only), a replay's command points
+ * at its template's ops and digest: every field but its ops' tensor ids
+ * and addresses (which nothing reads then) is the full lowering's, and
+ * the templates that commands point at stay readable while those
+ * commands live, also once twenty other composites evicted them (a
+ * use after free here is ASan's and valgrind's to see). */
+START_TEST(test_replay_timing_only)
+{
+	capture rp = { .n = 0 }, full = { .n = 0 };
+	kb_tl_config cfg = default_cfg(&rp);
+	kb_tl *tl[2];
+	int shared = 0;
+
+	cfg.timing_only = 1;
+	tl[0] = kb__tl_create(&cfg);
+	ck_assert_ptr_nonnull(tl[0]);
+	tl[1] = new_tl(&full);
+	tl[1]->replay_off = 1;
+	for (int w = 0; w < 2; w++) {
+		replay_kernel(tl[w], 7);
+		cycle_kernel(tl[w], 10);
+	}
+	ck_assert_ptr_null(kb__tl_error(tl[0]));
+	ck_assert_uint_ge(tl[0]->replays, 20);
+	ck_assert_int_eq(rp.n, full.n);
+	for (int i = 0; i < rp.n; i++) {
+		same_cmd_in(rp.c[i], full.c[i], i, 0);
+		/* a replay's ops are another replay's (their template's) */
+		for (int j = 0; j < i; j++)
+			if (rp.c[i]->kind == KB_CMD_COMPOSITE && rp.c[i]->ops == rp.c[j]->ops) {
+				shared++;
+				break;
+			}
+	}
+	ck_assert_int_ge(shared, 10);
+	/* the full lowering's own: none shared */
+	for (int i = 0; i < full.n; i++)
+		for (int j = 0; j < i; j++)
+			ck_assert(full.c[i]->kind != KB_CMD_COMPOSITE || full.c[i]->ops != full.c[j]->ops);
 	cap_clear(&rp);
 	cap_clear(&full);
 	kb__tl_destroy(tl[0]);
@@ -1741,6 +1805,7 @@ Suite *tl_suite(void)
 	tcase_add_loop_test(rec, test_replay_tcm_exhausted, 0, 2);
 	tcase_add_test(rec, test_replay_cycle_past_templates);
 	tcase_add_test(rec, test_replay_like_differs);
+	tcase_add_test(rec, test_replay_timing_only);
 	tcase_add_test(val, test_err_autobind_conflict);
 	tcase_add_test(val, test_err_prologue_hbm);
 	tcase_add_test(val, test_err_two_gemms);

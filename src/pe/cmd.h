@@ -271,6 +271,11 @@ typedef struct kb_cmd_cache {
  * enough for the static TLS room glibc keeps for a library loaded late. */
 extern _Thread_local kb_cmd_cache kb__cmd_cache __attribute__((tls_model("initial-exec")));
 
+/* kb__cmd_alloc's n_ops for a composite whose ops and digest live
+ * elsewhere (a replay's in a run without data memory points them at its
+ * template's, replay.c): its block is its header and ids only. */
+#define KB_CMD_OPS_ELSEWHERE UINT32_MAX
+
 /* Bytes of a command block with room for n_ops ops (and their digest)
  * and cap_ids ids in each of deps, reads and writes: a composite's (n_ops
  * > 0) is its header, the digest, the ids and the ops; any other's the
@@ -281,6 +286,8 @@ static inline size_t kb__cmd_block_size(uint32_t n_ops, uint32_t cap_ids)
 
 	if (!n_ops)
 		return sizeof(kb_cmd) + ids;
+	if (n_ops == KB_CMD_OPS_ELSEWHERE)
+		return KB_CMD_HEAD + ids;
 	return KB_CMD_HEAD + sizeof(kb_cmd_dig) + (size_t)n_ops * sizeof(kb_opdig) + ids +
 	       (size_t)n_ops * sizeof(kb_opspec);
 }
@@ -316,7 +323,10 @@ static inline kb_cmd *kb__cmd_init(kb_cmd *c, int k, uint32_t n_ops, uint32_t ca
 {
 	uint64_t *ids;
 
-	if (n_ops) {
+	if (n_ops == KB_CMD_OPS_ELSEWHERE) {
+		kb__zero(c, KB_CMD_HEAD);   /* ops and dig NULL: the caller's to set */
+		ids = (uint64_t *)(void *)((char *)c + KB_CMD_HEAD);
+	} else if (n_ops) {
 		kb__zero(c, KB_CMD_HEAD);
 		ids = (uint64_t *)(void *)((char *)c + KB_CMD_HEAD + sizeof(kb_cmd_dig) +
 					   (size_t)n_ops * sizeof(kb_opdig));

@@ -262,6 +262,7 @@ static int attach_kernels(kb_simulation *s, kb_machine *m, kb_error *err)
 				.cost = m->cost, .tcm_bytes = m->tcm_user_bytes,
 				.hbm_bytes = s->tp->mem.hbm_bytes,
 				.tag = s->nonce + pe * 2654435761u,
+				.timing_only = !m->mem,
 			};
 			kb_kernel_run *run;
 			int rc = kb__kernel_create(&run, l->fn, l->args, &cfg, s->opt.kernel_stack_bytes,

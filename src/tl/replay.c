@@ -18,6 +18,11 @@ _Static_assert(KB_RKEY_HANDLES + KB_REPLAY_ALLOCS <= 255, "patch handle indices 
 #define TPL_MAX_PATCH (TPL_MAX_OPS * (KB_OP_MAX_OPERANDS + 1))
 #define TPL_MAX_SET 64
 #define TPL_MAX_ALL (KB_RKEY_HANDLES + KB_REPLAY_ALLOCS)
+/* Templates evicted while commands may still point at their ops and
+ * digest (tpl.full), kept until the context ends: past this many, new
+ * templates keep no ops for commands to point at (a kernel that cycles
+ * through more composites than N_TPL makes few templates anyway). */
+#define MAX_RETIRED 64
 
 typedef struct tpl_alloc {
 	kb_tview view;           /* its kb__tl_view_proto (kb__tl_new_tcm_view) */
@@ -91,10 +96,19 @@ typedef struct tpl {
 	const tpl_alloc *alloc;
 	const tpl_patch *patch;
 	const uint8_t *set;      /* the command's reads, then its writes (sets_distinct) */
-	const kb_cmd_dig *dig;
+	kb_cmd_dig *dig;
 	const unsigned char *ops;
 	const uint16_t *name_at; /* where each name starts in names */
 	const char *names;       /* the names, each NUL-terminated, in order */
+	/* The ops unpacked, as the full lowering's command has them (its
+	 * views' ids and addresses that command's), or NULL: in a run
+	 * without data memory (kb_tl_config.timing_only) a replay's command
+	 * points at them and at dig instead of copying and patching them,
+	 * ~450 instructions and 1-4 KB of block written a decode opt2
+	 * command, which its scheduler then read back cold (issue 13). */
+	const kb_opspec *full;
+	int shared;              /* a command pointed at full: retire it, never free it while live */
+	struct tpl *retired_next;
 	tpl_snap snap;           /* kb__replay_snap's; snap.ok 0: none */
 } tpl;
 
@@ -137,6 +151,10 @@ struct kb_replay {
 	 * past MAX_THRASH fills with few replays it makes no more. */
 	uint64_t fills, hits;
 	uint64_t key_next, key_end;   /* dig_key's block: next key, its end */
+	/* Evicted templates that commands pointed at (tpl.full), freed
+	 * with the context: a command may be in flight until the run ends. */
+	tpl *retired;
+	uint32_t n_retired;
 };
 
 /* ---- keys ---- */
@@ -366,6 +384,7 @@ static void replay_tpl(kb_tl *tl, tpl *t, const kb_rkey *k, kb_tl_tensor **res)
 {
 	kb_hslot *hs[TPL_MAX_ALL], tmp[KB_REPLAY_ALLOCS];
 	const unsigned char *from;
+	int by_ref = t->full && tl->cfg.timing_only;
 	kb_cmd *c;
 
 	*res = NULL;
@@ -375,7 +394,7 @@ static void replay_tpl(kb_tl *tl, tpl *t, const kb_rkey *k, kb_tl_tensor **res)
 	 * digest with no gaps of unused room between them, a line or two
 	 * less a command to write and read (issue 13). deps has at most
 	 * n_wait <= n_rd. */
-	c = kb__tl_cmd_new_n(tl, KB_CMD_COMPOSITE, t->n_ops, t->room);
+	c = kb__tl_cmd_new_n(tl, KB_CMD_COMPOSITE, by_ref ? KB_CMD_OPS_ELSEWHERE : t->n_ops, t->room);
 	if (!c)
 		return;
 	memcpy(hs, k->h, k->nh * sizeof(hs[0]));
@@ -394,6 +413,13 @@ static void replay_tpl(kb_tl *tl, tpl *t, const kb_rkey *k, kb_tl_tensor **res)
 	}
 	if (t->result < 0)
 		*res = k->out;
+	if (by_ref) {
+		/* the views' ids and addresses stale: nothing reads them */
+		c->ops = (kb_opspec *)(uintptr_t)t->full;
+		c->dig = t->dig;
+		t->shared = 1;
+		goto sets;
+	}
 	/* Only what each op uses (as the full lowering writes it): an op is
 	 * ~420 bytes, and copying them whole was 2% of decode opt2. */
 	/* Operands and extras by the struct, not by memcpy: a call each of
@@ -424,10 +450,11 @@ static void replay_tpl(kb_tl *tl, tpl *t, const kb_rkey *k, kb_tl_tensor **res)
 		v->id = h->view.id;
 		v->addr = h->view.addr;
 	}
+	kb__cmd_put_digest(c, t->dig, t->n_ops);
+sets:
 	c->n_ops = t->n_ops;
 	c->n_rw = t->n_rw;
 	c->lbytes = t->lbytes;
-	kb__cmd_put_digest(c, t->dig, t->n_ops);
 	sets_distinct(c, hs, t->set, t->n_rd, t->n_wait, t->set + t->n_rd, t->n_wr);
 	/* its first replay works out what every other's dispatch takes */
 	if (!t->disp_ps)
@@ -730,6 +757,8 @@ static uint64_t dig_key(kb_replay *r)
  * not fit one (or out of memory). */
 static tpl *tpl_make(kb_replay *r, const kb_rkey *k, const kb_replay_src *s)
 {
+	/* ops for commands to point at, while retiring templates has room */
+	size_t full = r->n_retired < MAX_RETIRED ? s->cmd->n_ops * sizeof(kb_opspec) : 0;
 	const kb_cmd *c = s->cmd;
 	kb_hslot *all[TPL_MAX_ALL];
 	uint32_t n_all = k->nh + s->n_alloc, n_patch = 0;
@@ -774,7 +803,8 @@ static tpl *tpl_make(kb_replay *r, const kb_rkey *k, const kb_replay_src *s)
 	/* the header, then each array in the order a replay reads them */
 	size = align8(sizeof(tpl)) + k->nw * sizeof(uint64_t) + k->nn * sizeof(char *) +
 	       s->n_alloc * sizeof(tpl_alloc) + align8(n_patch * sizeof(tpl_patch) + n_set) +
-	       kb__cmd_dig_size(c->n_ops) + ops + align8(k->nn * sizeof(uint16_t)) + names;
+	       kb__cmd_dig_size(c->n_ops) + ops + align8(k->nn * sizeof(uint16_t)) + align8(names) +
+	       full;
 	if (!(b = malloc(size)))
 		return NULL;
 	t = (tpl *)(void *)b;
@@ -858,7 +888,12 @@ static tpl *tpl_make(kb_replay *r, const kb_rkey *k, const kb_replay_src *s)
 		}
 		t->name_at = at;
 		t->names = text;
+		off += align8(k->nn * sizeof(uint16_t)) + align8(names);
 	}
+	/* whole, unused operands and extras too: kb_opspec's alignment is 8 */
+	t->full = full ? memcpy(b + off, c->ops, full) : NULL;
+	t->shared = 0;
+	t->retired_next = NULL;
 	t->nw = k->nw;
 	t->nn = k->nn;
 	t->nh = k->nh;
@@ -902,7 +937,13 @@ void kb__replay_save(kb_replay **rp, const kb_rkey *k, const kb_replay_src *s)
 	}
 	r->fills++;
 	i = r->next++ % N_TPL;
-	free(r->t[i]);
+	if (r->t[i] && r->t[i]->shared) {
+		r->t[i]->retired_next = r->retired;
+		r->retired = r->t[i];
+		r->n_retired++;
+	} else {
+		free(r->t[i]);
+	}
 	r->t[i] = tpl_make(r, k, s);
 	r->hash[i] = k->hash;
 }
@@ -1088,5 +1129,11 @@ void kb__replay_free(kb_replay *r)
 		return;
 	for (int i = 0; i < N_TPL; i++)
 		free(r->t[i]);
+	while (r->retired) {
+		tpl *t = r->retired;
+
+		r->retired = t->retired_next;
+		free(t);
+	}
 	free(r);
 }

@@ -17,6 +17,14 @@ typedef struct kb_tl_config {
 	uint32_t tag;            /* distinguishes handles of different contexts (24 bits used) */
 	kb_tl_emit_fn emit;
 	void *emit_ctx;
+	/* 1: the run has no data memory, and nothing reads the ids and
+	 * addresses of the tensors in a composite's ops (only data mode
+	 * computes with them; timing reads their shapes, dtypes, spaces and
+	 * names): a replayed composite may then point at its template's ops
+	 * and digest, whose views keep the ids and addresses of the call
+	 * the template was made from (replay.c). 0: each command has ops
+	 * of its own, every field as the full lowering writes it. */
+	int timing_only;
 } kb_tl_config;
 
 kb_tl *kb__tl_create(const kb_tl_config *cfg);
