@@ -29,13 +29,17 @@ typedef struct chan {
 	/* The running stage's message (while busy), in the engine's own
 	 * state, which every event touches: most stages find their channel
 	 * idle (86% of opt3's, 56% of opt2's) and never go through the ring.
-	 * It goes on from here to the next engine (finish). */
+	 * It goes on from here to the next engine (finish), and is made
+	 * what it sends (prepare) when the stage starts: its stage and the
+	 * engine it goes to (dst, a kb_eng) are kept apart till then. */
 	kb_event run;
 	uint32_t busy;
+	uint32_t dst;
 	const kb_event *done;    /* its ENG_DONE self-event (kb_engine done) */
 	kb_time t0;
 	/* Its cost: the plan's memoised one, or `own` worked out at start. */
 	const kb_stage_cost *cost;
+	const kb_stage_ref *st;
 	/* FIFO ring of the stages waiting behind it, cap a power of two
 	 * (mask = cap - 1). head goes back to 0 whenever the ring empties,
 	 * so the slots in use are its first few, warm, not a cycle through
@@ -43,9 +47,9 @@ typedef struct chan {
 	stage_msg *q;
 	uint32_t head, n, mask;
 	kb_stage_cost own;
-	/* to 192 bytes (176 without): three lines, so that a channel's
+	/* to 192 bytes (184 without): three lines, so that a channel's
 	 * address from its index is a lea and a shift */
-	char pad[16];
+	char pad[8];
 } chan;
 
 _Static_assert(sizeof(chan) == 192, "chan: 192 bytes");
@@ -78,7 +82,7 @@ typedef struct kb_engine {
 static __attribute__((noinline)) int begin_fail(kb_lp *lp, const kb_engine *e, const chan *c)
 {
 	return kb__pe_after_fail(lp, e->m, c->cost->cycles, c->cost->op,
-				 kb__stage_keys(((const kb_stage_ref *)(uintptr_t)c->run.w[2])->kind));
+				 kb__stage_keys(c->st->kind));
 }
 
 /* c->run's stage begins now on channel c, costing c->cost: kb__pe_after_ps,
@@ -99,19 +103,61 @@ static inline int begin(kb_lp *lp, kb_engine *e, chan *c)
 static __attribute__((noinline)) int start_own(kb_lp *lp, kb_engine *e, chan *c)
 {
 	kb__plan_cost_compute((const kb_plan *)(uintptr_t)c->run.w[0],
-			      (kb_phase)kb__stage_phase(c->run.w[3]), c->run.w[1],
-			      (const kb_stage_ref *)(uintptr_t)c->run.w[2], &c->own);
+			      (kb_phase)kb__stage_phase(c->run.w[3]), c->run.w[1], c->st, &c->own);
 	c->cost = &c->own;
 	return begin(lp, e, c);
 }
 
-/* Starts c->run (busy from now), at the cost its message points at (its
- * sender looked it up in the plan's memo), or one worked out. The cost is
- * pointed at, not copied (40 bytes a stage): the plan, and so its memo,
- * lives until its command's last stage is done. */
+/* ev's type and aux as one 8-byte store: kb__lp_send copies them as
+ * one 8-byte load right after, which two 4-byte stores (or one of them
+ * and older bytes) cannot forward to: a stall of ~10-15 cycles a stage,
+ * 12% of finish's samples (issue 13). */
+static inline void set_type_aux(kb_event *ev, uint32_t type, uint32_t aux)
+{
+	struct {
+		uint32_t type, aux;
+	} ta = { type, aux };
+	uint64_t x;
+
+	_Static_assert(offsetof(kb_event, aux) == offsetof(kb_event, type) + 4, "aux follows type");
+	memcpy(&x, &ta, sizeof(x));
+	memcpy(&ev->type, &x, sizeof(x));
+}
+
+/* The stage st (a STAGE message's aux and cost, c->run holding its w[0],
+ * w[1] and w[3]) is about to run on channel c: c->run is made at once the
+ * message that goes on when it ends, to the engine of the step's next
+ * stage (the next stage and its cost: a step's costs lie in its stages'
+ * order in the memo) or back to PE_SCHEDULER (STEP_DONE, the payload as
+ * it came). Made now, its words are long in L1 when finish sends it,
+ * where stored right before the send (finish) they were loaded wider
+ * than stored, which the stores cannot forward to (a stall on each of
+ * them, ~15% of finish's samples: issue 13). */
+static inline void prepare(chan *c, const kb_stage_ref *st, uint32_t aux, const kb_stage_cost *cost)
+{
+	kb_event *ev = &c->run;
+
+	c->st = st;
+	c->cost = cost;
+	if (aux >> 1) {
+		ev->w[2] = (uint64_t)(uintptr_t)(st + 1);
+		ev->w[4] = cost ? (uint64_t)(uintptr_t)(cost + 1) : 0;
+		set_type_aux(ev, KB_EV_STAGE, kb__stage_aux(st + 1, (aux >> 1) - 1));
+		c->dst = st[1].eng;
+	} else {
+		ev->w[2] = (uint64_t)(uintptr_t)st;
+		ev->w[4] = (uint64_t)(uintptr_t)cost;
+		set_type_aux(ev, KB_EV_STEP_DONE, aux);
+		c->dst = KB_ENG_SCHED;
+	}
+}
+
+/* Starts c's stage (busy from now; prepare has been), at the cost its
+ * message points at (its sender looked it up in the plan's memo), or one
+ * worked out. The cost is pointed at, not copied (40 bytes a stage): the
+ * plan, and so its memo, lives until its command's last stage is done. */
 static inline int start(kb_lp *lp, kb_engine *e, chan *c)
 {
-	c->cost = (const kb_stage_cost *)(uintptr_t)c->run.w[4];
 	if (__builtin_expect(!c->cost, 0))
 		return start_own(lp, e, c);
 	return begin(lp, e, c);
@@ -120,7 +166,7 @@ static inline int start(kb_lp *lp, kb_engine *e, chan *c)
 static int log_stage(kb_time now, kb_engine *e, const chan *c)
 {
 	const kb_stage_cost *cost = c->cost;
-	const kb_stage_ref *st = (const kb_stage_ref *)(uintptr_t)c->run.w[2];
+	const kb_stage_ref *st = c->st;
 	const kb_cmd *cmd = ((const kb_plan *)(uintptr_t)c->run.w[0])->cmd;
 	const char *operand = NULL;
 
@@ -140,7 +186,7 @@ static int log_stage(kb_time now, kb_engine *e, const chan *c)
  * 1 KiB of stack). */
 static __attribute__((noinline)) int exec_stage(kb_lp *lp, const chan *c)
 {
-	const kb_event *ev = &c->run;
+	const kb_event *ev = &c->run;   /* w[0], w[1] and w[3] as they came */
 	kb_plan *p = (kb_plan *)(uintptr_t)ev->w[0];
 	kb_error err;
 	int rc;
@@ -149,8 +195,7 @@ static __attribute__((noinline)) int exec_stage(kb_lp *lp, const chan *c)
 	 * kb_error (1 KiB) cleared for every stage of a data-mode run. */
 	err.code = KB_OK;
 	err.message[0] = '\0';
-	rc = kb__plan_exec(p, (kb_phase)kb__stage_phase(ev->w[3]), ev->w[1],
-			   (const kb_stage_ref *)(uintptr_t)ev->w[2], kb__stage_slot(ev->w[3]),
+	rc = kb__plan_exec(p, (kb_phase)kb__stage_phase(ev->w[3]), ev->w[1], c->st, kb__stage_slot(ev->w[3]),
 			   kb__stage_acc(ev->w[3]), &err);
 	if (rc)
 		return kb__lp_fail(lp, rc, "command %" PRIu64 " (%s:%d): %s", p->cmd->id, p->cmd->file,
@@ -164,9 +209,7 @@ static __attribute__((noinline)) int exec_stage(kb_lp *lp, const chan *c)
  * frame for it to pay for. */
 static __attribute__((noinline)) int finish(kb_lp *lp, kb_engine *e, chan *c)
 {
-	kb_event *ev = &c->run;
 	kb_time now = kb__lp_now(lp);
-	uint32_t dst;
 	int rc;
 
 	kb__busy_stop(&e->busy, now, e->busy_ps);
@@ -175,19 +218,7 @@ static __attribute__((noinline)) int finish(kb_lp *lp, kb_engine *e, chan *c)
 	rc = log_stage(now, e, c);
 	if (rc)
 		return kb__lp_fail(lp, rc, "cannot buffer an op_log record");
-	if (ev->aux >> 1) {
-		const kb_stage_ref *nx = (const kb_stage_ref *)(uintptr_t)ev->w[2] + 1;
-
-		ev->w[2] = (uint64_t)(uintptr_t)nx;
-		ev->aux = kb__stage_aux(nx, (ev->aux >> 1) - 1);
-		/* a step's costs lie in its stages' order in the memo */
-		ev->w[4] += ev->w[4] ? sizeof(kb_stage_cost) : 0;
-		dst = nx->eng;
-	} else {
-		ev->type = KB_EV_STEP_DONE;
-		dst = KB_ENG_SCHED;
-	}
-	rc = kb__lp_send(lp, e->lp0 + dst, e->lat, ev);
+	rc = kb__lp_send(lp, e->lp0 + c->dst, e->lat, &c->run);
 	if (!c->n) {
 		c->busy = 0;
 		return rc;
@@ -195,13 +226,10 @@ static __attribute__((noinline)) int finish(kb_lp *lp, kb_engine *e, chan *c)
 	/* The first waiting stage's message, made whole again. */
 	const stage_msg *m = &c->q[c->head];
 
-	ev->type = KB_EV_STAGE;
-	ev->aux = m->aux;
-	ev->w[0] = (uint64_t)(uintptr_t)m->p;
-	ev->w[1] = m->step;
-	ev->w[2] = (uint64_t)(uintptr_t)m->st;
-	ev->w[3] = m->pk;
-	ev->w[4] = (uint64_t)(uintptr_t)m->cost;
+	c->run.w[0] = (uint64_t)(uintptr_t)m->p;
+	c->run.w[1] = m->step;
+	c->run.w[3] = m->pk;
+	prepare(c, m->st, m->aux, m->cost);
 	c->head = --c->n ? (c->head + 1) & c->mask : 0;
 	if (rc)
 		return rc;
@@ -249,9 +277,13 @@ static __attribute__((noinline)) int stage_in(kb_lp *lp, kb_engine *e, const kb_
 
 	if (c->busy)
 		return stage_wait(lp, c, ev);
-	/* What the message's sender set (type, aux, w[0..4]): not its
-	 * time, source and the like, which no one reads here. */
-	memcpy(&c->run.type, &ev->type, offsetof(kb_event, w[5]) - offsetof(kb_event, type));
+	/* What the message's sender set (aux, w[0..4]): not its time,
+	 * source and the like, which no one reads here. */
+	c->run.w[0] = ev->w[0];
+	c->run.w[1] = ev->w[1];
+	c->run.w[3] = ev->w[3];
+	prepare(c, (const kb_stage_ref *)(uintptr_t)ev->w[2], ev->aux,
+		(const kb_stage_cost *)(uintptr_t)ev->w[4]);
 	c->busy = 1;
 	return start(lp, e, c);
 }
