@@ -75,18 +75,18 @@ int kb__tl_begin(kb_tl *tl, const char *name, const char *file, int line)
 #define GEN_BITS KB_TL_GEN_BITS
 #define TAG_BITS KB_TL_TAG_BITS
 
-static kb_tl_tensor *encode(const kb_tl *tl, uint32_t slot, uint32_t gen)
+static uint64_t encode(const kb_tl *tl, uint32_t slot, uint32_t gen)
 {
-	uint64_t v = tl->tag_bits | ((uint64_t)(gen & ((1u << GEN_BITS) - 1)) << SLOT_BITS) | (slot + 1);
-
-	return (kb_tl_tensor *)(uintptr_t)v;
+	return tl->tag_bits | ((uint64_t)(gen & ((1u << GEN_BITS) - 1)) << SLOT_BITS) | (slot + 1);
 }
 
 kb_hslot *kb__tl_slot(kb_tl *tl, const kb_tl_tensor *t, const char *what)
 {
 	uint64_t v = (uint64_t)(uintptr_t)t;
-	uint32_t slot, gen;
+	kb_hslot *h = kb__tl_slot_find(tl, t);
 
+	if (h)
+		return h;
 	if (!t) {
 		kb__tl_fail(tl, KB_V_BAD_HANDLE, "%s is NULL (did an earlier op fail?)", what);
 		return NULL;
@@ -96,16 +96,9 @@ kb_hslot *kb__tl_slot(kb_tl *tl, const kb_tl_tensor *t, const char *what)
 			    "%s belongs to another kernel instance or simulation", what);
 		return NULL;
 	}
-	slot = kb__tl_slot_index(t);
-	gen = (uint32_t)(v >> SLOT_BITS) & ((1u << GEN_BITS) - 1);
-	if (slot >= tl->n_slots || !KB_SLOT(tl, slot)->live ||
-	    (KB_SLOT(tl, slot)->gen & ((1u << GEN_BITS) - 1)) != gen) {
-		kb__tl_fail(tl, KB_V_BAD_HANDLE,
-			    "%s is no longer valid (released, or its scratch scope has ended)",
-			    what);
-		return NULL;
-	}
-	return KB_SLOT(tl, slot);
+	kb__tl_fail(tl, KB_V_BAD_HANDLE,
+		    "%s is no longer valid (released, or its scratch scope has ended)", what);
+	return NULL;
 }
 
 static int64_t shape_elems(int rank, const int64_t *shape)
@@ -143,6 +136,7 @@ new_handle(kb_tl *tl, uint64_t addr, const kb_tview *proto, kb_space space, kb_d
 {
 	kb_hslot *h;
 	uint32_t slot;
+	uint64_t v;
 
 	if (tl->free_slot != UINT32_MAX) {
 		slot = tl->free_slot;
@@ -174,8 +168,9 @@ new_handle(kb_tl *tl, uint64_t addr, const kb_tview *proto, kb_space space, kb_d
 	}
 	h = KB_SLOT(tl, slot);
 	h->gen++;
-	h->live = 1;
-	h->scope = tl->depth;
+	v = encode(tl, slot, h->gen);
+	h->key = v >> SLOT_BITS;
+	h->scope = (uint8_t)tl->depth;
 	h->writer = -1;
 	h->fence = 0;
 	h->owns_alloc = 0;
@@ -188,10 +183,10 @@ new_handle(kb_tl *tl, uint64_t addr, const kb_tview *proto, kb_space space, kb_d
 	h->view.addr = addr;
 	if (kb__scope_track(tl, slot))
 		goto oom_slot;
-	*out = encode(tl, slot, h->gen);
+	*out = (kb_tl_tensor *)(uintptr_t)v;
 	return h;
 oom_slot:
-	h->live = 0;
+	h->key = KB_TL_DEAD;
 	h->next_free = tl->free_slot;
 	tl->free_slot = slot;
 oom:

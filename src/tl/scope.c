@@ -14,7 +14,7 @@
  * hazards and pending completion. */
 static inline void free_slot(kb_tl *tl, kb_hslot *h, uint32_t slot)
 {
-	h->live = 0;
+	h->key = KB_TL_DEAD;
 	h->next_free = tl->free_slot;
 	tl->free_slot = slot;
 }

@@ -10,20 +10,27 @@
 
 typedef struct kb_hslot {
 	uint32_t gen;
-	uint8_t live;
 	uint8_t owns_alloc;
+	uint8_t scope;           /* scope depth it was created in (< KB_TL_MAX_SCOPES) */
 	/* replay.c's snapshot match: the match that met this handle last
 	 * (its positions' handles distinct without comparing each with
-	 * every other); in the padding, on the line of gen and live */
+	 * every other); on the line of gen and the view */
 	uint16_t mark;
-	int scope;               /* scope depth it was created in */
-	uint32_t scope_pos;      /* its index in that scope's slots (kb_tl_release) */
+	/* Its live handle's value above the slot bits (tag and generation),
+	 * KB_TL_DEAD when it has none: a look-up compares one word, not
+	 * the tag, a live flag and the generation (issue 13). */
+	uint64_t key;
 	kb_tview view;
 	int64_t writer;          /* id of the last command writing it; -1: none */
 	uint64_t fence;          /* commands touching it wait for ids < fence */
 	uint64_t alloc_size;
+	uint32_t scope_pos;      /* its index in that scope's slots (kb_tl_release) */
 	uint32_t next_free;
 } kb_hslot;
+
+/* kb_hslot.key of a slot with no live handle: a handle value's upper 40
+ * bits are never all ones in 64. */
+#define KB_TL_DEAD UINT64_MAX
 
 /* The slots a scope releases at its end, in creation order (it releases
  * them last first: the order decides how freed TCM blocks merge, so it is
@@ -100,15 +107,14 @@ static inline uint32_t kb__tl_slot_index(const kb_tl_tensor *t)
  * composite looks up each handle it names. */
 static inline kb_hslot *kb__tl_slot_find(kb_tl *tl, const kb_tl_tensor *t)
 {
-	uint64_t v = (uint64_t)(uintptr_t)t;
-	uint32_t slot = kb__tl_slot_index(t);
-	uint32_t gen = (uint32_t)(v >> KB_TL_SLOT_BITS) & ((1u << KB_TL_GEN_BITS) - 1);
+	uint32_t slot = kb__tl_slot_index(t);   /* NULL: UINT32_MAX */
 	kb_hslot *h;
 
-	if (!t || (uint32_t)(v >> (KB_TL_SLOT_BITS + KB_TL_GEN_BITS)) != tl->tag || slot >= tl->n_slots)
+	if (slot >= tl->n_slots)
 		return NULL;
 	h = KB_SLOT(tl, slot);
-	return h->live && (h->gen & ((1u << KB_TL_GEN_BITS) - 1)) == gen ? h : NULL;
+	/* the tag, liveness and the generation at once */
+	return h->key == (uint64_t)(uintptr_t)t >> KB_TL_SLOT_BITS ? h : NULL;
 }
 int kb__tl_check_shape(kb_tl *tl, int rank, const int64_t *shape, kb_dtype dt, uint64_t *bytes);
 kb_hslot *kb__tl_new_handle(kb_tl *tl, kb_space space, uint64_t addr, kb_dtype dt, int rank,
