@@ -1410,17 +1410,18 @@ START_TEST(test_replay_like_differs)
 }
 END_TEST
 
-/* Twenty shapes of one op, one name, round after round: more
- * composites than replay keeps templates for. */
-static void cycle_kernel(kb_tl *tl, int rounds)
+/* n shapes (at most 40) of one op, one name, round after round: more
+ * composites than replay keeps templates for (16), or one-op calls (32). */
+static void cycle_kernel(kb_tl *tl, int n, int rounds)
 {
-	kb_tl_tensor *x[20];
+	kb_tl_tensor *x[40];
 
-	for (int i = 0; i < 20; i++)
+	ck_assert_int_le(n, 40);
+	for (int i = 0; i < n; i++)
 		x[i] = tcm2(tl, KB_FP32, 1, 1 + i);
 	/* one op (kb__replay_math's 32 calls), and two (templates) */
 	for (int j = 0; j < rounds; j++)
-		for (int i = 0; i < 20; i++) {
+		for (int i = 0; i < n; i++) {
 			kb_tl_op add = { .op = "add", .args = { { "other", x[i] } } };
 			kb_tl_composite_desc d = { .op = "relu", .a = x[i], .out = x[i] };
 
@@ -1441,7 +1442,7 @@ START_TEST(test_replay_cycle_past_templates)
 
 	tl[1]->replay_off = 1;
 	for (int w = 0; w < 2; w++)
-		cycle_kernel(tl[w], 10);
+		cycle_kernel(tl[w], 20, 10);
 	ck_assert_uint_gt(tl[0]->replays, 0);
 	ck_assert_int_eq(rp.n, full.n);
 	for (int i = 0; i < rp.n; i++)
@@ -1456,8 +1457,8 @@ END_TEST
 /* In a run without data memory (timing_only), a replay's command points
  * at its template's ops and digest: every field but its ops' tensor ids
  * and addresses (which nothing reads then) is the full lowering's, and
- * the templates that commands point at stay readable while those
- * commands live, also once twenty other composites evicted them (a
+ * the templates and one-op calls that commands point at stay readable
+ * while those commands live, also once other composites evicted them (a
  * use after free here is ASan's and valgrind's to see). */
 START_TEST(test_replay_timing_only)
 {
@@ -1473,7 +1474,8 @@ START_TEST(test_replay_timing_only)
 	tl[1]->replay_off = 1;
 	for (int w = 0; w < 2; w++) {
 		replay_kernel(tl[w], 7);
-		cycle_kernel(tl[w], 10);
+		cycle_kernel(tl[w], 20, 5);   /* templates evicted */
+		cycle_kernel(tl[w], 40, 2);   /* and one-op calls */
 	}
 	ck_assert_ptr_null(kb__tl_error(tl[0]));
 	ck_assert_uint_ge(tl[0]->replays, 20);

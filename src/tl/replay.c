@@ -18,10 +18,11 @@ _Static_assert(KB_RKEY_HANDLES + KB_REPLAY_ALLOCS <= 255, "patch handle indices 
 #define TPL_MAX_PATCH (TPL_MAX_OPS * (KB_OP_MAX_OPERANDS + 1))
 #define TPL_MAX_SET 64
 #define TPL_MAX_ALL (KB_RKEY_HANDLES + KB_REPLAY_ALLOCS)
-/* Templates evicted while commands may still point at their ops and
- * digest (tpl.full), kept until the context ends: past this many, new
- * templates keep no ops for commands to point at (a kernel that cycles
- * through more composites than N_TPL makes few templates anyway). */
+/* Templates and one-op MATH calls evicted while commands may still
+ * point at their ops and digest (tpl.full, mcall.ref), kept until the
+ * context ends: past this many, new ones keep no ops for commands to
+ * point at (a kernel that cycles through more composites than N_TPL
+ * makes few templates anyway). */
 #define MAX_RETIRED 64
 
 typedef struct tpl_alloc {
@@ -108,12 +109,19 @@ typedef struct tpl {
 	 * command, which its scheduler then read back cold (issue 13). */
 	const kb_opspec *full;
 	int shared;              /* a command pointed at full: retire it, never free it while live */
-	struct tpl *retired_next;
 	tpl_snap snap;           /* kb__replay_snap's; snap.ok 0: none */
 } tpl;
 
 
 #define N_MATH 32                /* opt3: seven a tile, a merge's more */
+
+/* A one-op MATH call's op and digest for its commands to point at (as
+ * tpl.full): a decode opt3 tile's seven wrote ~60 instructions each of
+ * op fields, views and digest into their blocks. */
+typedef struct mref {
+	uint64_t dig[(sizeof(kb_cmd_dig) + sizeof(kb_opdig) + 7) / 8];   /* a kb_cmd_dig of one op */
+	kb_opspec op;
+} mref;
 
 typedef struct mcall {
 	uint16_t kind;           /* kb_math_kind */
@@ -129,6 +137,8 @@ typedef struct mcall {
 	uint64_t lbytes;
 	uint64_t disp_ps;        /* as tpl's */
 	uint64_t dig[(sizeof(kb_cmd_dig) + sizeof(kb_opdig) + 7) / 8];   /* a kb_cmd_dig of one op */
+	mref *ref;               /* NULL: none (see tpl.full) */
+	int shared;              /* a command pointed at ref */
 } mcall;
 
 struct kb_replay {
@@ -151,11 +161,23 @@ struct kb_replay {
 	 * past MAX_THRASH fills with few replays it makes no more. */
 	uint64_t fills, hits;
 	uint64_t key_next, key_end;   /* dig_key's block: next key, its end */
-	/* Evicted templates that commands pointed at (tpl.full), freed
-	 * with the context: a command may be in flight until the run ends. */
-	tpl *retired;
+	/* Evicted templates and MATH calls' mref that commands pointed at,
+	 * freed with the context: a command may be in flight until the run
+	 * ends. At most MAX_RETIRED when a shared one is made, so at most
+	 * that and one per template and MATH call. */
+	void *retired[MAX_RETIRED + N_TPL + N_MATH];
 	uint32_t n_retired;
 };
+
+/* Frees p, the memory of an evicted template or MATH call, or keeps it
+ * to the end when a command pointed at it. */
+static void retire(kb_replay *r, void *p, int shared)
+{
+	if (shared && r->n_retired < sizeof(r->retired) / sizeof(r->retired[0]))
+		r->retired[r->n_retired++] = p;
+	else if (!shared)
+		free(p);
+}
 
 /* ---- keys ---- */
 
@@ -893,7 +915,6 @@ static tpl *tpl_make(kb_replay *r, const kb_rkey *k, const kb_replay_src *s)
 	/* whole, unused operands and extras too: kb_opspec's alignment is 8 */
 	t->full = full ? memcpy(b + off, c->ops, full) : NULL;
 	t->shared = 0;
-	t->retired_next = NULL;
 	t->nw = k->nw;
 	t->nn = k->nn;
 	t->nh = k->nh;
@@ -937,13 +958,8 @@ void kb__replay_save(kb_replay **rp, const kb_rkey *k, const kb_replay_src *s)
 	}
 	r->fills++;
 	i = r->next++ % N_TPL;
-	if (r->t[i] && r->t[i]->shared) {
-		r->t[i]->retired_next = r->retired;
-		r->retired = r->t[i];
-		r->n_retired++;
-	} else {
-		free(r->t[i]);
-	}
+	if (r->t[i])
+		retire(r, r->t[i], r->t[i]->shared);
 	r->t[i] = tpl_make(r, k, s);
 	r->hash[i] = k->hash;
 }
@@ -1009,6 +1025,7 @@ int kb__replay_math(kb_replay **rp, kb_tl *tl, const kb_tl_composite_desc *d, kb
 	mcall *m;
 	kb_opspec *op;
 	kb_cmd *c;
+	int by_ref;
 
 	/* an invalid handle: the full lowering says which */
 	if (!r || !(a = kb__tl_slot_find(tl, d->a)) || (d->b && !(b = kb__tl_slot_find(tl, d->b))) ||
@@ -1016,8 +1033,9 @@ int kb__replay_math(kb_replay **rp, kb_tl *tl, const kb_tl_composite_desc *d, kb
 		return 0;
 	r->mhits++;
 	*res = NULL;
+	by_ref = m->ref && tl->cfg.timing_only;
 	/* in the full lowering's order: the command, then the output */
-	c = kb__tl_cmd_new_n(tl, KB_CMD_COMPOSITE, 1, 2);   /* sets of at most two */
+	c = kb__tl_cmd_new_n(tl, KB_CMD_COMPOSITE, by_ref ? KB_CMD_OPS_ELSEWHERE : 1, 2);   /* sets of at most two */
 	if (!c)
 		return 1;
 	if (m->auto_out) {
@@ -1031,6 +1049,13 @@ int kb__replay_math(kb_replay **rp, kb_tl *tl, const kb_tl_composite_desc *d, kb
 		*res = t;
 	} else {
 		*res = d->out;
+	}
+	if (by_ref) {
+		/* as a template's (replay_tpl): ids and addresses stale */
+		c->ops = &m->ref->op;
+		c->dig = (kb_cmd_dig *)(void *)m->ref->dig;
+		m->shared = 1;
+		goto sets;
 	}
 	op = &c->ops[0];
 	op->kind = m->kind;
@@ -1046,10 +1071,11 @@ int kb__replay_math(kb_replay **rp, kb_tl *tl, const kb_tl_composite_desc *d, kb
 		op->operands[1].t = b->view;
 	}
 	op->out = o->view;
+	kb__cmd_put_digest(c, (const kb_cmd_dig *)(const void *)m->dig, 1);
+sets:
 	c->n_ops = 1;
 	c->n_rw = 0;
 	c->lbytes = m->lbytes;
-	kb__cmd_put_digest(c, (const kb_cmd_dig *)(const void *)m->dig, 1);
 	/* read a (and b, when another handle), write o: sets_distinct's
 	 * work for these two or three, without its loops */
 	{
@@ -1099,6 +1125,10 @@ int kb__replay_math_save(kb_replay **rp, const kb_tl_composite_desc *d, const kb
 	r->mfills++;
 	i = r->mnext++ % N_MATH;
 	m = &r->m[i];
+	if (m->ref)
+		retire(r, m->ref, m->shared);
+	m->ref = NULL;
+	m->shared = 0;
 	r->mop[i] = d->op;
 	m->kind = op->kind;
 	m->n_in = op->n_operands;
@@ -1120,6 +1150,11 @@ int kb__replay_math_save(kb_replay **rp, const kb_tl_composite_desc *d, const kb
 	dig = memcpy(m->dig, c->dig, kb__cmd_dig_size(1));
 	/* its commands share the digest: PE_SCHEDULER plans them alike */
 	dig->key = dig_key(r);
+	/* ops for commands to point at, while retiring has room (tpl.full) */
+	if (r->n_retired < MAX_RETIRED && (m->ref = malloc(sizeof(*m->ref)))) {
+		memcpy(m->ref->dig, m->dig, sizeof(m->dig));
+		m->ref->op = *op;
+	}
 	return 1;
 }
 
@@ -1129,11 +1164,9 @@ void kb__replay_free(kb_replay *r)
 		return;
 	for (int i = 0; i < N_TPL; i++)
 		free(r->t[i]);
-	while (r->retired) {
-		tpl *t = r->retired;
-
-		r->retired = t->retired_next;
-		free(t);
-	}
+	for (int i = 0; i < N_MATH; i++)
+		free(r->m[i].ref);
+	for (uint32_t i = 0; i < r->n_retired; i++)
+		free(r->retired[i]);
 	free(r);
 }
