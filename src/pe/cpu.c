@@ -218,21 +218,24 @@ static __attribute__((noinline)) int advance(kb_lp *lp, kb_cpu *c)
 			ahead_taken(c, c->cur);
 		}
 		cmd = c->cur;
-		if (cmd->kind == KB_CMD_ERROR)
-			return kb__lp_fail_with(lp, cmd->error);
-		if (cmd->kind == KB_CMD_END) {
-			c->state = c->outstanding ? CPU_WAITING : CPU_FINISHED;
-			if (c->state == CPU_FINISHED) {
-				kb__cmd_free(c->cur);
-				c->cur = NULL;
+		/* WAIT, END and ERROR (the markers) in one test */
+		if (__builtin_expect(cmd->kind >= KB_CMD_WAIT, 0)) {
+			if (cmd->kind == KB_CMD_ERROR)
+				return kb__lp_fail_with(lp, cmd->error);
+			if (cmd->kind == KB_CMD_END) {
+				c->state = c->outstanding ? CPU_WAITING : CPU_FINISHED;
+				if (c->state == CPU_FINISHED) {
+					kb__cmd_free(c->cur);
+					c->cur = NULL;
+				}
+				return KB_OK;
 			}
-			return KB_OK;
 		}
 		if (!deps_ready(c, cmd)) {
 			c->state = CPU_WAITING;
 			return KB_OK;
 		}
-		if (cmd->kind == KB_CMD_WAIT) {
+		if (__builtin_expect(cmd->kind == KB_CMD_WAIT, 0)) {
 			kb__cmd_free(cmd);
 			c->cur = NULL;
 			continue;
