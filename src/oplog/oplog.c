@@ -142,7 +142,7 @@ struct kb_oplog_lane {
 	form_tab *fast[FORM_KINDS];
 	const char *form_eng;
 	/* The time prefix of the lane's last record (put_times): its value
-	 * times 10^8, its one to four digits (pre_len 0: none yet), and the
+	 * times 10^8 (PRE_NONE: none yet), its one to four digits, and the
 	 * record's text before each chunk of eight digits, `{"t0":` and
 	 * `,"t1":` each with the prefix after it, to be stored 16 bytes at
 	 * a time (the bytes after the prefix are scratch that the digits
@@ -171,6 +171,13 @@ struct kb_oplog_lane {
 
 _Static_assert(offsetof(kb_oplog_lane, pre_t0) == 64 && offsetof(kb_oplog_lane, cur) == 128,
 	       "a lane's record fields fill its first two lines, cur the third");
+
+#define E8 UINT64_C(100000000)
+/* A lane's pre_base while it has no time prefix (times_in): a record's
+ * times are simulation times, at most KB_TIME_MAX (2^63 - 1), and t -
+ * PRE_NONE wraps to t + 10^8 for every t under 2^64 - 10^8. */
+#define PRE_NONE (UINT64_MAX - E8 + 1)
+_Static_assert(KB_TIME_MAX < PRE_NONE, "times stay under PRE_NONE");
 
 /* The shared lane of a lane while there is none: its last record sorts
  * after every record (shared_takes), so it takes none, is never written
@@ -393,6 +400,7 @@ kb_oplog_lane *kb__oplog_lane(kb_oplog *log, uint32_t order)
 		return NULL;
 	memset(lane, 0, sizeof(*lane));
 	lane->key = order << 1;
+	lane->pre_base = PRE_NONE;
 	lane->cmd_last = UINT64_MAX - 1;   /* no cmd yet (put_cmd): one digit, 0xff */
 	lane->cmd_dig = 0xff;
 	lane->cmd_n = 1;
@@ -560,7 +568,6 @@ static inline uint64_t digits8(uint32_t v)
 }
 
 #define ASCII_ZEROS UINT64_C(0x3030303030303030)
-#define E8 UINT64_C(100000000)
 
 /* x's bytes from the lowest up, whatever the host's byte order (the
  * compiler makes one store of it on a little-endian machine). */
@@ -787,12 +794,13 @@ static inline __attribute__((always_inline)) char *put_times_in(char *p, const k
 
 /* Whether t0 and t1 are in the lane's prefix (lo1 < 10^8, and t0 from
  * the same multiple up to t1: lo0 wraps past lo1 below it), where one
- * was set; their chunks below it in *lo0 and *lo1. */
+ * was set (else pre_base is PRE_NONE, below which t1 wraps to t1 +
+ * 10^8: no test of its own); their chunks below it in *lo0 and *lo1. */
 static inline int times_in(const kb_oplog_lane *lane, uint64_t t0, uint64_t t1, uint64_t *lo0, uint64_t *lo1)
 {
 	*lo1 = t1 - lane->pre_base;
 	*lo0 = t0 - lane->pre_base;
-	return *lo1 < E8 && *lo0 <= *lo1 && lane->pre_len;
+	return *lo1 < E8 && *lo0 <= *lo1;
 }
 
 static inline __attribute__((always_inline)) char *put_times(char *p, const char *end, kb_oplog_lane *lane,
