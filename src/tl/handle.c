@@ -232,7 +232,7 @@ new_tcm(kb_tl *tl, const kb_tview *proto, kb_dtype dt, int rank, const int64_t *
 	uint64_t off, fence;
 	kb_hslot *h;
 
-	if (kb__tcm_alloc(&tl->tcm, bytes, &off, &fence)) {
+	if (kb__tcm_alloc_inline(&tl->tcm, bytes, &off, &fence)) {
 		tcm_exhausted(tl, bytes);
 		return NULL;
 	}
@@ -254,30 +254,35 @@ kb_hslot *kb__tl_new_tcm_view(kb_tl *tl, const kb_tview *proto, uint64_t bytes, 
 	return new_tcm(tl, proto, (kb_dtype)proto->dtype, proto->rank, proto->shape, bytes, out);
 }
 
+/* A scope's entry for memory without a handle holds its offset and its
+ * units below KB_TL_RAW - 1: a TCM has at most 2^32 bytes (kb__tcm_init)
+ * and its blocks start aligned, so neither needs checking. */
+_Static_assert(((uint64_t)UINT32_MAX + 1) / KB_TCM_ALIGN < KB_TL_RAW - 1,
+	       "a TCM offset or size in KB_TCM_ALIGN units fits a scope's raw entry");
+
 kb_hslot *kb__tl_new_tcm_temp(kb_tl *tl, const kb_tview *proto, uint64_t bytes, kb_hslot *tmp)
 {
-	/* kb__tcm_free rounds as kb__tcm_alloc does: the units give it back */
-	uint64_t off, fence, units = bytes ? (bytes + KB_TCM_ALIGN - 1) / KB_TCM_ALIGN : 1;
 	kb_scope *s = &tl->scopes[tl->depth];
-	kb_tl_tensor *t;
-	kb_hslot *h;
+	uint64_t off, fence;
+	uint32_t raw[2];
 
-	if (kb__tcm_alloc(&tl->tcm, bytes, &off, &fence)) {
+	(void)proto;
+	if (kb__tcm_alloc_inline(&tl->tcm, bytes, &off, &fence)) {
 		tcm_exhausted(tl, bytes);
 		return NULL;
 	}
-	if (__builtin_expect(off % KB_TCM_ALIGN || off / KB_TCM_ALIGN >= KB_TL_RAW - 1 ||
-			     units >= KB_TL_RAW - 1, 0)) {
-		h = new_handle(tl, off, proto, KB_SPACE_TCM, KB_FP32, 0, NULL, &t);
-		return owning(tl, h, off, bytes, fence);
-	}
-	if (s->n + 2 > s->cap && (kb__scope_grow(s) || (s->n + 2 > s->cap && kb__scope_grow(s)))) {
+	if (__builtin_expect(s->cap - s->n < 2, 0) &&
+	    (kb__scope_grow(s) || (s->cap - s->n < 2 && kb__scope_grow(s)))) {
 		kb__tcm_free(&tl->tcm, off, bytes, tl->next_cmd);
 		kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory for handles");
 		return NULL;
 	}
-	s->slots[s->n++] = KB_TL_RAW | (uint32_t)(off / KB_TCM_ALIGN);
-	s->slots[s->n++] = KB_TL_RAW | (uint32_t)units;
+	/* kb__tcm_free rounds as kb__tcm_alloc does: the units give it
+	 * back. Both words in one store. */
+	raw[0] = KB_TL_RAW | (uint32_t)(off / KB_TCM_ALIGN);
+	raw[1] = KB_TL_RAW | (uint32_t)(kb__tcm_round(bytes) / KB_TCM_ALIGN);
+	memcpy(&s->slots[s->n], raw, sizeof(raw));
+	s->n += 2;
 	/* what a handle's slot would hold that the replay reads: its id
 	 * (counted as a handle's, so later ids stay as they were) */
 	tmp->view.id = ++tl->next_id;

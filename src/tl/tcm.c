@@ -617,9 +617,7 @@ static void coalesce(kb_tcm *t)
 
 static uint64_t round_size(uint64_t bytes)
 {
-	uint64_t size = align_up(bytes);
-
-	return size ? size : KB_TCM_ALIGN;
+	return kb__tcm_round(bytes);
 }
 
 int kb__tcm_init(kb_tcm *t, uint64_t bytes)
@@ -677,10 +675,8 @@ static __attribute__((noinline)) int alloc_slow(kb_tcm *t, uint64_t size, uint64
 /* take's removal of the block at (k, i), which fits the request exactly,
  * in a leaf that keeps a block: at the open gap, which grows. Removals
  * keep the bound (bounds may be high). The hints name (k, i) already.
- * Out of line, so that the common case (the block shrinks) needs no
- * registers saved. */
-static __attribute__((noinline)) int take_whole(kb_tcm *t, uint32_t k, uint32_t i, uint64_t *off,
-						uint64_t *fence)
+ * kb__tcm_alloc_inline does it where the gap is there already. */
+static int take_whole(kb_tcm *t, uint32_t k, uint32_t i, uint64_t *off, uint64_t *fence)
 {
 	kb_tcm_leaf *f = gap_at(t, k, i);
 	const kb_tcm_blk *b = &f->b[i + L - f->n];
@@ -696,22 +692,13 @@ static __attribute__((noinline)) int take_whole(kb_tcm *t, uint32_t k, uint32_t 
 	return 0;
 }
 
-int kb__tcm_alloc(kb_tcm *t, uint64_t bytes, uint64_t *off, uint64_t *fence)
+int kb__tcm_alloc_rest(kb_tcm *t, uint64_t size, uint64_t *off, uint64_t *fence)
 {
-	uint64_t size = round_size(bytes);
 	uint32_t k = t->hint[AT_CURSOR][0], i = t->hint[AT_CURSOR][1];
 	kb_tcm_leaf *f;
 
-	/* Decode's case, try_alloc's and take's in short: the block at the
-	 * cursor (the hint names it) starts at the cursor (always aligned:
-	 * an aligned base plus a rounded size, or 0) and holds the request,
-	 * which it gives from its start: the block shrinks, or
-	 * goes when it fits exactly (every allocation once decode's cursor
-	 * has wrapped into the blocks its tiles freed). A block that starts
-	 * at the cursor is find's answer for it (blocks are sorted, disjoint
-	 * and not empty), so answers' other tests are not needed. The next
-	 * free is most likely of this block, the newest one in scope: find's
-	 * answer for it is the block at the cursor, (k, i) either way. */
+	/* kb__tcm_alloc_inline's cases, and the exact fit with the gap
+	 * elsewhere: decode's first allocation of a tile once it wraps */
 	if (k < t->m && i < (f = t->leaf[k])->n) {
 		kb_tcm_blk *b = blk(f, i);
 		uint64_t o = b->off, e = o + size;
@@ -732,6 +719,11 @@ int kb__tcm_alloc(kb_tcm *t, uint64_t bytes, uint64_t *off, uint64_t *fence)
 		}
 	}
 	return alloc_slow(t, size, off, fence);
+}
+
+int kb__tcm_alloc(kb_tcm *t, uint64_t bytes, uint64_t *off, uint64_t *fence)
+{
+	return kb__tcm_alloc_inline(t, bytes, off, fence);
 }
 
 /* Freed blocks are not merged with their upper neighbours here: merging

@@ -88,6 +88,63 @@ void kb__tcm_fini(kb_tcm *t);
 /* Allocates `bytes` (rounded up); *off is its address, *fence the fence it
  * inherits. -1: no room (or no host memory for the bookkeeping). */
 int kb__tcm_alloc(kb_tcm *t, uint64_t bytes, uint64_t *off, uint64_t *fence);
+/* What kb__tcm_alloc takes for `bytes`: a multiple of KB_TCM_ALIGN, at
+ * least one. */
+static inline uint64_t kb__tcm_round(uint64_t bytes)
+{
+	uint64_t size = (bytes + KB_TCM_ALIGN - 1) / KB_TCM_ALIGN * KB_TCM_ALIGN;
+
+	return size ? size : KB_TCM_ALIGN;
+}
+/* kb__tcm_alloc of `size` (rounded) past kb__tcm_alloc_inline's cases. */
+int kb__tcm_alloc_rest(kb_tcm *t, uint64_t size, uint64_t *off, uint64_t *fence);
+
+/*
+ * kb__tcm_alloc, its common cases inline for the tl's TCM tensors (a
+ * call, its arguments and results through memory and the callee's
+ * registers were ~25 of its ~45 instructions; decode makes 6 a tile):
+ * the block at the cursor (hint[0] names it) starts at the cursor and
+ * holds the request, which it gives from its start: the block shrinks,
+ * or goes when it fits exactly and the open leaf's gap is at it (once
+ * decode's cursor has wrapped into the blocks its tiles freed, every
+ * allocation but a tile's first). A block that starts at the cursor is
+ * the search's answer for it (blocks are sorted, disjoint and not empty).
+ * The next free is most likely of this block, the newest one in scope:
+ * the search's answer for it is the block at the cursor, hint[1] too.
+ */
+static inline int kb__tcm_alloc_inline(kb_tcm *t, uint64_t bytes, uint64_t *off, uint64_t *fence)
+{
+	uint64_t size = kb__tcm_round(bytes);
+	uint32_t k = t->hint[0][0], i = t->hint[0][1];
+	kb_tcm_leaf *f;
+
+	if (k < t->m && i < (f = t->leaf[k])->n) {
+		kb_tcm_blk *b = &f->b[i + (i >= f->g ? KB_TCM_LEAF - f->n : 0)];
+		uint64_t o = b->off, e = o + size;
+
+		if (o == t->cursor) {
+			t->hint[1][0] = k;
+			t->hint[1][1] = i;
+			if (e <= b->last) {
+				b->off = (uint32_t)e;
+			} else if (e - 1 == b->last && f->n > 1 && t->gk == k && f->g == i) {
+				/* block i is the first past the gap: the gap grows */
+				f->n--;
+				t->n--;
+				if (i == f->n)   /* it was the last: the one before is */
+					t->hi[k] = (uint64_t)f->b[i - 1].last + 1;
+			} else {
+				return kb__tcm_alloc_rest(t, size, off, fence);
+			}
+			*off = o;
+			*fence = b->fence;
+			t->cursor = e;
+			t->used += size;
+			return 0;
+		}
+	}
+	return kb__tcm_alloc_rest(t, size, off, fence);
+}
 /* Gives back what kb__tcm_alloc(bytes) returned at `off`, reusable by
  * commands that wait for `fence`. */
 void kb__tcm_free(kb_tcm *t, uint64_t off, uint64_t bytes, uint64_t fence);

@@ -149,9 +149,9 @@ kb_hslot *kb__tl_new_tcm_view(kb_tl *tl, const kb_tview *proto, uint64_t bytes, 
  * (writer -1), and the memory in the current scope, which frees it when
  * it ends, as it would the handle's: no slot taken and given back, no
  * view copied, no handle value (~80 instructions a scratch tensor, five
- * a decode opt2 tile). A slot's handle (no value returned) where the
- * scope's entry cannot say where the memory is. NULL: failed (TCM
- * exhausted or out of host memory), as kb__tl_new_tcm_view fails.
+ * a decode opt2 tile). proto is not read (the memory has no view). NULL:
+ * failed (TCM exhausted or out of host memory), as kb__tl_new_tcm_view
+ * fails.
  */
 kb_hslot *kb__tl_new_tcm_temp(kb_tl *tl, const kb_tview *proto, uint64_t bytes, kb_hslot *tmp);
 int kb__scope_grow(kb_scope *s);
