@@ -47,6 +47,40 @@ static inline int key_before(kb_time t, uint64_t pair, uint64_t seq, const kb_ev
 	return ORDER_BEFORE(t, pair, seq, k->time, k->pair, k->seq);
 }
 
+/* Of the two keys at byte offset l from base, the byte offset of the
+ * earlier (l, or l + sizeof), with no branch: a sift's choice between
+ * two children is a coin toss to the branch predictor (a multi-PE
+ * run's descents missed about one level in two: put_hole was 17% of
+ * its time, issue 13). On x86-64 one subtraction with borrow over the
+ * three words, seq first, leaves the right one before the left in the
+ * carry flag, and one more makes a mask of it; elsewhere key_less. */
+static inline size_t key_pick(const char *base, size_t l)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+	uint64_t t, pair, m;
+
+	_Static_assert(sizeof(kb_evkey) == 32 && offsetof(kb_evkey, pair) == 8 &&
+		       offsetof(kb_evkey, seq) == 16, "key_pick's offsets");
+	__asm__("mov 48(%[b],%[l]), %[m]\n\t"
+		"mov 40(%[b],%[l]), %[pair]\n\t"
+		"mov 32(%[b],%[l]), %[t]\n\t"
+		"cmp 16(%[b],%[l]), %[m]\n\t"
+		"sbb 8(%[b],%[l]), %[pair]\n\t"
+		"sbb (%[b],%[l]), %[t]\n\t"
+		"sbb %[m], %[m]\n\t"
+		"and $32, %[m]\n\t"
+		"add %[m], %[l]"
+		: [l] "+r"(l), [m] "=&r"(m), [pair] "=&r"(pair), [t] "=&r"(t)
+		: [b] "r"(base), "m"(*(const kb_evkey(*)[2])(const void *)(base + l))
+		: "cc");
+	return l;
+#else
+	const kb_evkey *c = (const kb_evkey *)(const void *)(base + l);
+
+	return key_less(c + 1, c) ? l + sizeof(*c) : l;
+#endif
+}
+
 /* The same against an event's own key (the register's). */
 static inline int ev_before(kb_time t, uint64_t pair, uint64_t seq, const kb_event *e)
 {
@@ -149,15 +183,11 @@ static inline size_t evheap_down_leaf(kb_evheap *h, const kb_evkey *k)
 	key[n].time = KB_TIME_INF;
 	for (;;) {
 		size_t l = 2 * o + sizeof(*key);
-		const kb_evkey *c = (const kb_evkey *)(base + l);
 
 		if (l >= end)
 			break;
-		if (key_less(c + 1, c)) {
-			c++;
-			l += sizeof(*key);
-		}
-		*(kb_evkey *)(base + o) = *c;
+		l = key_pick(base, l);
+		*(kb_evkey *)(base + o) = *(const kb_evkey *)(base + l);
 		o = l;
 	}
 	i = o / sizeof(*key);
@@ -183,6 +213,9 @@ static int evheap_grow(kb_evheap *h)
 
 	if (!key)
 		return KB_ENOMEM;
+	/* Keys past n are read, never trusted: a sift's sentinel at key[n]
+	 * sets only its time (key_pick reads all three words). */
+	memset(key + h->cap, 0xff, (cap - h->cap) * sizeof(*key));
 	h->key = key;
 	if (!(fr = realloc(h->free, cap * sizeof(*fr))))
 		return KB_ENOMEM;
@@ -543,6 +576,22 @@ static __attribute__((noinline)) int put_far(kb_lp *lp, kb_worker *w, kb_time t,
 	return KB_OK;
 }
 
+/* ring[i + 1] = ring[i] for every i < KB_RING. */
+static inline void ring_shift_up(kb_worker *w)
+{
+#ifdef EV_VECTORS
+	ev_v2 v[KB_RING / 2];
+
+	_Static_assert(KB_RING % 2 == 0, "the ring moves in pairs");
+	for (int i = 0; i < KB_RING / 2; i++)
+		memcpy(&v[i], &w->ring[2 * i], sizeof(v[i]));
+	for (int i = 0; i < KB_RING / 2; i++)
+		memcpy(&w->ring[2 * i + 1], &v[i], sizeof(v[i]));
+#else
+	memmove(&w->ring[1], &w->ring[0], KB_RING * sizeof(w->ring[0]));
+#endif
+}
+
 /* Into the ring of n events at its place (a free buffer at ring[n]):
  * those before it move up one, the earliest first. */
 static inline __attribute__((always_inline)) void ring_insert(kb_worker *w, uint32_t n, kb_time t,
@@ -592,13 +641,16 @@ static __attribute__((noinline)) int put_ring(kb_lp *lp, kb_worker *w, kb_time t
 	if (!ev_before(t, pair, seq, w->ring[0])) {
 		if (n > w->room || (h->n && !key_before(t, pair, seq, &h->key[0])))
 			return put_far(lp, w, t, pair, seq, body);
-		/* The latest: every other one moves up (a loop that GCC
-		 * must not make a memmove call of: a call needs a frame). */
+		/* The latest: every other one moves up. The whole ring
+		 * moves, in 16-byte pieces (loads first), whatever n: opt2's
+		 * scheduler sends a plan's stages each behind the last into
+		 * a ring of ~12, where a loop took ~50 instructions. Its
+		 * free buffers above n move up too: the one at ring[n],
+		 * now at ring[n + 1] and ring[0], gives way there to the
+		 * one pushed out to the scratch ring[KB_RING]. */
 		buf = w->ring[n];
-		for (uint32_t i = n; i > 0; i--) {
-			w->ring[i] = w->ring[i - 1];
-			__asm__("" ::: "memory");
-		}
+		ring_shift_up(w);
+		w->ring[n + 1] = w->ring[KB_RING];
 		w->ring[0] = buf;
 		ev_fill(buf, &(kb_evkey){ t, pair, seq, 0 }, body);
 		w->nr = n + 1;

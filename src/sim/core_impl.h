@@ -133,7 +133,7 @@ struct __attribute__((aligned(64))) kb_worker {
 	 * (time, source, sequence), gave, at one sift per event instead of
 	 * two heaps' (decode holds ~1.5 events per LP). */
 	kb_evheap heap;
-	kb_event *ring[KB_RING];
+	kb_event *ring[KB_RING + 1]; /* ring[KB_RING]: put_ring's scratch */
 	kb_event *rbuf;          /* the room + 2 buffers */
 	unsigned index;
 	kb_sim *sim;
