@@ -389,15 +389,18 @@ static __attribute__((noinline)) int step_done(kb_lp *lp, kb_sched *s, const kb_
 	kb_phase ph = (kb_phase)kb__stage_phase(ev->w[3]);
 	uint64_t n;
 
-	p->retired++;
-	if (ph == KB_PH_LOOP) {
+	n = ph == KB_PH_PRE ? p->n_pre : ph == KB_PH_POST ? p->n_post : p->n_steps;
+	if (++p->retired < n) {
+		if (ph != KB_PH_LOOP)
+			return KB_OK;
 		p->slot_free |= UINT64_C(1) << kb__stage_slot(ev->w[3]);
 		if (p->gemm < 0 || k_step(p, ev->w[1]) == p->kt - 1)
 			p->acc_free |= UINT64_C(1) << kb__stage_acc(ev->w[3]);
+		return feed(lp, s, p);
 	}
-	n = ph == KB_PH_PRE ? p->n_pre : ph == KB_PH_POST ? p->n_post : p->n_steps;
-	if (p->retired < n)
-		return ph == KB_PH_LOOP ? feed(lp, s, p) : KB_OK;
+	/* The phase's last step: its slots are not freed, as nothing feeds
+	 * the loop again (POST's steps take none; a plan made for the next
+	 * command starts with all of them free). */
 	/* Admission depends only on the queue and the commands in flight:
 	 * after the try_admit that ended the last change to them, the head
 	 * (every entry, under rw_aware) is blocked or the queue is empty. A
