@@ -24,6 +24,9 @@
 
 #define L KB_TCM_LEAF
 #define NONE UINT32_MAX
+#define NIL (&kb__tcm_nil)
+
+kb_tcm_blk kb__tcm_nil = { UINT32_MAX, 0, 0 };
 /* A block's end (its last byte is kept: an end of 2^32 fits 32 bits). */
 #define END(b) ((uint64_t)(b).last + 1)
 /* The steps of an allocation or a free, inlined into kb__tcm_alloc and
@@ -278,6 +281,7 @@ static void close_gap(kb_tcm *t)
 	f = t->leaf[t->gk];
 	s = f->n - f->g;
 	move_blocks(&f->b[f->g], &f->b[L - s], s);
+	t->cb = NIL;
 	f->g = L;
 	t->gk = NONE;
 }
@@ -300,11 +304,18 @@ HOT kb_tcm_leaf *gap_at(kb_tcm *t, uint32_t k, uint32_t i)
 	if (t->gk != k)
 		open_leaf(t, k);
 	g = f->g;
-	if (i < g)
-		move_blocks(&f->b[i + w], &f->b[i], g - i);
-	else if (i > g)
-		move_blocks(&f->b[g], &f->b[g + w], i - g);
-	f->g = i;
+	if (i != g) {
+		uint32_t h = t->hint[AT_CURSOR][1];
+
+		if (i < g)
+			move_blocks(&f->b[i + w], &f->b[i], g - i);
+		else
+			move_blocks(&f->b[g], &f->b[g + w], i - g);
+		f->g = i;
+		/* the cursor block may have crossed the gap */
+		if (t->hint[AT_CURSOR][0] == k)
+			t->cb = h < f->n ? &f->b[h + (h >= i ? w : 0)] : NIL;
+	}
 	return f;
 }
 
@@ -451,9 +462,12 @@ HOT int insert_at(kb_tcm *t, pos *pp, uint64_t off, uint64_t end, uint64_t fence
 	size_t tail;
 	pos p;
 
-	/* Room for one more block in its leaf. */
-	if (t->leaf[pp->k]->n == L && make_room(t, pp))
+	/* Room for one more block in its leaf (blocks move, also when
+	 * that fails). */
+	if (t->leaf[pp->k]->n == L && make_room(t, pp)) {
+		t->cb = NIL;
 		return -1;
+	}
 	p = *pp;
 	shift_hints(t, p, 1);
 	f = t->leaf[p.k];
@@ -465,6 +479,7 @@ HOT int insert_at(kb_tcm *t, pos *pp, uint64_t off, uint64_t end, uint64_t fence
 	if (p.i + 1 == f->n)
 		t->hi[p.k] = end;
 	raise_bound(t, p.k, usable(off, end));
+	t->cb = NIL;
 	return 0;
 }
 
@@ -477,6 +492,7 @@ static void remove_at(kb_tcm *t, pos p)
 	f->n--;
 	t->n--;
 	shift_hints(t, p, -1);
+	t->cb = NIL;
 	if (f->n || t->m == 1) {
 		fix_hi(t, p.k);
 		return;
@@ -542,6 +558,7 @@ HOT int take(kb_tcm *t, pos p, uint64_t base, uint64_t size, uint64_t *off, uint
 		f->b[p.i].off = (uint32_t)(base + size);
 	}
 	set_hint(t, AT_CURSOR, p);
+	t->cb = NIL;
 	*off = base;
 	*fence = fc;
 	t->cursor = base + size;
@@ -602,6 +619,7 @@ static void coalesce(kb_tcm *t)
 			have = 1;
 		}
 	}
+	t->cb = NIL;
 	if (!have)
 		return;
 	t->leaf[w.k]->n = w.i + 1;
@@ -624,7 +642,7 @@ int kb__tcm_init(kb_tcm *t, uint64_t bytes)
 {
 	kb_tcm_leaf *f;
 
-	*t = (kb_tcm){ .bytes = bytes, .gk = NONE };
+	*t = (kb_tcm){ .bytes = bytes, .gk = NONE, .cb = NIL };
 	if (bytes > (uint64_t)UINT32_MAX + 1)
 		return -1;   /* blocks keep 32-bit offsets */
 	if (grow_index(t) || !(f = calloc(1, sizeof(*f)))) {
@@ -651,6 +669,7 @@ void kb__tcm_fini(kb_tcm *t)
 	t->hi = t->seg = NULL;
 	t->m = t->cap = 0;
 	t->n = 0;
+	t->cb = NIL;
 }
 
 /* Fragmented: merge neighbours (taking the later fence) and retry. Out
@@ -687,6 +706,7 @@ static int take_whole(kb_tcm *t, uint32_t k, uint32_t i, uint64_t *off, uint64_t
 	t->used += END(*b) - b->off;
 	f->n--;
 	t->n--;
+	t->cb = NIL;
 	if (i == f->n)   /* the last block went: the one before is the last */
 		t->hi[k] = END(f->b[i - 1]);
 	return 0;
@@ -710,6 +730,7 @@ int kb__tcm_alloc_rest(kb_tcm *t, uint64_t size, uint64_t *off, uint64_t *fence)
 				*off = o;
 				*fence = b->fence;
 				b->off = (uint32_t)e;
+				t->cb = b;
 				t->cursor = e;
 				t->used += size;
 				return 0;
@@ -932,6 +953,11 @@ int kb__tcm_check(const kb_tcm *t)
 	for (uint32_t i = 1; i < t->cap; i++)
 		if (t->seg[i] < t->seg[2 * i] || t->seg[i] < t->seg[2 * i + 1])
 			return -1;
+	/* the cursor block's place, where it is known */
+	if (t->cb != NIL && (t->hint[AT_CURSOR][0] >= t->m ||
+			     t->hint[AT_CURSOR][1] >= t->leaf[t->hint[AT_CURSOR][0]]->n ||
+			     t->cb != blk(t->leaf[t->hint[AT_CURSOR][0]], t->hint[AT_CURSOR][1])))
+		return -1;
 	return n == t->n ? 0 : -1;
 }
 

@@ -25,7 +25,9 @@
  * "first leaf at or after k where `need` may fit" in O(log n). Bounds rise
  * when a block grows and are made exact only when a search finds one stale,
  * so the common case (carve the block at the cursor, free next to it)
- * touches one leaf and no tree. A leaf that fills up first lends blocks to
+ * touches one leaf and no tree. Where the block at the cursor lies is
+ * kept (cb) while nothing moves it, so that an allocation it holds reads
+ * it straight away. A leaf that fills up first lends blocks to
  * a neighbour with room, and splits (at the insert's place) only when both
  * are full; an empty leaf goes away. Splits and drops move the leaf index
  * (n / KB_TCM_LEAF entries). Decode at S_kv = 262144 (~10,000 free blocks,
@@ -71,6 +73,11 @@ typedef struct kb_tcm {
 	 * use: [0] the block at the cursor, [1] the block above the last free
 	 * (scopes free their blocks top down, next to each other). */
 	uint32_t hint[2][2];
+	/* Where the block hint[0] names lies, or &kb__tcm_nil: not known
+	 * (blocks moved, or the hint changed). kb__tcm_alloc_inline's first
+	 * test reads the block through it: no leaf, gap or bounds looked at
+	 * for a request the cursor block holds (issue 13). */
+	kb_tcm_blk *cb;
 	/* The open leaf gk (UINT32_MAX: none) keeps a gap at the place of
 	 * the last fast allocation or free: its first g blocks sit at the
 	 * start of b[], the rest at its end. Decode allocates from the block
@@ -80,6 +87,10 @@ typedef struct kb_tcm {
 	 * start (the gap closed first). */
 	uint32_t gk;
 } kb_tcm;
+
+/* kb_tcm.cb's "not known": a block no cursor starts and nothing fits in
+ * (never written). */
+extern kb_tcm_blk kb__tcm_nil;
 
 /* Starts with one free block [0, bytes) (none when bytes is 0). -1: out of
  * host memory, or bytes over 2^32 (memory.tcm_bytes' limit). */
@@ -112,27 +123,48 @@ int kb__tcm_alloc_rest(kb_tcm *t, uint64_t size, uint64_t *off, uint64_t *fence)
  * The next free is most likely of this block, the newest one in scope:
  * the search's answer for it is the block at the cursor, hint[1] too.
  */
-static inline int kb__tcm_alloc_inline(kb_tcm *t, uint64_t bytes, uint64_t *off, uint64_t *fence)
+static inline __attribute__((always_inline)) int
+kb__tcm_alloc_inline(kb_tcm *t, uint64_t bytes, uint64_t *off, uint64_t *fence)
 {
 	uint64_t size = kb__tcm_round(bytes);
-	uint32_t k = t->hint[0][0], i = t->hint[0][1];
+	uint32_t k, i;
 	kb_tcm_leaf *f;
+	kb_tcm_blk *b = t->cb;
+	uint64_t o = b->off, e = o + size;
 
+	if (o == t->cursor && e <= b->last) {   /* the block shrinks */
+		t->hint[1][0] = t->hint[0][0];
+		t->hint[1][1] = t->hint[0][1];
+		b->off = (uint32_t)e;
+		*off = o;
+		*fence = b->fence;
+		t->cursor = e;
+		t->used += size;
+		return 0;
+	}
+	k = t->hint[0][0];
+	i = t->hint[0][1];
 	if (k < t->m && i < (f = t->leaf[k])->n) {
-		kb_tcm_blk *b = &f->b[i + (i >= f->g ? KB_TCM_LEAF - f->n : 0)];
-		uint64_t o = b->off, e = o + size;
-
+		b = &f->b[i + (i >= f->g ? KB_TCM_LEAF - f->n : 0)];
+		o = b->off;
+		e = o + size;
 		if (o == t->cursor) {
 			t->hint[1][0] = k;
 			t->hint[1][1] = i;
 			if (e <= b->last) {
 				b->off = (uint32_t)e;
+				t->cb = b;
 			} else if (e - 1 == b->last && f->n > 1 && t->gk == k && f->g == i) {
-				/* block i is the first past the gap: the gap grows */
+				/* block i is the first past the gap: the gap grows,
+				 * and the block after it is block i */
 				f->n--;
 				t->n--;
-				if (i == f->n)   /* it was the last: the one before is */
+				if (i == f->n) {   /* it was the last: the one before is */
 					t->hi[k] = (uint64_t)f->b[i - 1].last + 1;
+					t->cb = &kb__tcm_nil;
+				} else {
+					t->cb = b + 1;
+				}
 			} else {
 				return kb__tcm_alloc_rest(t, size, off, fence);
 			}
