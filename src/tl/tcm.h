@@ -132,10 +132,29 @@ kb__tcm_alloc_inline(kb_tcm *t, uint64_t bytes, uint64_t *off, uint64_t *fence)
 	kb_tcm_blk *b = t->cb;
 	uint64_t o = b->off, e = o + size;
 
-	if (o == t->cursor && e <= b->last) {   /* the block shrinks */
-		t->hint[1][0] = t->hint[0][0];
-		t->hint[1][1] = t->hint[0][1];
-		b->off = (uint32_t)e;
+	if (o == t->cursor) {
+		k = t->hint[0][0];
+		i = t->hint[0][1];
+		if (e <= b->last) {   /* the block shrinks */
+			b->off = (uint32_t)e;
+		} else if (e - 1 == b->last && (f = t->leaf[k])->n > 1 && t->gk == k &&
+			   f->g == i) {
+			/* it goes, at the gap (as below); a known block (not
+			 * kb__tcm_nil: no request ends at its last byte), so
+			 * the hint names it */
+			f->n--;
+			t->n--;
+			if (i == f->n) {
+				t->hi[k] = (uint64_t)f->b[i - 1].last + 1;
+				t->cb = &kb__tcm_nil;
+			} else {
+				t->cb = b + 1;
+			}
+		} else {
+			return kb__tcm_alloc_rest(t, size, off, fence);
+		}
+		t->hint[1][0] = k;
+		t->hint[1][1] = i;
 		*off = o;
 		*fence = b->fence;
 		t->cursor = e;
