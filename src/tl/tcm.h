@@ -40,6 +40,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define KB_TCM_ALIGN 64u
 #define KB_TCM_LEAF 64u
@@ -132,13 +133,19 @@ kb__tcm_alloc_inline(kb_tcm *t, uint64_t bytes, uint64_t *off, uint64_t *fence)
 	kb_tcm_blk *b = t->cb;
 	uint64_t o = b->off, e = o + size;
 
+	if (o == t->cursor && e <= b->last) {   /* the block shrinks */
+		memcpy(t->hint[1], t->hint[0], sizeof(t->hint[0]));
+		b->off = (uint32_t)e;
+		*off = o;
+		*fence = b->fence;
+		t->cursor = e;
+		t->used += size;
+		return 0;
+	}
 	if (o == t->cursor) {
 		k = t->hint[0][0];
 		i = t->hint[0][1];
-		if (e <= b->last) {   /* the block shrinks */
-			b->off = (uint32_t)e;
-		} else if (e - 1 == b->last && (f = t->leaf[k])->n > 1 && t->gk == k &&
-			   f->g == i) {
+		if (e - 1 == b->last && (f = t->leaf[k])->n > 1 && t->gk == k && f->g == i) {
 			/* it goes, at the gap (as below); a known block (not
 			 * kb__tcm_nil: no request ends at its last byte), so
 			 * the hint names it */
