@@ -16,7 +16,7 @@ typedef struct kb_evkey {
 	kb_time time;
 	uint64_t pair;           /* dst << 32 | src */
 	uint64_t seq;
-	uint64_t slot;
+	uint64_t slot;           /* the event's byte offset in ev (core.c ev_at) */
 } kb_evkey;
 
 /* A worker's events: a binary min-heap of n keys on (time, destination
