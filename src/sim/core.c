@@ -949,6 +949,8 @@ static inline __attribute__((always_inline)) void worker_run(kb_worker *w, kb_ti
 			lp = lps[ev->dst];
 			lp->now = t;
 			rc = lp->event(lp, ev);
+			if (__builtin_expect(rc | h->attn, 0))
+				goto rare;
 		} else {
 			const kb_evkey *k0 = h->key;
 			uint64_t slot;
@@ -976,9 +978,12 @@ static inline __attribute__((always_inline)) void worker_run(kb_worker *w, kb_ti
 			}
 			evheap_release(h, slot);
 		}
-		if (__builtin_expect(rc | h->attn, 0) && event_rare(w, lp, rc)) {
-			left--;
-			break;
+		if (__builtin_expect(rc | h->attn, 0)) {
+rare:
+			if (event_rare(w, lp, rc)) {
+				left--;
+				break;
+			}
 		}
 		if (!bounded && *step_n)
 			w->sim->cfg.on_step(w->sim->cfg.step_ctx);
