@@ -111,6 +111,35 @@ static inline uint64_t kb__tcm_round(uint64_t bytes)
 /* kb__tcm_alloc of `size` (rounded) past kb__tcm_alloc_inline's cases. */
 int kb__tcm_alloc_rest(kb_tcm *t, uint64_t size, uint64_t *off, uint64_t *fence);
 
+/* kb__tcm_alloc_inline's block b (block i of leaf k, f), the first past
+ * the open gap, goes whole: the gap grows over it, and the block after it
+ * (block i now) is the cursor's block; when b was the leaf's last, the
+ * leaf's bound is the block before it, and the cursor's block unknown. */
+static inline __attribute__((always_inline)) void
+kb__tcm_gap_takes(kb_tcm *t, kb_tcm_leaf *f, uint32_t k, uint32_t i, kb_tcm_blk *b)
+{
+	f->n--;
+	t->n--;
+	if (i == f->n) {   /* it was the last: the one before is */
+		t->hi[k] = (uint64_t)f->b[i - 1].last + 1;
+		t->cb = &kb__tcm_nil;
+	} else {
+		t->cb = b + 1;
+	}
+}
+
+/* kb__tcm_alloc_inline's answer: [o, e) of block b. */
+static inline __attribute__((always_inline)) int
+kb__tcm_given(kb_tcm *t, const kb_tcm_blk *b, uint64_t o, uint64_t e, uint64_t size,
+	      uint64_t *off, uint64_t *fence)
+{
+	*off = o;
+	*fence = b->fence;
+	t->cursor = e;
+	t->used += size;
+	return 0;
+}
+
 /*
  * kb__tcm_alloc, its common cases inline for the tl's TCM tensors (a
  * call, its arguments and results through memory and the callee's
@@ -136,11 +165,7 @@ kb__tcm_alloc_inline(kb_tcm *t, uint64_t bytes, uint64_t *off, uint64_t *fence)
 	if (o == t->cursor && e <= b->last) {   /* the block shrinks */
 		memcpy(t->hint[1], t->hint[0], sizeof(t->hint[0]));
 		b->off = (uint32_t)e;
-		*off = o;
-		*fence = b->fence;
-		t->cursor = e;
-		t->used += size;
-		return 0;
+		return kb__tcm_given(t, b, o, e, size, off, fence);
 	}
 	if (o == t->cursor) {
 		k = t->hint[0][0];
@@ -149,24 +174,13 @@ kb__tcm_alloc_inline(kb_tcm *t, uint64_t bytes, uint64_t *off, uint64_t *fence)
 			/* it goes, at the gap (as below); a known block (not
 			 * kb__tcm_nil: no request ends at its last byte), so
 			 * the hint names it */
-			f->n--;
-			t->n--;
-			if (i == f->n) {
-				t->hi[k] = (uint64_t)f->b[i - 1].last + 1;
-				t->cb = &kb__tcm_nil;
-			} else {
-				t->cb = b + 1;
-			}
+			kb__tcm_gap_takes(t, f, k, i, b);
 		} else {
 			return kb__tcm_alloc_rest(t, size, off, fence);
 		}
 		t->hint[1][0] = k;
 		t->hint[1][1] = i;
-		*off = o;
-		*fence = b->fence;
-		t->cursor = e;
-		t->used += size;
-		return 0;
+		return kb__tcm_given(t, b, o, e, size, off, fence);
 	}
 	k = t->hint[0][0];
 	i = t->hint[0][1];
@@ -181,24 +195,12 @@ kb__tcm_alloc_inline(kb_tcm *t, uint64_t bytes, uint64_t *off, uint64_t *fence)
 				b->off = (uint32_t)e;
 				t->cb = b;
 			} else if (e - 1 == b->last && f->n > 1 && t->gk == k && f->g == i) {
-				/* block i is the first past the gap: the gap grows,
-				 * and the block after it is block i */
-				f->n--;
-				t->n--;
-				if (i == f->n) {   /* it was the last: the one before is */
-					t->hi[k] = (uint64_t)f->b[i - 1].last + 1;
-					t->cb = &kb__tcm_nil;
-				} else {
-					t->cb = b + 1;
-				}
+				/* block i is the first past the gap */
+				kb__tcm_gap_takes(t, f, k, i, b);
 			} else {
 				return kb__tcm_alloc_rest(t, size, off, fence);
 			}
-			*off = o;
-			*fence = b->fence;
-			t->cursor = e;
-			t->used += size;
-			return 0;
+			return kb__tcm_given(t, b, o, e, size, off, fence);
 		}
 	}
 	return kb__tcm_alloc_rest(t, size, off, fence);
