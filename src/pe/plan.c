@@ -197,7 +197,8 @@ _Static_assert(offsetof(kb_plan, gemm) < offsetof(kb_plan, last_op) &&
 		       offsetof(kb_plan, last_op) < offsetof(kb_plan, cost_blk) &&
 		       offsetof(kb_plan, cost_blk) + sizeof(void *) <= 128 &&
 		       offsetof(kb_plan, cost_blk) < offsetof(kb_plan, dig) &&
-		       offsetof(kb_plan, dig) < offsetof(kb_plan, next) &&
+		       offsetof(kb_plan, dig) < offsetof(kb_plan, key) &&
+		       offsetof(kb_plan, memo_i) < offsetof(kb_plan, next) &&
 		       offsetof(kb_plan, next) < offsetof(kb_plan, stage_buf) &&
 		       offsetof(kb_plan, stage_buf) < offsetof(kb_plan, a_pre),
 	       "kb_plan: gemm..last_op, cost_blk in the first two lines, dig..next, "
@@ -233,19 +234,17 @@ int kb__plan_create(kb_plan **out, kb_cmd *cmd, const kb_machine *m, kb_error *e
 }
 
 /*
- * Plans of digest keys (kb_cmd_dig.key): every command the tl context
- * replays from one template has the same stages and stage costs, so the
- * first such command's plan, its costs worked out at once, is kept here
- * and the others copy it (plan_gemm_stages, plan_math and a cost per stage
- * were ~4% of decode opt2). The costs are one block the key's plans
- * share, counted: an entry may be replaced while its plans are in flight.
- * Copied, they were a ~5 KB buffer a plan, each cold where a stage read
- * it (issue 13).
+ * The memo of digest keys (kb_plan_memo, plan.h): plan_gemm_stages,
+ * plan_math and a cost per stage were ~4% of decode opt2. The costs are
+ * one block the key's plans share, counted: an entry may be replaced
+ * while its plans are in flight. Copied, they were a ~5 KB buffer a plan,
+ * each cold where a stage read it (issue 13).
  */
-#define N_MEMO 16
-#define N_SMEMO 4                /* loads and stores, by kind and bytes */
+#define N_MEMO KB_PLAN_MEMO_KEYS
+#define N_SMEMO KB_PLAN_MEMO_SIMPLE
 
-/* (kb_cost_block: plan.h, for kb__plan_recycle's inline path.) */
+/* (kb_cost_block and kb_plan_memo: plan.h, for kb__plan_recycle's inline
+ * path.) */
 
 /* A cost block for pool's next key: a spare one, or a new one. */
 static kb_cost_block *cost_new(kb_plan_pool *pool)
@@ -272,7 +271,8 @@ static void cost_put(kb_plan_pool *pool, kb_cost_block *b)
 	pool->spare_cost = b;
 }
 
-/* Drops p's use of its cost block (the last one gives it to pool). */
+/* Drops p's use of its cost block (the last one gives it to pool): it is
+ * no longer a plan of its key. */
 static void cost_release(kb_plan *p, kb_plan_pool *pool)
 {
 	if (p->cost_blk && --p->cost_blk->refs == 0)
@@ -280,31 +280,8 @@ static void cost_release(kb_plan *p, kb_plan_pool *pool)
 	p->cost_blk = NULL;
 	p->cost = NULL;
 	p->cost_ok = 0;
+	p->key = 0;
 }
-
-/* What a plan of a key copies from the memo: its gemm..cost_blk, two
- * lines (kb_plan). */
-#define GEO_BYTES (offsetof(kb_plan, cost_blk) + sizeof(void *) - offsetof(kb_plan, gemm))
-
-typedef struct memo_geo {
-	_Alignas(64) unsigned char b[GEO_BYTES];
-} memo_geo;
-
-/* Direct-mapped by key: the tl context numbers its templates in turn, so
- * a kernel's composites (opt3: ten a tile) take consecutive entries, and
- * a look-up is one comparison, cheap enough for a plan of one stage. An
- * entry is the bytes a plan copies, in place: no pointer to a plan of its
- * own to load first, and a kernel's keys, met in turn, read consecutive
- * lines (issue 13). */
-struct kb_plan_memo {
-	/* the machine of the pool's plans and its free staging slots'
-	 * bitmap, worked out once (plan_init's was ~9 instructions a
-	 * command) */
-	const kb_machine *m;
-	uint64_t slot_free;
-	uint64_t key[N_MEMO + N_SMEMO];    /* 0: unused */
-	memo_geo geo[N_MEMO + N_SMEMO];    /* its cost block counted (memo_keep) */
-};
 
 /* Whether a plan's stage costs fit its cost buffer: those of every step
  * of the loop too, n_last a step (decode opt3's GEMMs on a loaded K or V
@@ -347,15 +324,26 @@ static int cost_all(kb_plan *p, kb_plan_pool *pool)
 	return 0;
 }
 
-/* Copies from g (the memo's entry of p's key) what planning derives from
- * the digest: loop geometry and its stage lists, which are g's cost
+/* Copies from entry i of mo, p's key's, what planning derives from the
+ * digest: loop geometry and its stage lists, which are the entry's cost
  * block's; and shares that block. */
-static void plan_copy(kb_plan *p, const memo_geo *g)
+static void plan_copy(kb_plan *p, const kb_plan_memo *mo, uint32_t i)
 {
-	memcpy(&p->gemm, g->b, GEO_BYTES);
+	memcpy(&p->gemm, mo->geo[i].b, KB_PLAN_GEO_BYTES);
 	p->cost_blk->refs++;
 	p->cost = p->cost_blk->c;
 	p->cost_ok = 1;
+}
+
+/* p, a plan of key from entry i of the memo, goes back to that entry's
+ * list when it ends (a timing run's: a data-mode plan's buffers are its
+ * command's). */
+static void plan_keyed(kb_plan *p, uint64_t key, uint32_t i)
+{
+	if (p->m->mem)
+		return;
+	p->key = key;
+	p->memo_i = i;
 }
 
 /* Where key is kept: a digest key among the first N_MEMO entries, a
@@ -365,22 +353,38 @@ static uint32_t memo_index(uint64_t key)
 	return key >> 63 ? N_MEMO + (uint32_t)((key >> 56 ^ key >> 6) % N_SMEMO) : (uint32_t)(key % N_MEMO);
 }
 
-static const memo_geo *memo_find(const kb_plan_memo *mo, uint64_t key)
+/* Whether mo (NULL: none yet) has key. */
+static int memo_has(const kb_plan_memo *mo, uint64_t key)
+{
+	return mo && mo->key[memo_index(key)] == key;
+}
+
+/* plan_copy of key's entry, which mo has, for a plan that goes back to it. */
+static void plan_copy_keyed(kb_plan *p, const kb_plan_memo *mo, uint64_t key)
 {
 	uint32_t i = memo_index(key);
 
-	return mo->key[i] == key ? &mo->geo[i] : NULL;
+	plan_copy(p, mo, i);
+	plan_keyed(p, key, i);
 }
 
-/* Drops the memo entry g's use of its cost block (none: unused). */
-static void geo_release(kb_plan_pool *pool, memo_geo *g)
+/* Drops memo entry i's use of its cost block (none: unused), and its
+ * spare plans' with it: they go to the pool's spares, for any key. */
+static void entry_release(kb_plan_pool *pool, kb_plan_memo *mo, uint32_t i)
 {
+	kb_plan_geo *g = &mo->geo[i];
 	kb_cost_block *b;
 
+	while (mo->spare[i]) {
+		kb_plan *p = mo->spare[i];
+
+		mo->spare[i] = p->next;
+		kb__plan_recycle_slow(p, pool);
+	}
 	memcpy(&b, g->b + offsetof(kb_plan, cost_blk) - offsetof(kb_plan, gemm), sizeof(b));
 	if (b && --b->refs == 0)
 		cost_put(pool, b);
-	memset(g->b, 0, GEO_BYTES);
+	memset(g->b, 0, KB_PLAN_GEO_BYTES);
 }
 
 /*
@@ -400,7 +404,7 @@ static inline uint64_t simple_key(const kb_cmd *c)
 }
 
 /* Keeps a copy of p (costs worked out) as the plan of key. */
-static void memo_keep(kb_plan_pool *pool, uint64_t key, const kb_plan *p)
+static void memo_keep(kb_plan_pool *pool, uint64_t key, kb_plan *p)
 {
 	kb_plan_memo *mo = pool->memo;
 	uint32_t i;
@@ -413,10 +417,11 @@ static void memo_keep(kb_plan_pool *pool, uint64_t key, const kb_plan *p)
 		mo->slot_free = p->slot_free;
 	}
 	i = memo_index(key);
-	geo_release(pool, &mo->geo[i]);
-	memcpy(mo->geo[i].b, &p->gemm, GEO_BYTES);
+	entry_release(pool, mo, i);
+	memcpy(mo->geo[i].b, &p->gemm, KB_PLAN_GEO_BYTES);
 	p->cost_blk->refs++;
 	mo->key[i] = key;
+	plan_keyed(p, key, i);
 }
 
 /* What every plan of cmd starts with (plan_zero before). */
@@ -436,7 +441,6 @@ static __attribute__((noinline)) int create_slow(kb_plan **out, kb_plan_pool *po
 						 const kb_machine *m, kb_error *err)
 {
 	kb_plan *p = pool && pool->spare ? pool->spare : plan_new();
-	const memo_geo *memo = NULL;
 	uint64_t key = 0;
 	int rc = 0;
 
@@ -459,8 +463,8 @@ static __attribute__((noinline)) int create_slow(kb_plan **out, kb_plan_pool *po
 		}
 		p->dig = d;
 		key = pool ? d->key : 0;
-		if (key && pool->memo && (memo = memo_find(pool->memo, key)))
-			plan_copy(p, memo);
+		if (key && memo_has(pool->memo, key))
+			plan_copy_keyed(p, pool->memo, key);
 		else {
 			plan_fresh(p);
 			p->gemm = d->gemm;
@@ -469,9 +473,8 @@ static __attribute__((noinline)) int create_slow(kb_plan **out, kb_plan_pool *po
 			if (!rc && key && costs_fit(p) && !cost_all(p, pool))
 				memo_keep(pool, key, p);
 		}
-	} else if ((key = pool ? simple_key(cmd) : 0) && pool->memo &&
-		   (memo = memo_find(pool->memo, key))) {
-		plan_copy(p, memo);
+	} else if ((key = pool ? simple_key(cmd) : 0) && memo_has(pool->memo, key)) {
+		plan_copy_keyed(p, pool->memo, key);
 	} else {
 		plan_fresh(p);
 		rc = plan_simple(p, cmd);
@@ -492,21 +495,22 @@ static __attribute__((noinline)) int create_slow(kb_plan **out, kb_plan_pool *po
 	return KB_OK;
 }
 
-/* A timing run's command of a key the memo has, from a spare plan, is
- * most commands of a decode run: that case alone here, the rest in
- * create_slow, so that it needs few registers and no stack frame (the
- * whole was ~25 of its ~110 instructions a command in saving and
- * restoring them, issue 13). */
+/* A timing run's command of a key the memo has is most commands of a
+ * decode run: that case alone here, the rest in create_slow, so that it
+ * needs few registers and no stack frame (the whole was ~25 of its ~110
+ * instructions a command in saving and restoring them, issue 13). Its
+ * plan is one the key's entry kept, with the geometry and costs it
+ * needs; else a spare one, which copies them. */
 int kb__plan_create_from(kb_plan **out, kb_plan_pool *pool, kb_cmd *cmd, const kb_machine *m,
 			 kb_error *err)
 {
 	const kb_cmd_dig *d = NULL;
-	const kb_plan_memo *mo;
-	const memo_geo *g;
+	kb_plan_memo *mo;
 	kb_plan *p;
 	uint64_t key;
+	uint32_t i;
 
-	if (!pool || !(p = pool->spare) || !(mo = pool->memo) || mo->m != m || m->mem)
+	if (!pool || !(mo = pool->memo) || mo->m != m || m->mem)
 		return create_slow(out, pool, cmd, m, err);
 	if (cmd->kind == KB_CMD_COMPOSITE) {
 		d = cmd->dig;
@@ -515,19 +519,30 @@ int kb__plan_create_from(kb_plan **out, kb_plan_pool *pool, kb_cmd *cmd, const k
 	} else if (!(key = simple_key(cmd))) {
 		return create_slow(out, pool, cmd, m, err);
 	}
-	if (!(g = memo_find(mo, key)))
+	i = memo_index(key);
+	if (mo->key[i] != key)
 		return create_slow(out, pool, cmd, m, err);
-	pool->spare = p->next;   /* its costs released when recycled */
-	plan_zero(p, 0);
-	/* plan_init, with the memo's bitmap */
+	if ((p = mo->spare[i])) {
+		mo->spare[i] = p->next;
+	} else {
+		if (!(p = pool->spare))
+			return create_slow(out, pool, cmd, m, err);
+		pool->spare = p->next;
+		plan_zero(p, 0);
+		/* plan_init's fields that stay with the key's plan */
+		p->m = m;
+		p->over_op = -1;
+		p->slots = m->staging_slots;
+		plan_copy(p, mo, i);
+		p->key = key;
+		p->memo_i = i;
+	}
+	/* the command's own */
 	p->cmd = cmd;
 	p->pe = cmd->pe;
-	p->m = m;
-	p->over_op = -1;
-	p->slots = m->staging_slots;
-	p->slot_free = p->acc_free = mo->slot_free;
 	p->dig = d;
-	plan_copy(p, g);
+	p->fed = p->retired = 0;
+	p->slot_free = p->acc_free = mo->slot_free;
 	p->phase = p->n_pre ? KB_PH_PRE : KB_PH_LOOP;
 	*out = p;
 	return KB_OK;
@@ -608,17 +623,18 @@ void kb__plan_recycle_slow(kb_plan *p, kb_plan_pool *pool)
 
 void kb__plan_free_pool(kb_plan_pool *pool)
 {
+	/* the entries' spare plans first: they join the pool's */
+	if (pool->memo) {
+		for (uint32_t i = 0; i < N_MEMO + N_SMEMO; i++)
+			entry_release(pool, pool->memo, i);
+		free(pool->memo);
+		pool->memo = NULL;
+	}
 	while (pool->spare) {
 		kb_plan *p = pool->spare;
 
 		pool->spare = p->next;
 		free(p);
-	}
-	if (pool->memo) {
-		for (int i = 0; i < N_MEMO + N_SMEMO; i++)
-			geo_release(pool, &pool->memo->geo[i]);
-		free(pool->memo);
-		pool->memo = NULL;
 	}
 	while (pool->spare_cost)
 		free(cost_new(pool));

@@ -74,12 +74,16 @@ typedef struct kb_plan {
 	uint32_t over_max;       /* that limit */
 	/* scheduler-owned progress */
 	kb_phase phase;
-	uint64_t fed, retired, phase_steps;
+	uint64_t fed, retired;
 	uint64_t slot_free, acc_free;   /* bitmaps of free staging / accumulator slots */
 	uint32_t slots;
 	uint32_t cur_acc;               /* accumulator slot of the tile being fed */
-	uint64_t admitted_at;
-	struct kb_plan *next;    /* scheduler's in-flight list */
+	/* The digest key whose memo entry (memo_i) the plan's geometry and
+	 * cost block came from, in a timing run (0: none): recycled, the
+	 * plan waits on that entry's list for the key's next command. */
+	uint64_t key;
+	uint32_t memo_i;
+	struct kb_plan *next;    /* a pool's list of spare plans */
 	/* data-mode buffers, one stage at a time touches each (zeroed only
 	 * for a machine with memory: nothing reads them without) */
 	uint8_t *stage_buf;      /* slots x (a tile + b tile + out tile), storage dtype */
@@ -99,6 +103,45 @@ int kb__plan_create(kb_plan **out, kb_cmd *cmd, const kb_machine *m, kb_error *e
 void kb__plan_free(kb_plan *p);
 
 typedef struct kb_plan_memo kb_plan_memo;
+
+/* What a plan of a digest key copies from the memo: its gemm..cost_blk,
+ * two lines (kb_plan). */
+#define KB_PLAN_GEO_BYTES (offsetof(kb_plan, cost_blk) + sizeof(void *) - offsetof(kb_plan, gemm))
+
+typedef struct kb_plan_geo {
+	_Alignas(64) unsigned char b[KB_PLAN_GEO_BYTES];
+} kb_plan_geo;
+
+#define KB_PLAN_MEMO_KEYS 16     /* digest keys */
+#define KB_PLAN_MEMO_SIMPLE 4    /* loads and stores, by kind and bytes */
+#define KB_PLAN_MEMO_N (KB_PLAN_MEMO_KEYS + KB_PLAN_MEMO_SIMPLE)
+
+/*
+ * Plans of digest keys (kb_cmd_dig.key), plan.c's: every command the tl
+ * context replays from one template has the same stages and stage costs,
+ * so the first such command's plan, its costs worked out at once, is kept
+ * here and the others copy it. Direct-mapped by key: the tl context
+ * numbers its templates in turn, so a kernel's composites (opt3: ten a
+ * tile) take consecutive entries, and a look-up is one comparison, cheap
+ * enough for a plan of one stage. An entry is the bytes a plan copies,
+ * in place: no pointer to a plan of its own to load first, and a kernel's
+ * keys, met in turn, read consecutive lines (issue 13).
+ *
+ * And each entry's spare plans: a finished plan of its key keeps its
+ * geometry and its use of the cost block, so that the key's next command
+ * takes it as it is, setting only its own fields (a copy of the entry was
+ * ~45 instructions a command, and its release at the end ~10).
+ */
+struct kb_plan_memo {
+	/* the machine of the pool's plans and its free staging slots'
+	 * bitmap, worked out once (plan_init's was ~9 instructions a
+	 * command) */
+	const kb_machine *m;
+	uint64_t slot_free;
+	uint64_t key[KB_PLAN_MEMO_N];      /* 0: unused */
+	kb_plan *spare[KB_PLAN_MEMO_N];    /* finished plans of key[i] */
+	kb_plan_geo geo[KB_PLAN_MEMO_N];   /* its cost block counted (memo_keep) */
+};
 
 /* A scheduler's plans (its owner's thread only): spare ones (linked by
  * next), which kb__plan_recycle fills, since a decode run admits a plan
@@ -197,20 +240,20 @@ typedef struct kb_cost_block {
 void kb__plan_recycle_slow(kb_plan *p, kb_plan_pool *pool);
 
 /* Gives p (NULL: nothing) back to pool for the next kb__plan_create_from.
- * Inline: a timing run's plan, whose cost block the memo still holds,
- * only drops its use of it (the call was ~25 instructions a command). */
+ * Inline: a timing run's plan of a key the memo still has goes as it is
+ * on that key's list (kb_plan_memo). A key the memo no longer has (its
+ * entry taken by another) may come back to it: its plans in flight then
+ * go on its list with the cost block they have, the same costs. */
 static inline void kb__plan_recycle(kb_plan *p, kb_plan_pool *pool)
 {
-	if (__builtin_expect(!p || p->m->mem || !p->cost_blk || p->cost_blk->refs <= 1, 0)) {
+	kb_plan_memo *mo;
+
+	if (__builtin_expect(!p || !p->key || (mo = pool->memo)->key[p->memo_i] != p->key, 0)) {
 		kb__plan_recycle_slow(p, pool);
 		return;
 	}
-	p->cost_blk->refs--;
-	p->cost_blk = NULL;
-	p->cost = NULL;
-	p->cost_ok = 0;
-	p->next = pool->spare;
-	pool->spare = p;
+	p->next = mo->spare[p->memo_i];
+	mo->spare[p->memo_i] = p;
 }
 
 /* The topology keys a stage kind's cycles come from (error messages).
