@@ -240,8 +240,6 @@ int kb__plan_create(kb_plan **out, kb_cmd *cmd, const kb_machine *m, kb_error *e
  * while its plans are in flight. Copied, they were a ~5 KB buffer a plan,
  * each cold where a stage read it (issue 13).
  */
-#define N_MEMO KB_PLAN_MEMO_KEYS
-#define N_SMEMO KB_PLAN_MEMO_SIMPLE
 
 /* (kb_cost_block and kb_plan_memo: plan.h, for kb__plan_recycle's inline
  * path.) */
@@ -346,23 +344,16 @@ static void plan_keyed(kb_plan *p, uint64_t key, uint32_t i)
 	p->memo_i = i;
 }
 
-/* Where key is kept: a digest key among the first N_MEMO entries, a
- * load's or store's (simple_key) among the rest. */
-static uint32_t memo_index(uint64_t key)
-{
-	return key >> 63 ? N_MEMO + (uint32_t)((key >> 56 ^ key >> 6) % N_SMEMO) : (uint32_t)(key % N_MEMO);
-}
-
 /* Whether mo (NULL: none yet) has key. */
 static int memo_has(const kb_plan_memo *mo, uint64_t key)
 {
-	return mo && mo->key[memo_index(key)] == key;
+	return mo && mo->key[kb__plan_memo_index(key)] == key;
 }
 
 /* plan_copy of key's entry, which mo has, for a plan that goes back to it. */
 static void plan_copy_keyed(kb_plan *p, const kb_plan_memo *mo, uint64_t key)
 {
-	uint32_t i = memo_index(key);
+	uint32_t i = kb__plan_memo_index(key);
 
 	plan_copy(p, mo, i);
 	plan_keyed(p, key, i);
@@ -387,22 +378,6 @@ static void entry_release(kb_plan_pool *pool, kb_plan_memo *mo, uint32_t i)
 	memset(g->b, 0, KB_PLAN_GEO_BYTES);
 }
 
-/*
- * The memo key of a load's or store's plan: its stage and that stage's
- * cost follow from its kind and the bytes it moves (decode opt3 loads
- * two tiles of one size per KV tile, each planned and costed anew
- * before). Top bit set: never a digest key, which counts from 1. 0: not
- * kept (another kind, or bytes too many for the key).
- */
-static inline uint64_t simple_key(const kb_cmd *c)
-{
-	uint64_t bytes = kb__tview_bytes(&c->src);
-
-	if ((c->kind != KB_CMD_LOAD && c->kind != KB_CMD_STORE) || bytes >> 48)
-		return 0;
-	return UINT64_C(1) << 63 | (uint64_t)c->kind << 56 | bytes;
-}
-
 /* Keeps a copy of p (costs worked out) as the plan of key. */
 static void memo_keep(kb_plan_pool *pool, uint64_t key, kb_plan *p)
 {
@@ -416,7 +391,7 @@ static void memo_keep(kb_plan_pool *pool, uint64_t key, kb_plan *p)
 		mo->m = p->m;
 		mo->slot_free = p->slot_free;
 	}
-	i = memo_index(key);
+	i = kb__plan_memo_index(key);
 	entry_release(pool, mo, i);
 	memcpy(mo->geo[i].b, &p->gemm, KB_PLAN_GEO_BYTES);
 	p->cost_blk->refs++;
@@ -436,7 +411,7 @@ static inline void plan_init(kb_plan *p, kb_cmd *cmd, const kb_machine *m)
 	p->acc_free = p->slot_free;
 }
 
-/* kb__plan_create_from but for a timing run's memo hit from the pool. */
+/* kb__plan_create_from but for a plan a memo entry kept (kb__plan_take). */
 static __attribute__((noinline)) int create_slow(kb_plan **out, kb_plan_pool *pool, kb_cmd *cmd,
 						 const kb_machine *m, kb_error *err)
 {
@@ -473,7 +448,7 @@ static __attribute__((noinline)) int create_slow(kb_plan **out, kb_plan_pool *po
 			if (!rc && key && costs_fit(p) && !cost_all(p, pool))
 				memo_keep(pool, key, p);
 		}
-	} else if ((key = pool ? simple_key(cmd) : 0) && memo_has(pool->memo, key)) {
+	} else if ((key = pool ? kb__plan_simple_key(cmd) : 0) && memo_has(pool->memo, key)) {
 		plan_copy_keyed(p, pool->memo, key);
 	} else {
 		plan_fresh(p);
@@ -495,57 +470,16 @@ static __attribute__((noinline)) int create_slow(kb_plan **out, kb_plan_pool *po
 	return KB_OK;
 }
 
-/* A timing run's command of a key the memo has is most commands of a
- * decode run: that case alone here, the rest in create_slow, so that it
- * needs few registers and no stack frame (the whole was ~25 of its ~110
- * instructions a command in saving and restoring them, issue 13). Its
- * plan is one the key's entry kept, with the geometry and costs it
- * needs; else a spare one, which copies them. */
+/* The plan of a key's memo entry kept inline (kb__plan_take), the rest
+ * (a memo hit on a spare plan of any key or a new one, planning anew,
+ * data mode) in create_slow, whose registers and stack frame the common
+ * case then does without (issue 13). */
 int kb__plan_create_from(kb_plan **out, kb_plan_pool *pool, kb_cmd *cmd, const kb_machine *m,
 			 kb_error *err)
 {
-	const kb_cmd_dig *d = NULL;
-	kb_plan_memo *mo;
-	kb_plan *p;
-	uint64_t key;
-	uint32_t i;
-
-	if (!pool || !(mo = pool->memo) || mo->m != m || m->mem)
-		return create_slow(out, pool, cmd, m, err);
-	if (cmd->kind == KB_CMD_COMPOSITE) {
-		d = cmd->dig;
-		if (!d || d->n_ops != cmd->n_ops || !(key = d->key))
-			return create_slow(out, pool, cmd, m, err);
-	} else if (!(key = simple_key(cmd))) {
-		return create_slow(out, pool, cmd, m, err);
-	}
-	i = memo_index(key);
-	if (mo->key[i] != key)
-		return create_slow(out, pool, cmd, m, err);
-	if ((p = mo->spare[i])) {
-		mo->spare[i] = p->next;
-	} else {
-		if (!(p = pool->spare))
-			return create_slow(out, pool, cmd, m, err);
-		pool->spare = p->next;
-		plan_zero(p, 0);
-		/* plan_init's fields that stay with the key's plan */
-		p->m = m;
-		p->over_op = -1;
-		p->slots = m->staging_slots;
-		plan_copy(p, mo, i);
-		p->key = key;
-		p->memo_i = i;
-	}
-	/* the command's own */
-	p->cmd = cmd;
-	p->pe = cmd->pe;
-	p->dig = d;
-	p->fed = p->retired = 0;
-	p->slot_free = p->acc_free = mo->slot_free;
-	p->phase = p->n_pre ? KB_PH_PRE : KB_PH_LOOP;
-	*out = p;
-	return KB_OK;
+	if (pool && (*out = kb__plan_take(pool, cmd, m)))
+		return KB_OK;
+	return create_slow(out, pool, cmd, m, err);
 }
 
 /* Whether ops cannot need more stages than a plan holds, whatever their
@@ -625,7 +559,7 @@ void kb__plan_free_pool(kb_plan_pool *pool)
 {
 	/* the entries' spare plans first: they join the pool's */
 	if (pool->memo) {
-		for (uint32_t i = 0; i < N_MEMO + N_SMEMO; i++)
+		for (uint32_t i = 0; i < KB_PLAN_MEMO_N; i++)
 			entry_release(pool, pool->memo, i);
 		free(pool->memo);
 		pool->memo = NULL;

@@ -161,6 +161,70 @@ typedef struct kb_plan_pool {
 /* kb__plan_create from a pool. */
 int kb__plan_create_from(kb_plan **out, kb_plan_pool *pool, kb_cmd *cmd, const kb_machine *m,
 			 kb_error *err);
+
+/* Where key is kept: a digest key among the first KB_PLAN_MEMO_KEYS
+ * entries, a load's or store's (kb__plan_simple_key) among the rest. */
+static inline uint32_t kb__plan_memo_index(uint64_t key)
+{
+	return key >> 63 ? KB_PLAN_MEMO_KEYS + (uint32_t)((key >> 56 ^ key >> 6) % KB_PLAN_MEMO_SIMPLE)
+			 : (uint32_t)(key % KB_PLAN_MEMO_KEYS);
+}
+
+/*
+ * The memo key of a load's or store's plan: its stage and that stage's
+ * cost follow from its kind and the bytes it moves (decode opt3 loads
+ * two tiles of one size per KV tile, each planned and costed anew
+ * before). Top bit set: never a digest key, which counts from 1. 0: not
+ * kept (another kind, or bytes too many for the key).
+ */
+static inline uint64_t kb__plan_simple_key(const kb_cmd *c)
+{
+	uint64_t bytes = kb__tview_bytes(&c->src);
+
+	if ((c->kind != KB_CMD_LOAD && c->kind != KB_CMD_STORE) || bytes >> 48)
+		return 0;
+	return UINT64_C(1) << 63 | (uint64_t)c->kind << 56 | bytes;
+}
+
+/* The memo key of cmd, 0: none (a composite's digest key, or the simple
+ * key of a load or store); *d its digest (NULL: not a composite). */
+static inline uint64_t kb__plan_key(const kb_cmd *cmd, const kb_cmd_dig **d)
+{
+	*d = NULL;
+	if (cmd->kind != KB_CMD_COMPOSITE)
+		return kb__plan_simple_key(cmd);
+	*d = cmd->dig;
+	return *d && (*d)->n_ops == cmd->n_ops ? (*d)->key : 0;
+}
+
+/*
+ * kb__plan_create_from's commonest case, inline in the scheduler's
+ * admission (most commands of a decode run): a plan of cmd's key that its
+ * memo entry kept (none in a data-mode run), which needs only the
+ * command's own fields; the rest is the key's. NULL: there is none.
+ */
+static inline kb_plan *kb__plan_take(kb_plan_pool *pool, kb_cmd *cmd, const kb_machine *m)
+{
+	kb_plan_memo *mo = pool->memo;
+	const kb_cmd_dig *d;
+	uint64_t key;
+	uint32_t i;
+	kb_plan *p;
+
+	if (!mo || mo->m != m || !(key = kb__plan_key(cmd, &d)))
+		return NULL;
+	i = kb__plan_memo_index(key);
+	if (mo->key[i] != key || !(p = mo->spare[i]))
+		return NULL;
+	mo->spare[i] = p->next;
+	p->cmd = cmd;
+	p->pe = cmd->pe;
+	p->dig = d;
+	p->fed = p->retired = 0;
+	p->slot_free = p->acc_free = mo->slot_free;
+	p->phase = p->n_pre ? KB_PH_PRE : KB_PH_LOOP;
+	return p;
+}
 void kb__plan_free_pool(kb_plan_pool *pool);
 
 /* Emit's check of a composite's ops, by their digest (kb__cmd_digest),
