@@ -4,6 +4,9 @@
  * online-softmax identity), the GEMM tile, .npy I/O and the generator.
  */
 #include <check.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,6 +147,34 @@ START_TEST(test_load_store)
 	ck_assert(memcmp(back, src, sizeof(src)) == 0);
 }
 END_TEST
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/*
+ * What __builtin_cpu_supports answers (and so which clone each resolver
+ * picks, base/simd.h) against CPUID's own bits: base/cpu_model.c fills
+ * GCC's feature words from glibc's answer, at positions of GCC's ABI, and a
+ * wrong position would report a feature as absent or, worse, present.
+ */
+START_TEST(test_cpu_features)
+{
+	unsigned a, b, c1, d, c7 = 0, b7 = 0, xlo = 0, xhi = 0;
+	int ymm;
+
+	ck_assert(__get_cpuid(1, &a, &b, &c1, &d));
+	(void)__get_cpuid_count(7, 0, &a, &b7, &c7, &d);
+	if (c1 & (1u << 27)) /* OSXSAVE: XCR0 readable */
+		__asm__("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));
+	ymm = (c1 & (1u << 28)) && (xlo & 6) == 6; /* AVX, and the OS saves its state */
+	__builtin_cpu_init();
+	ck_assert_int_eq(!!__builtin_cpu_supports("ssse3"), !!(c1 & (1u << 9)));
+	ck_assert_int_eq(!!__builtin_cpu_supports("sse4.1"), !!(c1 & (1u << 19)));
+	ck_assert_int_eq(!!__builtin_cpu_supports("avx"), ymm);
+	ck_assert_int_eq(!!__builtin_cpu_supports("f16c"), ymm && (c1 & (1u << 29)));
+	ck_assert_int_eq(!!__builtin_cpu_supports("avx2"), ymm && (b7 & (1u << 5)));
+	ck_assert_int_eq(!!__builtin_cpu_supports("sha"), !!(b7 & (1u << 29)));
+}
+END_TEST
+#endif
 
 /* ---- MATH kinds ------------------------------------------------------------ */
 
@@ -872,6 +903,9 @@ Suite *numerics_suite(void)
 	tcase_add_test(fp, test_f16_nan_and_roundtrip);
 	tcase_add_test(fp, test_bf16);
 	tcase_add_test(fp, test_load_store);
+#if defined(__x86_64__) && defined(__GNUC__)
+	tcase_add_test(fp, test_cpu_features);
+#endif
 	tcase_add_test(math, test_names);
 	tcase_add_test(math, test_reductions);
 	tcase_add_test(math, test_exp_diff_bcast);

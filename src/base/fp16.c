@@ -363,7 +363,8 @@ static void store_f16_f16c(unsigned char *p, const float *src, size_t n)
 	}
 }
 
-/* cpuid, as libgcc read it at load time: a load and a test per call. */
+/* cpuid, as read at load time (base/cpu_model.c): a load and a test per
+ * call. */
 static int has_f16c(void)
 {
 	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");

@@ -283,8 +283,8 @@ int kb__sha256_ni_available(void)
 		int ok, avx;
 
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
-		/* libgcc has asked CPUID already, for the library's
-		 * target_clones resolvers: its answer costs no CPUID here (in a
+		/* The target_clones resolvers have asked already
+		 * (base/cpu_model.c): their answer costs no CPUID here (in a
 		 * VM each one exits to the hypervisor: ~6 us a run for four,
 		 * issue 13). Its "avx" includes the OS's XCR0 check. */
 		__builtin_cpu_init();
