@@ -26,7 +26,7 @@
 typedef struct kb_sim kb_sim;
 typedef struct kb_lp kb_lp;
 
-#define KB_EVENT_WORDS 6
+#define KB_EVENT_WORDS 5
 
 /* One event or message. The core fills time, src, dst and seq. */
 typedef struct kb_event {
@@ -34,6 +34,7 @@ typedef struct kb_event {
 	uint32_t src;
 	uint32_t dst;
 	uint64_t seq;
+	uint64_t pad;                /* unused: w[1] .. w[4] on a 16-byte boundary, as the core copies them */
 	uint32_t type;               /* model-defined */
 	uint32_t aux;                /* model-defined */
 	uint64_t w[KB_EVENT_WORDS];  /* model-defined payload */
