@@ -132,8 +132,12 @@ struct kb_oplog_lane {
 	 * with others is formatted whole. */
 	uint32_t form_pe;
 	/* The log's shared lane once every record comes from one thread in
-	 * order (kb__oplog_serial), else never_takes (not NULL: emit tests
-	 * only whether it takes the record). */
+	 * order (kb__oplog_serial) while cur holds none of the lane's
+	 * records, else never_takes (not NULL: emit tests only whether it
+	 * takes the record, not whether cur is empty too). A record that
+	 * goes to cur sets never_takes, and cur's emptying (consume, seal)
+	 * the shared lane again: of one lane's records, those in the shared
+	 * lane come first. */
 	kb_oplog_lane *shared;
 	/* The lane's forms (below) where emit's common path may use them:
 	 * NULL while the lane keeps each record's fields (keep_fields),
@@ -496,8 +500,11 @@ int kb__oplog_serial(kb_oplog *log)
 			sh->cur.text_cap = 0;
 		}
 	}
-	for (size_t i = 0; i < log->n_lanes; i++)
-		log->lanes[i]->shared = log->lanes[i] == sh ? &never_takes : sh;
+	for (size_t i = 0; i < log->n_lanes; i++) {
+		kb_oplog_lane *l = log->lanes[i];
+
+		l->shared = l == sh || l->cur.n > l->cur.head ? &never_takes : sh;
+	}
 	sh->pend = &log->pend;
 	log->shared = sh;
 	return KB_OK;
@@ -1195,10 +1202,12 @@ static __attribute__((noinline)) int emit_slow(kb_oplog_lane *lane, const kb_opl
 	 * lane's own waiting (so of one lane's records, those in the shared
 	 * lane come first, as their key says): into the shared lane. A
 	 * record that then fails (no memory) fails the run. */
-	if (b->n == b->head && shared_takes(lane->shared, rec->t1_ps, key - 1)) {
+	if (shared_takes(lane->shared, rec->t1_ps, key - 1)) {
 		b = &lane->shared->cur;
 		key--;
 		shared_took(lane->shared, rec->t1_ps, key);
+	} else {
+		lane->shared = &never_takes;   /* until cur is empty again */
 	}
 
 	/* Room for the longest record, then it is formatted in place. */
@@ -1286,8 +1295,10 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 	}
 	if (__builtin_expect(!f->tail_len, 0))
 		return emit_rare(lane, rec, fields, n_fields, v, kind);
-	if (b->n == b->head && shared_takes(lane->shared, REC_V(t1_ps, t1_ps), lane->key))
+	if (shared_takes(lane->shared, REC_V(t1_ps, t1_ps), lane->key))
 		b = &lane->shared->cur;
+	else
+		lane->shared = &never_takes;   /* until cur is empty again */
 	if (__builtin_expect(b->text_n + MAX_RECORD + 2 > b->text_cap, 0))   /* entries: MIN_RECORD */
 		return emit_rare(lane, rec, fields, n_fields, v, kind);
 	/* The times in the lane's prefix, or both under 10^8 (a run's
@@ -1734,6 +1745,17 @@ static int cut_slices(kb_oplog *log, int ready, kb_time bound, size_t records, k
 	return (int)n;
 }
 
+/* Lane l's cur holds no record any more: the shared lane takes any
+ * record next, or l's next records may go there again (emit sent them to
+ * l's own cur meanwhile: kb_oplog_lane.shared). */
+static void cur_emptied(kb_oplog *log, kb_oplog_lane *l)
+{
+	if (l == log->shared)
+		shared_empty(l);
+	else if (log->shared)
+		l->shared = log->shared;
+}
+
 static void buf_compact(lane_buf *lane)
 {
 	size_t keep = lane->n - lane->head, off;
@@ -1764,8 +1786,8 @@ static void consume(kb_oplog *log, int ready, kb_time bound)
 
 		b->head = bound == KB_TIME_INF ? b->n : lower_bound(b, b->head, bound);
 		buf_compact(b);
-		if (!ready && !b->n && log->lanes[log->active[k]] == log->shared)
-			shared_empty(log->shared);
+		if (!ready && !b->n)
+			cur_emptied(log, log->lanes[log->active[k]]);
 	}
 	log->n_active = 0;
 }
@@ -2007,8 +2029,8 @@ int kb__oplog_seal(kb_oplog *log)
 
 			l->ready = l->cur;
 			l->cur = t;
-			if (l == log->shared)
-				shared_empty(l);
+			if (l->cur.n == l->cur.head)
+				cur_emptied(log, l);
 		}
 	}
 	records = scan_lanes(log, 1, KB_TIME_INF, &lo, &hi);
