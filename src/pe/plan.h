@@ -17,6 +17,7 @@
 #ifndef KB_PE_PLAN_H
 #define KB_PE_PLAN_H
 
+#include "pe/hazard.h"
 #include "pe/pe.h"
 
 typedef enum kb_stage_kind {
@@ -83,7 +84,12 @@ typedef struct kb_plan {
 	 * plan waits on that entry's list for the key's next command. */
 	uint64_t key;
 	uint32_t memo_i;
-	struct kb_plan *next;    /* a pool's list of spare plans */
+	/* In flight: its command's hazard signature, and the scheduler's
+	 * list of plans in flight in admission order (prev, next; kept: a
+	 * pool's list of spare plans, next) */
+	kb_hazard_sig sig;
+	struct kb_plan *prev;
+	struct kb_plan *next;
 	/* data-mode buffers, one stage at a time touches each (zeroed only
 	 * for a machine with memory: nothing reads them without) */
 	uint8_t *stage_buf;      /* slots x (a tile + b tile + out tile), storage dtype */

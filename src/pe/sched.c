@@ -16,7 +16,6 @@
 #include <string.h>
 
 #include "base/err.h"
-#include "base/grow.h"
 #include "pe/hazard.h"
 #include "pe/plan.h"
 
@@ -26,20 +25,16 @@ typedef struct queued {
 	kb_hazard_sig sig;       /* of cmd, signed once when it arrives */
 } queued;
 
-typedef struct flight {
-	kb_plan *p;
-	kb_hazard_sig sig;
-} flight;
-
 typedef struct kb_sched {
 	kb_pe_state *ps;
 	int rw_aware;            /* pe.scheduler.policy = rw_aware */
 	queued *q;
 	size_t q_head, q_n, q_cap; /* q_cap: 0 or a power of two */
-	/* admitted, not finished, in admission order: the hazard test reads
-	 * their signatures here and their commands only when those meet */
-	flight *fl;
-	size_t n_fl, cap_fl;
+	/* Plans admitted, not finished, in admission order (linked through
+	 * kb_plan.prev and next: one ends without moving the others): the
+	 * hazard test reads their signatures and their commands only when
+	 * those meet. */
+	kb_plan *fl_head, *fl_tail;
 	kb_plan_pool pool;       /* finished plans, for the next ones */
 	/* Found once at init: this PE's first LP and the latency between
 	 * its LPs. And the two messages it sends, kept here with what is
@@ -68,9 +63,9 @@ static __attribute__((noinline)) int conflicts(const kb_cmd *c, const kb_cmd *f)
 static inline __attribute__((always_inline)) const kb_plan *blocker(const kb_sched *s, const kb_cmd *c,
 								    kb_hazard_sig sig)
 {
-	for (size_t i = 0; i < s->n_fl; i++)
-		if (kb__hazard_may_conflict(sig, s->fl[i].sig) && conflicts(c, s->fl[i].p->cmd))
-			return s->fl[i].p;
+	for (const kb_plan *f = s->fl_head; f; f = f->next)
+		if (kb__hazard_may_conflict(sig, f->sig) && conflicts(c, f->cmd))
+			return f;
 	return NULL;
 }
 
@@ -167,14 +162,10 @@ static int feed(kb_lp *lp, kb_sched *s, kb_plan *p)
 
 static inline __attribute__((always_inline)) int finish_cmd(kb_lp *lp, kb_sched *s, kb_plan *p)
 {
-	size_t i = 0;
 	int rc;
 
-	/* Mostly the oldest, and a few in flight: no memmove call. */
-	while (s->fl[i].p != p)
-		i++;
-	for (s->n_fl--; i < s->n_fl; i++)
-		s->fl[i] = s->fl[i + 1];
+	*(p->prev ? &p->prev->next : &s->fl_head) = p->next;
+	*(p->next ? &p->next->prev : &s->fl_tail) = p->prev;
 	s->done_ev.w[0] = p->cmd->id;
 	rc = kb__lp_send(lp, s->lp0 + KB_ENG_CPU, s->lat, &s->done_ev);
 	kb__cmd_free(p->cmd);
@@ -208,26 +199,16 @@ static int next_phase(kb_lp *lp, kb_sched *s, kb_plan *p)
 	return feed(lp, s, p);
 }
 
-/* Room in s->fl for n_fl + 1 (made before a command is taken, so that
- * running out of memory leaves it queued). */
-static int fl_room(kb_sched *s)
-{
-	if (s->n_fl == s->cap_fl) {
-		flight *f = kb__grow(s->fl, &s->cap_fl, sizeof(*f), 16);
-
-		if (!f)
-			return -1;
-		s->fl = f;
-	}
-	return 0;
-}
-
-/* s->fl has room (fl_room). */
+/* p, admitted, joins the plans in flight (at their end) and starts. */
 static int start_plan(kb_lp *lp, kb_sched *s, kb_plan *p, kb_hazard_sig sig)
 {
 	uint64_t n = p->phase == KB_PH_PRE ? p->n_pre : p->n_steps;
 
-	s->fl[s->n_fl++] = (flight){ p, sig };
+	p->sig = sig;
+	p->prev = s->fl_tail;
+	p->next = NULL;
+	*(s->fl_tail ? &s->fl_tail->next : &s->fl_head) = p;
+	s->fl_tail = p;
 	if (n == 0) {
 		p->phase = KB_PH_PRE;
 		return next_phase(lp, s, p);
@@ -267,16 +248,14 @@ static int conflicts_queued(kb_sched *s, size_t i)
 	return 0;
 }
 
-/* Plans cmd with room for it in s->fl; on failure the LP fails and cmd
- * stays the caller's. Out of line: its kb_error (1 KiB) would otherwise
- * be in the frame of every admission. */
+/* Plans cmd; on failure the LP fails and cmd stays the caller's. Out of
+ * line: its kb_error (1 KiB) would otherwise be in the frame of every
+ * admission. */
 static __attribute__((noinline)) int plan_for(kb_lp *lp, kb_sched *s, kb_cmd *cmd, kb_plan **p)
 {
 	kb_error err;
 	int rc;
 
-	if (fl_room(s))
-		return kb__lp_fail(lp, KB_ENOMEM, "out of memory admitting a command");
 	rc = kb__plan_create_from(p, &s->pool, cmd, s->ps->m, &err);
 	if (rc)
 		return kb__lp_fail(lp, rc, "%s", err.message);
@@ -288,7 +267,7 @@ static __attribute__((noinline)) int plan_for(kb_lp *lp, kb_sched *s, kb_cmd *cm
  * a command). */
 static inline int admit_plan(kb_lp *lp, kb_sched *s, kb_cmd *cmd, kb_plan **p)
 {
-	if (s->n_fl < s->cap_fl && (*p = kb__plan_take(&s->pool, cmd, s->ps->m)))
+	if ((*p = kb__plan_take(&s->pool, cmd, s->ps->m)))
 		return KB_OK;
 	return plan_for(lp, s, cmd, p);
 }
@@ -446,9 +425,9 @@ static int sched_pending(kb_lp *lp, char *buf, size_t len)
 			 s->q[s->q_head].cmd->id, b ? b->cmd->id : UINT64_MAX);
 		return 1;
 	}
-	if (s->n_fl) {
-		snprintf(buf, len, "has command %" PRIu64 " (%s) in flight", s->fl[0].p->cmd->id,
-			 kb__cmd_kind_name((int)s->fl[0].p->cmd->kind));
+	if (s->fl_head) {
+		snprintf(buf, len, "has command %" PRIu64 " (%s) in flight", s->fl_head->cmd->id,
+			 kb__cmd_kind_name((int)s->fl_head->cmd->kind));
 		return 1;
 	}
 	return 0;
@@ -480,11 +459,13 @@ static void sched_final(void *st)
 {
 	kb_sched *s = st;
 
-	for (size_t i = 0; i < s->n_fl; i++) {
-		kb__cmd_free(s->fl[i].p->cmd);
-		kb__plan_free(s->fl[i].p);
+	while (s->fl_head) {
+		kb_plan *p = s->fl_head;
+
+		s->fl_head = p->next;
+		kb__cmd_free(p->cmd);
+		kb__plan_free(p);
 	}
-	free(s->fl);
 	for (size_t i = 0; i < s->q_n; i++)
 		kb__cmd_free(q_at(s, i)->cmd);
 	free(s->q);
