@@ -2,11 +2,20 @@
 
 #include <check.h>
 
+#include "pe/hazard.h"
+
 int cap_emit(void *ctx, kb_cmd *cmd)
 {
 	capture *cp = ctx;
 
 	ck_assert_int_lt(cp->n, MAX_CAP);
+	/* a signature the tl context kept is the one of its sets */
+	if (cmd->has_sig) {
+		kb_hazard_sig sig = kb__hazard_sign(cmd);
+
+		ck_assert_uint_eq(kb__cmd_sig(cmd)[0], sig.r);
+		ck_assert_uint_eq(kb__cmd_sig(cmd)[1], sig.w);
+	}
 	cp->c[cp->n++] = cmd;
 	return 0;
 }

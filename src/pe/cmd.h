@@ -164,7 +164,11 @@ typedef struct kb_cmd {
 	 * model and clock of its kb_tl_config, which are the machine's (the
 	 * runtime's attach_kernels): PE_CPU takes it instead of working it
 	 * out again. 0: PE_CPU works it out. */
-	uint16_t has_disp_ps;
+	uint8_t has_disp_ps;
+	/* 1: the block keeps the command's hazard signature (kb__cmd_sig),
+	 * which the tl context worked out as it wrote the sets; 0:
+	 * PE_SCHEDULER works it out from them. */
+	uint8_t has_sig;
 	uint64_t disp_ps;
 	/* COMPOSITE */
 	kb_cmd_dig *dig;         /* kb__cmd_digest's, in the command's block; NULL until then */
@@ -276,13 +280,17 @@ extern _Thread_local kb_cmd_cache kb__cmd_cache __attribute__((tls_model("initia
  * template's, replay.c): its block is its header and ids only. */
 #define KB_CMD_OPS_ELSEWHERE UINT32_MAX
 
+/* Words a command block keeps before its ids: the hazard signature
+ * (kb__cmd_sig). */
+#define KB_CMD_SIG_WORDS 2
+
 /* Bytes of a command block with room for n_ops ops (and their digest)
  * and cap_ids ids in each of deps, reads and writes: a composite's (n_ops
- * > 0) is its header, the digest, the ids and the ops; any other's the
- * whole kb_cmd and the ids. */
+ * > 0) is its header, the digest, the signature and ids and the ops; any
+ * other's the whole kb_cmd, the signature and the ids. */
 static inline size_t kb__cmd_block_size(uint32_t n_ops, uint32_t cap_ids)
 {
-	size_t ids = 3 * (size_t)cap_ids * sizeof(uint64_t);
+	size_t ids = (KB_CMD_SIG_WORDS + 3 * (size_t)cap_ids) * sizeof(uint64_t);
 
 	if (!n_ops)
 		return sizeof(kb_cmd) + ids;
@@ -330,17 +338,30 @@ static inline kb_cmd *kb__cmd_init(kb_cmd *c, int k, uint32_t n_ops, uint32_t ca
 		kb__zero(c, KB_CMD_HEAD);
 		ids = (uint64_t *)(void *)((char *)c + KB_CMD_HEAD + sizeof(kb_cmd_dig) +
 					   (size_t)n_ops * sizeof(kb_opdig));
-		c->ops = (kb_opspec *)(void *)(ids + 3 * (size_t)cap_ids);
+		c->ops = (kb_opspec *)(void *)(ids + KB_CMD_SIG_WORDS + 3 * (size_t)cap_ids);
 	} else {
 		kb__zero(c, sizeof(*c));
 		ids = (uint64_t *)(void *)(c + 1);
 	}
 	c->block = (uint16_t)(k + 1);
 	c->cap_ids = cap_ids;
+	ids += KB_CMD_SIG_WORDS;
 	c->deps = ids;
 	c->reads = ids + cap_ids;
 	c->writes = ids + 2 * (size_t)cap_ids;
 	return c;
+}
+
+/*
+ * A block's hazard signature (pe/hazard.h): the bits of its reads, then of
+ * its writes, just before deps, valid when has_sig. The tl context works
+ * it out as it writes a command's sets, a bit an id already in a
+ * register, where PE_SCHEDULER's admission read the id arrays back in
+ * two loops (~30 instructions a decode command, issue 13).
+ */
+static inline uint64_t *kb__cmd_sig(kb_cmd *c)
+{
+	return c->deps - KB_CMD_SIG_WORDS;
 }
 
 /* A command with room for n_ops ops (and their digest) and cap_ids ids in

@@ -316,9 +316,17 @@ static int try_admit(kb_lp *lp, kb_sched *s)
 	return KB_OK;
 }
 
+/* cmd's hazard signature: the tl context's when it kept one. */
+static inline kb_hazard_sig cmd_sig(kb_cmd *cmd)
+{
+	if (cmd->has_sig)
+		return (kb_hazard_sig){ kb__cmd_sig(cmd)[0], kb__cmd_sig(cmd)[1] };
+	return kb__hazard_sign(cmd);
+}
+
 static __attribute__((noinline)) int enqueue(kb_lp *lp, kb_sched *s, kb_cmd *cmd)
 {
-	kb_hazard_sig sig = kb__hazard_sign(cmd);
+	kb_hazard_sig sig = cmd_sig(cmd);
 
 	/* An empty queue: the command is the head try_admit would look at,
 	 * admitted now (no hazard wait) unless an in-flight command blocks

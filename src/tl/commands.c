@@ -203,7 +203,8 @@ static int same_shape(const kb_tview *a, const kb_tview *b)
 /* The sets of a load or store c, just made (room for two ids, none
  * yet): it reads s, with an implicit wait for s's producer, and writes
  * d. kb__cmd_read's and kb__cmd_write's work, in that order, without
- * their searches and room checks, which cannot fail here. */
+ * their searches and room checks, which cannot fail here; and their
+ * signature. */
 static void move_sets(kb_cmd *c, const kb_hslot *s, const kb_hslot *d)
 {
 	c->fence = s->fence > d->fence ? s->fence : d->fence;
@@ -215,6 +216,7 @@ static void move_sets(kb_cmd *c, const kb_hslot *s, const kb_hslot *d)
 	}
 	c->writes[0] = d->view.id;
 	c->n_writes = 1;
+	kb__tl_sig(c, kb__hazard_set(0, s->view.id), kb__hazard_set(0, d->view.id));
 }
 
 KB_API kb_tl_tensor *kb_tl_load_at(kb_tl *tl, kb_tl_tensor *src, kb_tl_tensor *dst,

@@ -372,7 +372,7 @@ static tpl *find(kb_replay *r, const kb_rkey *k)
 static inline void sets_distinct(kb_cmd *c, kb_hslot *const *hs, const uint8_t *rd, uint32_t n_rd,
 				 uint32_t n_wait, const uint8_t *wr, uint32_t n_wr)
 {
-	uint64_t fence = 0;
+	uint64_t fence = 0, sr = 0, sw = 0;
 	uint32_t nd = 0;
 
 	for (uint32_t i = 0; i < n_rd; i++) {
@@ -380,6 +380,7 @@ static inline void sets_distinct(kb_cmd *c, kb_hslot *const *hs, const uint8_t *
 
 		fence = h->fence > fence ? h->fence : fence;
 		c->reads[i] = h->view.id;
+		sr = kb__hazard_set(sr, h->view.id);
 		if (i < n_wait && h->writer >= 0) {
 			uint32_t j = 0;
 
@@ -394,6 +395,7 @@ static inline void sets_distinct(kb_cmd *c, kb_hslot *const *hs, const uint8_t *
 
 		fence = h->fence > fence ? h->fence : fence;
 		c->writes[i] = h->view.id;
+		sw = kb__hazard_set(sw, h->view.id);
 	}
 	for (uint32_t i = 0; i < n_wr; i++)
 		hs[wr[i]]->writer = (int64_t)c->id;
@@ -401,6 +403,7 @@ static inline void sets_distinct(kb_cmd *c, kb_hslot *const *hs, const uint8_t *
 	c->n_deps = nd;
 	c->n_writes = n_wr;
 	c->fence = fence;
+	kb__tl_sig(c, sr, sw);
 }
 
 /* Lowers and emits the call whose key's handles k holds by template t. */
@@ -1136,6 +1139,9 @@ sets:
 		c->n_deps = nd;
 		c->n_writes = 1;
 		c->fence = fence;
+		/* b's bit, also when b is a (one bit either way) */
+		kb__tl_sig(c, kb__hazard_set(b ? kb__hazard_bit(b->view.id) : 0, a->view.id),
+			   kb__hazard_bit(o->view.id));
 	}
 	if (!m->disp_ps)
 		m->disp_ps = kb__tl_disp_ps(tl, c);

@@ -3,6 +3,7 @@
 #define KB_TL_TL_INT_H
 
 #include "base/time.h"
+#include "pe/hazard.h"
 #include "tl/tcm.h"
 #include "tl/tl_impl.h"
 
@@ -190,6 +191,17 @@ static inline kb_cmd *kb__tl_cmd_new_n(kb_tl *tl, kb_cmd_kind kind, uint32_t n_o
 	c->file = tl->op_file;
 	c->line = tl->op_line;
 	return c;
+}
+/* Keeps in c its hazard signature (kb__cmd_sig): r the bits of its
+ * reads' ids, w of its writes' (kb__hazard_set), which a writer of its
+ * sets works out as it writes them. */
+static inline void kb__tl_sig(kb_cmd *c, uint64_t r, uint64_t w)
+{
+	uint64_t *sig = kb__cmd_sig(c);
+
+	sig[0] = r;
+	sig[1] = w;
+	c->has_sig = 1;
 }
 int kb__cmd_read(kb_cmd *c, const kb_hslot *h, int implicit_wait);
 int kb__cmd_write(kb_cmd *c, const kb_hslot *h);
