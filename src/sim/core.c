@@ -786,8 +786,10 @@ static __attribute__((noinline)) int send_far(kb_lp *lp, uint32_t dst, kb_time d
 	if (dst >= sim->n_lps)
 		return kb__lp_fail(lp, KB_EINTERNAL, "message to LP %u, which does not exist", dst);
 	d = sim->lps[dst];
-	if (d == lp)
+	if (d == lp) { /* a message all the same (kb_sim_stats messages) */
+		lp->worker->messages++;
 		return kb__lp_self(lp, delay, ev);
+	}
 	lat = kb__lp_link_latency(lp, dst);
 	if (delay < lat) {
 		char name[64];
@@ -857,11 +859,13 @@ __attribute__((always_inline)) inline int kb__lp_send(kb_lp *lp, uint32_t dst, k
 	/* The destination on this worker and the delay past any link to it
 	 * (kb_lp local_lo, local_n): no look at the destination LP (its
 	 * worker, PE, cluster). Unsigned: a dst below local_lo wraps past
-	 * local_n. A time past KB_TIME_MAX (tested as in kb__lp_self) goes
-	 * the long way too, which reports it; as there, the common case
-	 * makes no call that needs a frame. */
+	 * local_n. A send to lp itself may go this way: its key is the one
+	 * kb__lp_self would give it (self_pair, the next seq). A time past
+	 * KB_TIME_MAX (tested as in kb__lp_self) goes the long way, which
+	 * reports it; as there, the common case makes no call that needs a
+	 * frame. */
 	if (__builtin_expect(dst - lp->local_lo >= lp->local_n || delay < lp->local_lat ||
-			     dst == lp->id || (t | delay) > KB_TIME_MAX, 0))
+			     (t | delay) > KB_TIME_MAX, 0))
 		return send_far(lp, dst, delay, ev);
 	w->messages++;
 	return ev_put(lp, w, t, (uint64_t)dst << 32 | lp->id, lp->seq++, ev);
