@@ -188,6 +188,22 @@ typedef struct kb_cmd {
 	uint32_t tag;
 } kb_cmd;
 
+/*
+ * A ring of commands from a producer (a kernel's tl context) to PE_CPU,
+ * oldest at head. The producer stores into it itself while fewer than
+ * room are queued, and PE_CPU takes from it itself while more than low
+ * are: a store and a load a command, not a call through each side's
+ * callback (issue 13). The callbacks do the rest: a full ring (the
+ * producer yields), one at low (the producer may have to run first), a
+ * consumer gone (room 0).
+ */
+#define KB_CMD_RING 256
+typedef struct kb_cmd_ring {
+	uint32_t head, count;
+	uint32_t room, low;
+	struct kb_cmd *slot[KB_CMD_RING];
+} kb_cmd_ring;
+
 /* The bytes of a command every kind has (a composite's whole header). */
 #define KB_CMD_HEAD offsetof(kb_cmd, cpu_cycles)
 _Static_assert(offsetof(kb_cmd, cpu_cycles) == 128, "kb_cmd: a composite's header is two cache lines");
@@ -399,6 +415,27 @@ static inline void kb__cmd_free(kb_cmd *cmd)
 	cmd->ops = (kb_opspec *)(void *)cc->head[k];
 	cc->head[k] = cmd;
 	cc->n[k]++;
+}
+
+/* The producer's store: 0 when c went in, -1 when the ring has no room
+ * for it. */
+static inline int kb__cmd_ring_put(kb_cmd_ring *r, kb_cmd *c)
+{
+	if (__builtin_expect(r->count >= r->room, 0))
+		return -1;
+	r->slot[(r->head + r->count) % KB_CMD_RING] = c;
+	r->count++;
+	return 0;
+}
+
+/* The consumer's take of the oldest (count > 0). */
+static inline kb_cmd *kb__cmd_ring_take(kb_cmd_ring *r)
+{
+	kb_cmd *c = r->slot[r->head];
+
+	r->head = (r->head + 1) % KB_CMD_RING;
+	r->count--;
+	return c;
 }
 
 #endif

@@ -215,7 +215,10 @@ static __attribute__((noinline)) int advance(kb_lp *lp, kb_cpu *c)
 		kb_cmd *cmd;
 
 		if (!c->cur) {
-			c->cur = c->ps->source.next(c->ps->source.ctx);
+			kb_cmd_ring *r = c->ps->source.ring;
+
+			c->cur = r && r->count > r->low ? kb__cmd_ring_take(r)
+							: c->ps->source.next(c->ps->source.ctx);
 			ahead_taken(c, c->cur);
 		}
 		cmd = c->cur;

@@ -87,6 +87,10 @@ typedef struct kb_cmd_source {
 	 * ahead); may be NULL. Called between windows, while next is not. */
 	size_t (*peek)(void *ctx, size_t skip, const kb_cmd **out, size_t max);
 	void *ctx;               /* NULL: no kernel runs on this PE */
+	/* The commands queued, which PE_CPU takes itself while more than
+	 * ring->low are (then next: its producer may have to run); NULL:
+	 * every command by next. */
+	kb_cmd_ring *ring;
 } kb_cmd_source;
 typedef struct kb_pe_state kb_pe_state;
 

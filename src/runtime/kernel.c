@@ -2,6 +2,9 @@
  * A kernel instance as a coroutine on the thread that runs its
  * PE_CPU. PE_CPU resumes it when it has no command left; the kernel runs
  * until it has queued a full ring of commands (or ends) and switches back.
+ * The ring is its tl context's (kb_cmd_ring): the context stores into it
+ * and PE_CPU takes from it, and stream_push and kb__kernel_next do only
+ * what needs this file (a full ring, a stopped consumer, a resume).
  * One switch pair per STREAM_CAP commands, no lock, no second thread: a
  * sequential run uses one core. Under the parallel executor the PE_CPU LP
  * may run on a different worker from one window to the next, so the
@@ -153,7 +156,7 @@ static int kb_swapcontext(ucontext_t *from, const ucontext_t *to)
 /* The stream's capacity: how far the horizon of a parallel run may look
  * ahead (kb__kernel_peek), and how many commands a kernel on a thread of
  * its own hands over per switch. */
-#define STREAM_CAP 256
+#define STREAM_CAP KB_CMD_RING
 /* Below the stack; larger than one page so that a big frame that skips a
  * page still lands on it. */
 #define GUARD_BYTES ((size_t)64 << 10)
@@ -162,10 +165,10 @@ struct kb_kernel_run {
 	kb_kernel_fn fn;
 	void *args;
 	kb_tl *tl;
-	kb_cmd *ring[STREAM_CAP];
-	size_t head, count;
+	/* the stream: tl's ring; PE_CPU resumes the kernel at ring->low
+	 * queued commands (< cap); ring->room is cap, 0 once stopped */
+	kb_cmd_ring *ring;
 	size_t cap;              /* the kernel yields at cap queued commands (<= STREAM_CAP) */
-	size_t low;              /* PE_CPU resumes the kernel at low queued commands (< cap) */
 	int stopped;             /* consumer gone: pushes fail */
 	int entered, finished;
 	size_t stack_bytes;
@@ -249,29 +252,20 @@ static void yield(kb_kernel_run *k, int last)
 	(void)last;
 }
 
-/* stream_push with a full stream or a stopped consumer. */
-static __attribute__((noinline)) int stream_push_slow(kb_kernel_run *k, kb_cmd *c)
+/* Producer side (the kernel), for what its tl context does not store
+ * itself (kb__tl_push): a full stream, where it yields, or a stopped
+ * consumer. */
+static int stream_push(void *ctx, kb_cmd *c)
 {
-	if (k->count >= k->cap && !k->stopped)
+	kb_kernel_run *k = ctx;
+
+	if (k->ring->count >= k->cap && !k->stopped)
 		yield(k, 0);
 	if (k->stopped) {
 		kb__cmd_free(c);
 		return -1;
 	}
-	k->ring[(k->head + k->count++) % STREAM_CAP] = c;
-	return 0;
-}
-
-/* Producer side (the kernel): yields while the stream is full. The
- * common case alone here: with the switch inlined, every push saved and
- * restored the registers a switch needs (issue 13). */
-static int stream_push(void *ctx, kb_cmd *c)
-{
-	kb_kernel_run *k = ctx;
-
-	if (__builtin_expect(k->count >= k->cap || k->stopped, 0))
-		return stream_push_slow(k, c);
-	k->ring[(k->head + k->count++) % STREAM_CAP] = c;
+	k->ring->slot[(k->ring->head + k->ring->count++) % STREAM_CAP] = c;
 	return 0;
 }
 
@@ -317,21 +311,23 @@ static void *kernel_thread(void *arg)
 	return NULL;
 }
 
-/* Consumer side (PE_CPU): the kernel always ends with END or ERROR, so a
- * command always comes. */
+/* Consumer side (PE_CPU), for what it does not take from the ring
+ * itself: at ring->low queued commands, where the kernel runs first. The
+ * kernel always ends with END or ERROR, so a command always comes. */
 kb_cmd *kb__kernel_next(void *run)
 {
 	kb_kernel_run *k = run;
-	kb_cmd *c;
 
-	if (k->count <= k->low && !k->finished)
+	if (k->ring->count <= k->ring->low && !k->finished)
 		resume(k);
-	if (k->count == 0)
+	if (k->ring->count == 0)
 		return NULL;   /* cannot happen: the kernel's last push is END */
-	c = k->ring[k->head];
-	k->head = (k->head + 1) % STREAM_CAP;
-	k->count--;
-	return c;
+	return kb__cmd_ring_take(k->ring);
+}
+
+kb_cmd_ring *kb__kernel_ring(kb_kernel_run *k)
+{
+	return k->ring;
 }
 
 /* The commands queued ahead of PE_CPU, oldest first (the lookahead of the
@@ -342,10 +338,10 @@ size_t kb__kernel_peek(void *run, size_t skip, const kb_cmd **out, size_t max)
 	kb_kernel_run *k = run;
 	size_t n = 0;
 
-	if (skip < k->count)
-		n = k->count - skip < max ? k->count - skip : max;
+	if (skip < k->ring->count)
+		n = k->ring->count - skip < max ? k->ring->count - skip : max;
 	for (size_t i = 0; i < n; i++)
-		out[i] = k->ring[(k->head + skip + i) % STREAM_CAP];
+		out[i] = k->ring->slot[(k->ring->head + skip + i) % STREAM_CAP];
 	return n;
 }
 
@@ -372,6 +368,8 @@ int kb__kernel_create(kb_kernel_run **out, kb_kernel_fn fn, void *args, const kb
 		kb__kernel_destroy(k);
 		return kb__err(err, KB_ENOMEM, "out of memory launching a kernel");
 	}
+	k->ring = kb__tl_ring(k->tl);
+	k->ring->room = STREAM_CAP;
 	*out = k;
 	return KB_OK;
 }
@@ -379,13 +377,15 @@ int kb__kernel_create(kb_kernel_run **out, kb_kernel_fn fn, void *args, const kb
 void kb__kernel_lookahead(kb_kernel_run *k, size_t n)
 {
 	k->cap = n < 1 ? 1 : n > STREAM_CAP ? STREAM_CAP : n;
-	if (k->low >= k->cap)
-		k->low = k->cap - 1;
+	if (!k->stopped)
+		k->ring->room = (uint32_t)k->cap;
+	if (k->ring->low >= k->cap)
+		k->ring->low = (uint32_t)k->cap - 1;
 }
 
 void kb__kernel_low_water(kb_kernel_run *k, size_t n)
 {
-	k->low = n < k->cap ? n : k->cap - 1;
+	k->ring->low = (uint32_t)(n < k->cap ? n : k->cap - 1);
 }
 
 int kb__kernel_start(kb_kernel_run *k, kb_error *err)
@@ -459,6 +459,8 @@ void kb__kernel_stop(kb_kernel_run *k)
 	if (!k)
 		return;
 	k->stopped = 1;
+	if (k->ring)
+		k->ring->room = 0;   /* every push through stream_push, which fails it */
 	/* A kernel suspended half-way finishes now: its pushes fail, tl turns
 	 * every later call into an error, and it returns and frees what it
 	 * holds. One that never ran is not started at all. */
@@ -478,11 +480,8 @@ void kb__kernel_destroy(kb_kernel_run *k)
 		pthread_mutex_unlock(&k->mu);
 		pthread_join(k->thread, NULL);
 	}
-	while (k->count) {
-		kb__cmd_free(k->ring[k->head]);
-		k->head = (k->head + 1) % STREAM_CAP;
-		k->count--;
-	}
+	while (k->ring && k->ring->count)
+		kb__cmd_free(kb__cmd_ring_take(k->ring));
 	kb__tl_destroy(k->tl);
 #ifdef KB_TSAN
 	if (k->fiber)

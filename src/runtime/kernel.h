@@ -45,6 +45,8 @@ uint64_t kb__kernel_commands(const kb_kernel_run *k);
 void kb__kernel_tiles(const kb_kernel_run *k, uint64_t *tiles, uint64_t *loop_ps);
 /* The command source PE_CPU reads (kb_cmd_source.next; ctx is the run). */
 kb_cmd *kb__kernel_next(void *run);
+/* The ring the kernel's commands queue in (PE_CPU's kb_cmd_source.ring). */
+kb_cmd_ring *kb__kernel_ring(kb_kernel_run *k);
 /* kb_cmd_source.peek: the commands queued ahead of PE_CPU. */
 size_t kb__kernel_peek(void *run, size_t skip, const kb_cmd **out, size_t max);
 

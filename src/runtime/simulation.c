@@ -286,7 +286,8 @@ static int attach_kernels(kb_simulation *s, kb_machine *m, kb_error *err)
 				kb__kernel_lookahead(run, PARALLEL_LOOKAHEAD);
 				kb__kernel_low_water(run, PARALLEL_LOOKAHEAD / 2);
 			}
-			m->pes[pe]->source = (kb_cmd_source){ kb__kernel_next, kb__kernel_peek, run };
+			m->pes[pe]->source = (kb_cmd_source){ kb__kernel_next, kb__kernel_peek, run,
+							      kb__kernel_ring(run) };
 		}
 	}
 	return KB_OK;

@@ -127,7 +127,7 @@ int kb__tl_emit(kb_tl *tl, kb_cmd *c)
 		tl->dispatch_ps += c->disp_ps;
 	}
 	tl->next_cmd++;
-	if (tl->cfg.emit(tl->cfg.emit_ctx, c)) {
+	if (kb__tl_push(tl, c)) {
 		tl->cancelled = 1;
 		return KB_ESTATE;
 	}
@@ -303,7 +303,7 @@ KB_API int kb_tl_wait_at(kb_tl *tl, kb_tl_tensor *t, const char *file, int line)
 	}
 	/* A wait is not a hardware command: it keeps no id of its own. */
 	c->id = UINT64_MAX;
-	if (tl->cfg.emit(tl->cfg.emit_ctx, c)) {
+	if (kb__tl_push(tl, c)) {
 		tl->cancelled = 1;
 		return KB_ESTATE;
 	}

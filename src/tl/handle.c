@@ -44,7 +44,7 @@ int kb__tl_fail(kb_tl *tl, int detail, const char *fmt, ...)
 			c->pe = tl->cfg.pe;
 			c->id = tl->next_cmd;
 			c->error = e;
-			if (tl->cfg.emit(tl->cfg.emit_ctx, c))
+			if (kb__tl_push(tl, c))
 				tl->cancelled = 1;
 		} else {
 			free(c);

@@ -31,6 +31,11 @@ kb_tl *kb__tl_create(const kb_tl_config *cfg)
 	return tl;
 }
 
+kb_cmd_ring *kb__tl_ring(kb_tl *tl)
+{
+	return &tl->ring;
+}
+
 void kb__tl_destroy(kb_tl *tl)
 {
 	if (!tl)

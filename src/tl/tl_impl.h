@@ -29,6 +29,9 @@ typedef struct kb_tl_config {
 
 kb_tl *kb__tl_create(const kb_tl_config *cfg);
 void kb__tl_destroy(kb_tl *tl);
+/* tl's ring of commands for its consumer, who sets its room (0, the
+ * default: every command through cfg.emit) and takes from it (cmd.h). */
+kb_cmd_ring *kb__tl_ring(kb_tl *tl);
 /* After the kernel function returns: checks scopes and emits END (or
  * nothing when an ERROR was already emitted). */
 int kb__tl_finish(kb_tl *tl);

@@ -86,6 +86,9 @@ struct kb_tl {
 	int depth;
 	kb_tcm tcm;
 	void *lowering;          /* composite.c's scratch, reused by every composite */
+	/* its consumer's commands (kb__tl_ring; room 0 unless it sets it),
+	 * last: the slots are 2 KB */
+	kb_cmd_ring ring;
 	int replay_off;          /* tests: every composite lowered in full */
 	uint64_t replays;        /* composites lowered by replay (replay.h) */
 };
@@ -214,6 +217,14 @@ int kb__tl_emit(kb_tl *tl, kb_cmd *c);
 /* The dispatch ps kb__tl_emit gives c (neither CPU overhead nor a marker
  * command; its lbytes set), worked out. */
 uint64_t kb__tl_disp_ps(const kb_tl *tl, const kb_cmd *c);
+/* Hands c to the consumer: into the ring while it has room, else
+ * through emit. Nonzero: nobody will consume commands any more. */
+static inline int kb__tl_push(kb_tl *tl, kb_cmd *c)
+{
+	if (__builtin_expect(!kb__cmd_ring_put(&tl->ring, c), 1))
+		return 0;
+	return tl->cfg.emit(tl->cfg.emit_ctx, c);
+}
 /* kb__tl_emit of such a command whose dispatch ps the caller knows (a
  * replay keeps its template's: the same logical bytes), without its
  * look-up by logical bytes. */
@@ -223,7 +234,7 @@ static inline int kb__tl_emit_ps(kb_tl *tl, kb_cmd *c, uint64_t disp_ps)
 	c->has_disp_ps = 1;
 	tl->dispatch_ps += disp_ps;
 	tl->next_cmd++;
-	if (tl->cfg.emit(tl->cfg.emit_ctx, c)) {
+	if (kb__tl_push(tl, c)) {
 		tl->cancelled = 1;
 		return KB_ESTATE;
 	}
