@@ -189,7 +189,27 @@ KB_API kb_tl_tensor *kb_tl_full_at(kb_tl *tl, kb_dtype dt, int rank, const int64
 	return kb__tl_emit(tl, c) ? NULL : out;
 }
 
-static int same_shape(const kb_tview *a, const kb_tview *b)
+/* kb__tl_emit of a load or store c, its sets written. */
+static int emit_move(kb_tl *tl, kb_cmd *c)
+{
+	int i = c->kind == KB_CMD_STORE;
+
+	if (!tl->move_ps[i]) {
+		tl->move_lbytes[i] = kb__cmd_lbytes(c);
+		c->lbytes = tl->move_lbytes[i];
+		tl->move_ps[i] = kb__tl_disp_ps(tl, c);
+	}
+	c->lbytes = tl->move_lbytes[i];
+	return kb__tl_emit_ps(tl, c, tl->move_ps[i]);
+}
+
+static __attribute__((noinline)) int same_rows_cols(const kb_tview *a, const kb_tview *b)
+{
+	return kb__tview_rows(a) == kb__tview_rows(b) && kb__tview_cols(a) == kb__tview_cols(b);
+}
+
+/* Inline: two a decode tile (its loads), a call each. */
+static inline int same_shape(const kb_tview *a, const kb_tview *b)
 {
 	/* The same rank and dims (a tl view is zero beyond its rank, and
 	 * one that were not only takes the products): a decode kernel's
@@ -197,7 +217,7 @@ static int same_shape(const kb_tview *a, const kb_tview *b)
 	if (a->rank == b->rank && a->shape[0] == b->shape[0] && a->shape[1] == b->shape[1] &&
 	    a->shape[2] == b->shape[2] && a->shape[3] == b->shape[3])
 		return 1;
-	return kb__tview_rows(a) == kb__tview_rows(b) && kb__tview_cols(a) == kb__tview_cols(b);
+	return same_rows_cols(a, b);
 }
 
 /* The sets of a load or store c, just made (room for two ids, none
@@ -256,7 +276,7 @@ KB_API kb_tl_tensor *kb_tl_load_at(kb_tl *tl, kb_tl_tensor *src, kb_tl_tensor *d
 	c->dst = d->view;
 	move_sets(c, s, d);
 	d->writer = (int64_t)c->id;
-	return kb__tl_emit(tl, c) ? NULL : dst;
+	return emit_move(tl, c) ? NULL : dst;
 }
 
 KB_API int kb_tl_store_at(kb_tl *tl, kb_tl_tensor *dst_hbm, kb_tl_tensor *src_tcm,
@@ -282,7 +302,7 @@ KB_API int kb_tl_store_at(kb_tl *tl, kb_tl_tensor *dst_hbm, kb_tl_tensor *src_tc
 	c->dst = d->view;
 	move_sets(c, s, d);
 	d->writer = (int64_t)c->id;
-	return kb__tl_emit(tl, c);
+	return emit_move(tl, c);
 }
 
 KB_API int kb_tl_wait_at(kb_tl *tl, kb_tl_tensor *t, const char *file, int line)

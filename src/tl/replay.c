@@ -406,10 +406,11 @@ static inline void sets_distinct(kb_cmd *c, kb_hslot *const *hs, const uint8_t *
 	kb__tl_sig(c, sr, sw);
 }
 
-/* Lowers and emits the call whose key's handles k holds by template t. */
-static void replay_tpl(kb_tl *tl, tpl *t, const kb_rkey *k, kb_tl_tensor **res)
+/* Lowers and emits the call whose key's handles k holds by template t;
+ * its allocations go after them in k->h. */
+static void replay_tpl(kb_tl *tl, tpl *t, kb_rkey *k, kb_tl_tensor **res)
 {
-	kb_hslot *hs[TPL_MAX_ALL], tmp[KB_REPLAY_ALLOCS];
+	kb_hslot **hs = k->h, tmp[KB_REPLAY_ALLOCS];
 	const unsigned char *from;
 	int by_ref = t->full && tl->cfg.timing_only;
 	kb_cmd *c;
@@ -424,7 +425,6 @@ static void replay_tpl(kb_tl *tl, tpl *t, const kb_rkey *k, kb_tl_tensor **res)
 	c = kb__tl_cmd_new_n(tl, KB_CMD_COMPOSITE, by_ref ? KB_CMD_OPS_ELSEWHERE : t->n_ops, t->room);
 	if (!c)
 		return;
-	memcpy(hs, k->h, k->nh * sizeof(hs[0]));
 	/* The result a handle, the others (recipe scratch no kernel can
 	 * name) what the command needs of a handle only. */
 	for (uint32_t i = 0; i < t->n_alloc; i++) {
@@ -490,7 +490,7 @@ sets:
 		*res = NULL;
 }
 
-int kb__replay_run(kb_replay **rp, kb_tl *tl, const kb_rkey *k, kb_tl_tensor **res)
+int kb__replay_run(kb_replay **rp, kb_tl *tl, kb_rkey *k, kb_tl_tensor **res)
 {
 	tpl *t = *rp ? find(*rp, k) : NULL;
 

@@ -41,7 +41,10 @@ typedef struct kb_rkey {
 	uint64_t hash;
 	uint64_t w[KB_RKEY_WORDS];
 	const char *name[KB_RKEY_NAMES];
-	kb_hslot *h[KB_RKEY_HANDLES];
+	/* and room after them for a replay's allocations: its hazard sets
+	 * index both as one array (a copy of the key's was a memcpy call a
+	 * replay) */
+	kb_hslot *h[KB_RKEY_HANDLES + KB_REPLAY_ALLOCS];
 	kb_tl_tensor *out;       /* the call's out (its result when given) */
 } kb_rkey;
 
@@ -65,7 +68,7 @@ void kb__replay_key(kb_tl *tl, const kb_tl_composite_desc *d, kb_rkey *k);
 /* Lowers and emits d by a template matching k: 1 when one did, with the
  * call's result in *res (NULL when it failed, the error recorded as the
  * full lowering records it); 0 when none matches. */
-int kb__replay_run(kb_replay **rp, kb_tl *tl, const kb_rkey *k, kb_tl_tensor **res);
+int kb__replay_run(kb_replay **rp, kb_tl *tl, kb_rkey *k, kb_tl_tensor **res);
 /* Lowers and emits d like the last call its template replayed by key
  * (kb__replay_snap), without building d's key: 1 when one did, *res as
  * kb__replay_run's, k's handles and out set; 0 when none is like it. */

@@ -84,8 +84,9 @@ KB_API int kb_tl_release_at(kb_tl *tl, kb_tl_tensor *t, const char *file, int li
 
 	if (kb__tl_begin(tl, "kb_tl_release", file, line))
 		return KB_EVALIDATE;
-	h = kb__tl_slot(tl, t, "released tensor");
-	if (!h)
+	/* kb__tl_slot only to say why t is not a handle (the look-up
+	 * inline: a call a release, two a decode tile) */
+	if (!(h = kb__tl_slot_find(tl, t)) && !(h = kb__tl_slot(tl, t, "released tensor")))
 		return KB_EVALIDATE;
 	untrack(tl, h);
 	release_slot(tl, kb__tl_slot_index(t));

@@ -67,6 +67,10 @@ struct kb_tl {
 	 * overhead): a kernel emits a few sizes over and over (kb__tl_emit
 	 * says which entry). */
 	uint64_t disp_lbytes[8], disp_ps[8];
+	/* A load's and a store's logical bytes and dispatch ps (0: not yet
+	 * worked out), one kind each: kb__tl_emit's look-up by logical bytes
+	 * was ~25 instructions a decode load (issue 13). */
+	uint64_t move_lbytes[2], move_ps[2];
 	int failed, cancelled;
 	kb_error error;
 	/* the operation in progress, for error messages */
