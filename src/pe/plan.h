@@ -350,6 +350,18 @@ static inline int kb__plan_cost_index(const kb_plan *p, kb_phase ph, uint64_t st
 	return i - KB_PLAN_POST_AT < p->n_post ? (int)i : -1;
 }
 
+/* The memoised cost of st, the first stage of step `step` of phase ph
+ * (kb__plan_stages'), NULL: none: kb__plan_cost_index's place, without
+ * its tests, which a step's first stage passes (the scheduler asks it
+ * once a step). */
+static inline const kb_stage_cost *kb__plan_first_cost(const kb_plan *p, kb_phase ph, uint64_t step,
+							const kb_stage_ref *st)
+{
+	if (!p->cost_ok)
+		return NULL;
+	return p->cost + (st - p->last) + (ph == KB_PH_LOOP ? step * p->n_last : 0);
+}
+
 /* A stage's cost worked out (kb__plan_cost without the memo). */
 void kb__plan_cost_compute(const kb_plan *p, kb_phase ph, uint64_t step, const kb_stage_ref *st,
 			   kb_stage_cost *c);

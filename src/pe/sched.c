@@ -75,7 +75,6 @@ static inline int send_stage(kb_lp *lp, kb_sched *s, kb_plan *p, kb_phase ph, ui
 	uint32_t n;
 	const kb_stage_ref *st = kb__plan_stages(p, ph, step, &n);
 	kb_event *ev = &s->stage_ev;
-	int i;
 
 	ev->aux = kb__stage_aux(st, n - 1);
 	ev->w[0] = (uint64_t)(uintptr_t)p;
@@ -84,9 +83,7 @@ static inline int send_stage(kb_lp *lp, kb_sched *s, kb_plan *p, kb_phase ph, ui
 	ev->w[3] = kb__stage_pack(ph, slot, acc);
 	/* The first stage's memoised cost (the engines step on from it):
 	 * looked up once a step here, not once a stage by each engine. */
-	ev->w[4] = p->cost_ok && (i = kb__plan_cost_index(p, ph, step, st)) >= 0
-			   ? (uint64_t)(uintptr_t)&p->cost[i]
-			   : 0;
+	ev->w[4] = (uint64_t)(uintptr_t)kb__plan_first_cost(p, ph, step, st);
 	return kb__lp_send(lp, s->lp0 + st[0].eng, s->lat, ev);
 }
 
