@@ -980,11 +980,13 @@ static __attribute__((noinline)) char *put_tail(char *p, const char *end, const 
 }
 
 /* A record's tail key: three words that its tail is a function of, of
- * which the third is 0 when the tail is not kept. An engine stage's:
+ * which the third is 0 when the tail is not kept (but for
+ * kb__oplog_emit's without fields, which always is: form_keeps). An
+ * engine stage's:
  * bytes, n, and its step (under 2^16) beside its operand, none (1) or of
  * up to five bytes (2, then the bytes from bit 8: no byte is 0, so each
  * string has its own). kb__oplog_emit's without fields: bytes, lbytes
- * and the kind's address (kind NULL: 1, and lbytes kept though not
+ * and the kind's address (NULL: none, and lbytes kept though not
  * printed, which spares the common path a test); with one
  * number field (no kind), whose text is its value's digits: bytes, the
  * value and the key's address (a static string: its text). */
@@ -1013,8 +1015,14 @@ static inline void form_key(uint64_t k[3], int64_t bytes, const kb_oplog_record 
 			       : 0;
 	} else {
 		k[1] = (uint64_t)r->lbytes;   /* not read without a kind: a form more, not a wrong one */
-		k[2] = r->kind ? (uint64_t)(uintptr_t)r->kind : 1;
+		k[2] = (uint64_t)(uintptr_t)r->kind;
 	}
+}
+
+/* Whether the tail of a record of key k (form_key) is kept in its form. */
+static inline int form_keeps(const uint64_t k[3], int kind)
+{
+	return kind == FORM_PLAIN || k[2];
 }
 
 /* A record's first slot in its lane's index of forms. op's address
@@ -1051,7 +1059,7 @@ static inline int form_lane(const kb_oplog_lane *lane, const kb_oplog_record *r)
 static __attribute__((noinline)) int format_new(kb_oplog_lane *lane, rec_form *f, char *buf, char *p,
 						const char *end, const kb_oplog_record *r,
 						const kb_oplog_field *fields, int n_fields,
-						const kb_oplog_stage *st, const uint64_t k[3])
+						const kb_oplog_stage *st, const uint64_t k[3], int kind)
 {
 	char *mid = p, *tail;
 
@@ -1072,7 +1080,7 @@ static __attribute__((noinline)) int format_new(kb_oplog_lane *lane, rec_form *f
 		return -1;
 	if (f) {
 		f->tail_len = 0;
-		if (k[2] && p - tail <= FORM_TAIL && f->mid_len + (p - tail) <= FORM_TEXT) {
+		if (form_keeps(k, kind) && p - tail <= FORM_TAIL && f->mid_len + (p - tail) <= FORM_TEXT) {
 			memcpy(f->text + f->mid_len, tail, (size_t)(p - tail));
 			f->tail_len = (uint8_t)(p - tail);
 		}
@@ -1137,7 +1145,7 @@ static inline __attribute__((always_inline)) int format_record(kb_oplog_lane *la
 		lane->form_pe = r->pe;
 		lane->form_eng = r->eng;
 	}
-	n = format_new(lane, f, buf, p, end, r, fields, n_fields, st, k);
+	n = format_new(lane, f, buf, p, end, r, fields, n_fields, st, k, kind);
 	if (f && f->op)
 		tab->n++;
 	return n;
