@@ -101,6 +101,10 @@ typedef struct form_tab {
 } form_tab;
 
 _Static_assert(sizeof(rec_form) == 128, "a form is two cache lines");
+
+/* A lane's fast forms while it has none (kb_oplog_lane.fast): every
+ * slot free, no record's form. Only read. */
+static form_tab no_forms;
 _Static_assert(FORM_MID + FORM_TAIL <= sizeof(rec_form), "a form's copies stay inside it");
 
 /* A lane's records formatted whole before its forms are made: a short
@@ -140,9 +144,10 @@ struct kb_oplog_lane {
 	 * lane come first. */
 	kb_oplog_lane *shared;
 	/* The lane's forms (below) where emit's common path may use them:
-	 * NULL while the lane keeps each record's fields (keep_fields),
-	 * whose records all take emit_slow, so that the common path never
-	 * tests for it. */
+	 * no_forms (never NULL: emit tests nothing but the form) until the
+	 * lane has them, and while it keeps each record's fields
+	 * (keep_fields), whose records all take emit_slow, so that the
+	 * common path never tests for it. */
 	form_tab *fast[FORM_KINDS];
 	const char *form_eng;
 	/* The time prefix of the lane's last record (put_times): its value
@@ -409,6 +414,8 @@ kb_oplog_lane *kb__oplog_lane(kb_oplog *log, uint32_t order)
 	lane->cmd_dig = 0xff;
 	lane->cmd_n = 1;
 	lane->keep_fields = log->want_recs;
+	for (unsigned k = 0; k < FORM_KINDS; k++)
+		lane->fast[k] = &no_forms;
 	lane->shared = log->shared ? log->shared : &never_takes;
 	log->lanes[log->n_lanes++] = lane;
 	return lane;
@@ -1141,7 +1148,7 @@ static inline __attribute__((always_inline)) int format_record(kb_oplog_lane *la
 		   (tab = aligned_alloc(_Alignof(form_tab), sizeof(form_tab))) != NULL) {
 		memset(tab, 0, sizeof(*tab));
 		lane->forms[kind] = tab;
-		lane->fast[kind] = lane->keep_fields ? NULL : tab;
+		lane->fast[kind] = lane->keep_fields ? &no_forms : tab;
 		lane->form_pe = r->pe;
 		lane->form_eng = r->eng;
 	}
@@ -1291,7 +1298,7 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 	 * here, and then only the times and the cmd are left to it. Two
 	 * slots of the index are looked at; a form further on (rare: the
 	 * index is at most half full) is found by emit_slow. */
-	if (__builtin_expect(!tab || !form_lane(lane, rec), 0))
+	if (__builtin_expect(!form_lane(lane, rec), 0))
 		return emit_rare(lane, rec, fields, n_fields, v, kind);
 	form_key(k, REC_V(bytes, bytes), rec, fields, n_fields, st, kind);
 	h = form_slot(REC_V(op, op), k);
@@ -1336,7 +1343,9 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 		e->key = lane->key | 1;
 	} else {
 		e->key = lane->key;
-		shared_took(lane->shared, t1, lane->key);
+		/* the shared lane from b, not lane->shared read again after
+		 * the text's stores (which may alias it) */
+		shared_took((kb_oplog_lane *)(void *)((char *)b - offsetof(kb_oplog_lane, cur)), t1, lane->key);
 	}
 	return KB_OK;
 }
