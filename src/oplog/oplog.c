@@ -163,10 +163,14 @@ struct kb_oplog_lane {
 	 * UINT64_MAX - 1 (and one digit 0xff): none yet. */
 	unsigned cmd_n;
 	char pre_t0[16], pre_t1[16];
-	uint64_t cmd_last, cmd_dig;
+	uint64_t cmd_last;
 	/* The key of cur's last record (when it holds any), beside n and
-	 * head: the shared lane's test reads it there, not through ent. */
+	 * head: the shared lane's test reads it there, not through ent.
+	 * Between cmd_last and cmd_dig: put_cmd's two stores side by side
+	 * were made one 16-byte store of two registers moved into a vector
+	 * register (two instructions more a record, issue 13). */
 	kb_time last_t1;
+	uint64_t cmd_dig;
 	uint32_t last_key;
 	/* The trace or the callback reads each record's fields; else only
 	 * t1 (the merge order) is kept beside the text. */
