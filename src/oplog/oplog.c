@@ -1293,6 +1293,7 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 	uint64_t k[3], lo0, lo1, cmd, t0, t1;
 	rec_form *f;
 	unsigned h;
+	uint32_t key;   /* the record's in b (lane_entry) */
 	int in;
 	char *buf, *p;
 	lane_entry *e;
@@ -1314,10 +1315,13 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 	}
 	if (__builtin_expect(!f->tail_len, 0))
 		return emit_rare(lane, rec, fields, n_fields, v, kind);
-	if (shared_takes(lane->shared, REC_V(t1_ps, t1_ps), lane->key))
+	key = lane->key;
+	if (shared_takes(lane->shared, REC_V(t1_ps, t1_ps), key)) {
 		b = &lane->shared->cur;
-	else
+	} else {
 		lane->shared = &never_takes;   /* until cur is empty again */
+		key |= 1;
+	}
 	if (__builtin_expect(b->text_n + MAX_RECORD + 2 > b->text_cap, 0))   /* entries: MIN_RECORD */
 		return emit_rare(lane, rec, fields, n_fields, v, kind);
 	/* The times in the lane's prefix, or both under 10^8 (a run's
@@ -1343,14 +1347,10 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 	e->t1 = t1;
 	e->text_off = (uint32_t)b->text_n;
 	b->text_n += n;
-	if (b == &lane->cur) {
-		e->key = lane->key | 1;
-	} else {
-		e->key = lane->key;
-		/* the shared lane from b, not lane->shared read again after
-		 * the text's stores (which may alias it) */
-		shared_took((kb_oplog_lane *)(void *)((char *)b - offsetof(kb_oplog_lane, cur)), t1, lane->key);
-	}
+	e->key = key;
+	if (!(key & 1))   /* the shared lane's: b's, not lane->shared read
+			   * again after the text's stores (which may alias it) */
+		shared_took((kb_oplog_lane *)(void *)((char *)b - offsetof(kb_oplog_lane, cur)), t1, key);
 	return KB_OK;
 }
 
