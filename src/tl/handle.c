@@ -75,11 +75,6 @@ int kb__tl_begin(kb_tl *tl, const char *name, const char *file, int line)
 #define GEN_BITS KB_TL_GEN_BITS
 #define TAG_BITS KB_TL_TAG_BITS
 
-static uint64_t encode(const kb_tl *tl, uint32_t slot, uint32_t gen)
-{
-	return tl->tag_bits | ((uint64_t)(gen & ((1u << GEN_BITS) - 1)) << SLOT_BITS) | (slot + 1);
-}
-
 kb_hslot *kb__tl_slot(kb_tl *tl, const kb_tl_tensor *t, const char *what)
 {
 	uint64_t v = (uint64_t)(uintptr_t)t;
@@ -128,68 +123,43 @@ int kb__tl_check_shape(kb_tl *tl, int rank, const int64_t *shape, kb_dtype dt, u
 	return KB_OK;
 }
 
-/* kb__tl_new_handle (proto NULL: the view from space..shape) and
- * kb__tl_new_tcm_view's handle (the view copied from proto). */
-static inline __attribute__((always_inline)) kb_hslot *
-new_handle(kb_tl *tl, uint64_t addr, const kb_tview *proto, kb_space space, kb_dtype dt, int rank,
-	   const int64_t *shape, kb_tl_tensor **out)
+uint32_t kb__tl_slot_new(kb_tl *tl)
 {
-	kb_hslot *h;
 	uint32_t slot;
-	uint64_t v;
 
-	if (tl->free_slot != UINT32_MAX) {
-		slot = tl->free_slot;
-		tl->free_slot = KB_SLOT(tl, slot)->next_free;
-	} else {
-		if (tl->n_slots == tl->cap_slots) {
-			size_t nc = tl->cap_slots / KB_TL_CHUNK + 1;
-			kb_hslot **c;
+	if (tl->n_slots == tl->cap_slots) {
+		size_t nc = tl->cap_slots / KB_TL_CHUNK + 1;
+		kb_hslot **c;
 
-			if (tl->cap_slots + KB_TL_CHUNK >= (1u << SLOT_BITS))
-				goto oom;
-			c = realloc(tl->chunks, nc * sizeof(*c));
-			if (!c)
-				goto oom;
-			tl->chunks = c;
-			/* Not zeroed: a slot is written in full below before
-			 * anything reads it (lookups stop at n_slots), so only
-			 * the slots a kernel uses are touched. calloc faulted
-			 * in the whole chunk (~60 KB, 16 pages) at a kernel's
-			 * first handle, most of a small run's heap faults. */
-			c[nc - 1] = malloc(KB_TL_CHUNK * sizeof(kb_hslot));
-			if (!c[nc - 1])
-				goto oom;
-			tl->cap_slots += KB_TL_CHUNK;
-		}
-		slot = (uint32_t)tl->n_slots++;
-		KB_SLOT(tl, slot)->gen = 0;
-		KB_SLOT(tl, slot)->mark = 0;
+		if (tl->cap_slots + KB_TL_CHUNK >= (1u << SLOT_BITS))
+			return UINT32_MAX;
+		c = realloc(tl->chunks, nc * sizeof(*c));
+		if (!c)
+			return UINT32_MAX;
+		tl->chunks = c;
+		/* Not zeroed: a slot is written in full before anything
+		 * reads it (lookups stop at n_slots), so only the slots a
+		 * kernel uses are touched. calloc faulted in the whole
+		 * chunk (~60 KB, 16 pages) at a kernel's first handle, most
+		 * of a small run's heap faults. */
+		c[nc - 1] = malloc(KB_TL_CHUNK * sizeof(kb_hslot));
+		if (!c[nc - 1])
+			return UINT32_MAX;
+		tl->cap_slots += KB_TL_CHUNK;
 	}
-	h = KB_SLOT(tl, slot);
-	h->gen++;
-	v = encode(tl, slot, h->gen);
-	h->key = v >> SLOT_BITS;
-	h->scope = (uint8_t)tl->depth;
-	h->writer = -1;
-	h->fence = 0;
-	h->owns_alloc = 0;
-	h->next_free = UINT32_MAX;
-	if (proto)
-		h->view = *proto;
-	else
-		kb__tl_view_proto(&h->view, space, dt, rank, shape);
-	h->view.id = ++tl->next_id;
-	h->view.addr = addr;
-	if (kb__scope_track(tl, slot))
-		goto oom_slot;
-	*out = (kb_tl_tensor *)(uintptr_t)v;
-	return h;
-oom_slot:
-	h->key = KB_TL_DEAD;
-	h->next_free = tl->free_slot;
-	tl->free_slot = slot;
-oom:
+	slot = (uint32_t)tl->n_slots++;
+	KB_SLOT(tl, slot)->gen = 0;
+	KB_SLOT(tl, slot)->mark = 0;
+	return slot;
+}
+
+kb_hslot *kb__tl_handle_oom(kb_tl *tl, kb_hslot *h, uint32_t slot)
+{
+	if (h) {
+		h->key = KB_TL_DEAD;
+		h->next_free = tl->free_slot;
+		tl->free_slot = slot;
+	}
 	kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory for handles");
 	return NULL;
 }
@@ -197,10 +167,10 @@ oom:
 kb_hslot *kb__tl_new_handle(kb_tl *tl, kb_space space, uint64_t addr, kb_dtype dt, int rank,
 			    const int64_t *shape, kb_tl_tensor **out)
 {
-	return new_handle(tl, addr, NULL, space, dt, rank, shape, out);
+	return kb__tl_handle(tl, addr, NULL, space, dt, rank, shape, out);
 }
 
-static __attribute__((noinline, cold)) void tcm_exhausted(kb_tl *tl, uint64_t bytes)
+void kb__tl_tcm_exhausted(kb_tl *tl, uint64_t bytes)
 {
 	kb__tl_fail(tl, KB_V_TCM_EXHAUSTED,
 		    "TCM exhausted: %llu bytes requested, %llu of %llu free, largest free block %llu",
@@ -224,34 +194,22 @@ static inline __attribute__((always_inline)) kb_hslot *owning(kb_tl *tl, kb_hslo
 	return h;
 }
 
-/* kb__tl_new_tcm_sized (proto NULL) and kb__tl_new_tcm_view. */
-static inline __attribute__((always_inline)) kb_hslot *
-new_tcm(kb_tl *tl, const kb_tview *proto, kb_dtype dt, int rank, const int64_t *shape,
-	uint64_t bytes, kb_tl_tensor **out)
-{
-	uint64_t off, fence;
-	kb_hslot *h;
-
-	if (kb__tcm_alloc_inline(&tl->tcm, bytes, &off, &fence)) {
-		tcm_exhausted(tl, bytes);
-		return NULL;
-	}
-	/* a replay's output (proto) takes the handle's code inline: one
-	 * call level less */
-	h = proto ? new_handle(tl, off, proto, KB_SPACE_TCM, KB_FP32, 0, NULL, out)
-		  : kb__tl_new_handle(tl, KB_SPACE_TCM, off, dt, rank, shape, out);
-	return owning(tl, h, off, bytes, fence);
-}
-
 kb_hslot *kb__tl_new_tcm_sized(kb_tl *tl, kb_dtype dt, int rank, const int64_t *shape,
 			       uint64_t bytes, kb_tl_tensor **out)
 {
-	return new_tcm(tl, NULL, dt, rank, shape, bytes, out);
+	uint64_t off, fence;
+
+	if (kb__tcm_alloc_inline(&tl->tcm, bytes, &off, &fence)) {
+		kb__tl_tcm_exhausted(tl, bytes);
+		return NULL;
+	}
+	return owning(tl, kb__tl_new_handle(tl, KB_SPACE_TCM, off, dt, rank, shape, out), off, bytes,
+		      fence);
 }
 
 kb_hslot *kb__tl_new_tcm_view(kb_tl *tl, const kb_tview *proto, uint64_t bytes, kb_tl_tensor **out)
 {
-	return new_tcm(tl, proto, (kb_dtype)proto->dtype, proto->rank, proto->shape, bytes, out);
+	return kb__tl_new_tcm_at(tl, proto, bytes, out);
 }
 
 /* A scope's entry for memory without a handle holds its offset and its
@@ -268,7 +226,7 @@ kb_hslot *kb__tl_new_tcm_temp(kb_tl *tl, const kb_tview *proto, uint64_t bytes, 
 
 	(void)proto;
 	if (kb__tcm_alloc_inline(&tl->tcm, bytes, &off, &fence)) {
-		tcm_exhausted(tl, bytes);
+		kb__tl_tcm_exhausted(tl, bytes);
 		return NULL;
 	}
 	if (__builtin_expect(s->cap - s->n < 2, 0) &&

@@ -1080,9 +1080,9 @@ int kb__replay_math(kb_replay **rp, kb_tl *tl, const kb_tl_composite_desc *d, kb
 	if (!c)
 		return 1;
 	if (m->auto_out) {
-		kb_tl_tensor *t;
+		kb_tl_tensor *t = NULL;
 
-		o = kb__tl_new_tcm_view(tl, &m->out_view, m->out_bytes, &t);
+		o = kb__tl_new_tcm_at(tl, &m->out_view, m->out_bytes, &t);
 		if (!o) {
 			kb__cmd_free(c);
 			return 1;

@@ -181,6 +181,75 @@ static inline int kb__scope_track(kb_tl *tl, uint32_t slot)
 	s->slots[s->n++] = slot;
 	return 0;
 }
+/* A new handle's slot when none is free to reuse (its chunk made when
+ * the last is full); UINT32_MAX: out of host memory. */
+uint32_t kb__tl_slot_new(kb_tl *tl);
+/* A new handle's failure: slot (its handle h, or UINT32_MAX: none)
+ * back, the error recorded. NULL. */
+kb_hslot *kb__tl_handle_oom(kb_tl *tl, kb_hslot *h, uint32_t slot);
+/* The TCM has no block for bytes: the error, with what it holds. */
+void kb__tl_tcm_exhausted(kb_tl *tl, uint64_t bytes);
+
+/* kb__tl_new_handle (proto NULL: the view from space..shape) and a TCM
+ * tensor's handle from a proto (the view copied). Inline for a replay's
+ * outputs (six a decode opt3 tile, ~20 instructions of call each). */
+static inline __attribute__((always_inline)) kb_hslot *
+kb__tl_handle(kb_tl *tl, uint64_t addr, const kb_tview *proto, kb_space space, kb_dtype dt,
+	      int rank, const int64_t *shape, kb_tl_tensor **out)
+{
+	kb_hslot *h;
+	uint32_t slot = tl->free_slot;
+	uint64_t v;
+
+	if (__builtin_expect(slot != UINT32_MAX, 1))
+		tl->free_slot = KB_SLOT(tl, slot)->next_free;
+	else if ((slot = kb__tl_slot_new(tl)) == UINT32_MAX)
+		return kb__tl_handle_oom(tl, NULL, slot);
+	h = KB_SLOT(tl, slot);
+	h->gen++;
+	/* tag | generation | slot + 1 (the layout above) */
+	v = tl->tag_bits | (uint64_t)(h->gen & ((1u << KB_TL_GEN_BITS) - 1)) << KB_TL_SLOT_BITS |
+	    (slot + 1);
+	h->key = v >> KB_TL_SLOT_BITS;
+	h->scope = (uint8_t)tl->depth;
+	h->writer = -1;
+	h->fence = 0;
+	h->owns_alloc = 0;
+	h->next_free = UINT32_MAX;
+	if (proto)
+		h->view = *proto;
+	else
+		kb__tl_view_proto(&h->view, space, dt, rank, shape);
+	h->view.id = ++tl->next_id;
+	h->view.addr = addr;
+	if (kb__scope_track(tl, slot))
+		return kb__tl_handle_oom(tl, h, slot);
+	*out = (kb_tl_tensor *)(uintptr_t)v;
+	return h;
+}
+
+/* kb__tl_new_tcm_view, inline (see kb__tl_handle). */
+static inline __attribute__((always_inline)) kb_hslot *
+kb__tl_new_tcm_at(kb_tl *tl, const kb_tview *proto, uint64_t bytes, kb_tl_tensor **out)
+{
+	uint64_t off, fence;
+	kb_hslot *h;
+
+	if (kb__tcm_alloc_inline(&tl->tcm, bytes, &off, &fence)) {
+		kb__tl_tcm_exhausted(tl, bytes);
+		return NULL;
+	}
+	h = kb__tl_handle(tl, off, proto, KB_SPACE_TCM, KB_FP32, 0, NULL, out);
+	/* it owns its block; no handle (out of host memory): the block back */
+	if (!h) {
+		kb__tcm_free(&tl->tcm, off, bytes, tl->next_cmd);
+		return NULL;
+	}
+	h->owns_alloc = 1;
+	h->alloc_size = bytes;
+	h->fence = fence;
+	return h;
+}
 kb_cmd *kb__tl_cmd_new(kb_tl *tl, kb_cmd_kind kind);
 /* A command with room for n_ops ops and cap_ids handle ids per set. */
 static inline kb_cmd *kb__tl_cmd_new_n(kb_tl *tl, kb_cmd_kind kind, uint32_t n_ops, uint32_t cap_ids)
