@@ -179,21 +179,6 @@ void kb__tl_tcm_exhausted(kb_tl *tl, uint64_t bytes)
 		    (unsigned long long)kb__tcm_largest_free(&tl->tcm));
 }
 
-/* A handle h made for TCM block [off, off + bytes) owns that block; no
- * handle (out of host memory): the block goes back and NULL. */
-static inline __attribute__((always_inline)) kb_hslot *owning(kb_tl *tl, kb_hslot *h, uint64_t off,
-							      uint64_t bytes, uint64_t fence)
-{
-	if (!h) {
-		kb__tcm_free(&tl->tcm, off, bytes, tl->next_cmd);
-		return NULL;
-	}
-	h->owns_alloc = 1;
-	h->alloc_size = bytes;
-	h->fence = fence;
-	return h;
-}
-
 kb_hslot *kb__tl_new_tcm_sized(kb_tl *tl, kb_dtype dt, int rank, const int64_t *shape,
 			       uint64_t bytes, kb_tl_tensor **out)
 {
@@ -203,8 +188,8 @@ kb_hslot *kb__tl_new_tcm_sized(kb_tl *tl, kb_dtype dt, int rank, const int64_t *
 		kb__tl_tcm_exhausted(tl, bytes);
 		return NULL;
 	}
-	return owning(tl, kb__tl_new_handle(tl, KB_SPACE_TCM, off, dt, rank, shape, out), off, bytes,
-		      fence);
+	return kb__tl_owning(tl, kb__tl_new_handle(tl, KB_SPACE_TCM, off, dt, rank, shape, out), off,
+			     bytes, fence);
 }
 
 kb_hslot *kb__tl_new_tcm_view(kb_tl *tl, const kb_tview *proto, uint64_t bytes, kb_tl_tensor **out)

@@ -228,19 +228,11 @@ kb__tl_handle(kb_tl *tl, uint64_t addr, const kb_tview *proto, kb_space space, k
 	return h;
 }
 
-/* kb__tl_new_tcm_view, inline (see kb__tl_handle). */
+/* A handle h made for TCM block [off, off + bytes) owns that block; no
+ * handle (out of host memory): the block goes back and NULL. */
 static inline __attribute__((always_inline)) kb_hslot *
-kb__tl_new_tcm_at(kb_tl *tl, const kb_tview *proto, uint64_t bytes, kb_tl_tensor **out)
+kb__tl_owning(kb_tl *tl, kb_hslot *h, uint64_t off, uint64_t bytes, uint64_t fence)
 {
-	uint64_t off, fence;
-	kb_hslot *h;
-
-	if (kb__tcm_alloc_inline(&tl->tcm, bytes, &off, &fence)) {
-		kb__tl_tcm_exhausted(tl, bytes);
-		return NULL;
-	}
-	h = kb__tl_handle(tl, off, proto, KB_SPACE_TCM, KB_FP32, 0, NULL, out);
-	/* it owns its block; no handle (out of host memory): the block back */
 	if (!h) {
 		kb__tcm_free(&tl->tcm, off, bytes, tl->next_cmd);
 		return NULL;
@@ -249,6 +241,20 @@ kb__tl_new_tcm_at(kb_tl *tl, const kb_tview *proto, uint64_t bytes, kb_tl_tensor
 	h->alloc_size = bytes;
 	h->fence = fence;
 	return h;
+}
+
+/* kb__tl_new_tcm_view, inline (see kb__tl_handle). */
+static inline __attribute__((always_inline)) kb_hslot *
+kb__tl_new_tcm_at(kb_tl *tl, const kb_tview *proto, uint64_t bytes, kb_tl_tensor **out)
+{
+	uint64_t off, fence;
+
+	if (kb__tcm_alloc_inline(&tl->tcm, bytes, &off, &fence)) {
+		kb__tl_tcm_exhausted(tl, bytes);
+		return NULL;
+	}
+	return kb__tl_owning(tl, kb__tl_handle(tl, off, proto, KB_SPACE_TCM, KB_FP32, 0, NULL, out),
+			     off, bytes, fence);
 }
 kb_cmd *kb__tl_cmd_new(kb_tl *tl, kb_cmd_kind kind);
 /* A command with room for n_ops ops and cap_ids handle ids per set. */
