@@ -1255,8 +1255,10 @@ static __attribute__((noinline)) int emit_slow(kb_oplog_lane *lane, const kb_opl
 /* An engine stage's record on emit's rare path: rec with v's members,
  * into emit_slow (out of line: the copy is made only here). */
 static __attribute__((noinline)) int stage_slow(kb_oplog_lane *lane, const kb_oplog_record *rec,
-						kb_oplog_stage v)
+						uint64_t t0, uint64_t t1, const char *op, uint64_t cmd,
+						int64_t bytes, uint64_t step, int64_t n, const char *operand)
 {
+	kb_oplog_stage v = { t0, t1, op, cmd, bytes, step, n, operand };
 	kb_oplog_record r = *rec;
 
 	r.t0_ps = v.t0_ps;
@@ -1273,7 +1275,8 @@ static inline __attribute__((always_inline)) int emit_rare(kb_oplog_lane *lane, 
 							   kb_oplog_stage v, int kind)
 {
 	if (kind == FORM_STAGE)
-		return stage_slow(lane, rec, v);
+		return stage_slow(lane, rec, v.t0_ps, v.t1_ps, v.op, v.cmd, v.bytes, v.step, v.n,
+				  v.operand);   /* members: no copy of v made on the way */
 	return emit_slow(lane, rec, fields, n_fields, NULL, kind);
 }
 
