@@ -148,7 +148,8 @@ KB_API kb_tl_tensor *kb_tl_ref_at(kb_tl *tl, uint64_t addr, kb_dtype dt, int ran
 			    (unsigned long long)tl->cfg.hbm_bytes);
 		return NULL;
 	}
-	kb__tl_new_handle(tl, KB_SPACE_HBM, addr, dt, rank, shape, &out);
+	/* inline: a decode kernel refs each K and V tile */
+	kb__tl_handle(tl, addr, NULL, KB_SPACE_HBM, dt, rank, shape, &out);
 	return out;
 }
 
