@@ -40,7 +40,10 @@ typedef struct lane_entry {
 typedef struct lane_buf {
 	lane_entry *ent;
 	kb_oplog_record *rec;    /* json points nowhere until flushed */
-	size_t n, cap, head;
+	/* One past the last record's entry (ent + their count, buf_n): a
+	 * record's entry is end's, with no index to scale (issue 13). */
+	lane_entry *end;
+	size_t cap, head;
 	char *text;
 	size_t text_n, text_cap;
 } lane_buf;
@@ -425,10 +428,16 @@ kb_oplog_lane *kb__oplog_lane(kb_oplog *log, uint32_t order)
 	return lane;
 }
 
+/* The records b holds (consumed ones too, before head). */
+static inline size_t buf_n(const lane_buf *b)
+{
+	return b->ent ? (size_t)(b->end - b->ent) : 0;
+}
+
 /* Where b's record i ends (with its newline): where the next starts. */
 static inline size_t ent_end(const lane_buf *b, size_t i)
 {
-	return i + 1 < b->n ? b->ent[i + 1].text_off : b->text_n;
+	return i + 1 < buf_n(b) ? b->ent[i + 1].text_off : b->text_n;
 }
 
 /* The shortest record, `{"t0":0,"t1":0,"pe":0,"eng":"","op":"","cmd":0}`
@@ -457,8 +466,8 @@ static __attribute__((noinline, cold)) int lane_grow(lane_buf *lane, size_t text
 		lane->text = t;
 		lane->text_cap = cap;
 	}
-	if (lane->n == lane->cap || lane->cap <= lane->text_cap / MIN_RECORD) {
-		size_t cap = lane->cap ? 2 * lane->cap : 64;
+	if (buf_n(lane) == lane->cap || lane->cap <= lane->text_cap / MIN_RECORD) {
+		size_t cap = lane->cap ? 2 * lane->cap : 64, n = buf_n(lane);
 		lane_entry *e;
 		kb_oplog_record *r;
 
@@ -467,6 +476,7 @@ static __attribute__((noinline, cold)) int lane_grow(lane_buf *lane, size_t text
 		if (!(e = realloc(lane->ent, cap * sizeof(*e))))
 			return -1;
 		lane->ent = e;
+		lane->end = e + n;
 		if (keep_fields) {
 			if (!(r = realloc(lane->rec, cap * sizeof(*r))))
 				return -1;
@@ -479,7 +489,7 @@ static __attribute__((noinline, cold)) int lane_grow(lane_buf *lane, size_t text
 
 static inline __attribute__((always_inline)) int lane_reserve(lane_buf *lane, size_t text_len, int keep_fields)
 {
-	if (__builtin_expect(lane->n == lane->cap || lane->text_n + text_len + 1 > lane->text_cap, 0))
+	if (__builtin_expect(buf_n(lane) == lane->cap || lane->text_n + text_len + 1 > lane->text_cap, 0))
 		return lane_grow(lane, text_len, keep_fields);
 	return 0;
 }
@@ -514,7 +524,7 @@ int kb__oplog_serial(kb_oplog *log)
 	for (size_t i = 0; i < log->n_lanes; i++) {
 		kb_oplog_lane *l = log->lanes[i];
 
-		l->shared = l == sh || l->cur.n > l->cur.head ? &never_takes : sh;
+		l->shared = l == sh || buf_n(&l->cur) > l->cur.head ? &never_takes : sh;
 	}
 	sh->pend = &log->pend;
 	log->shared = sh;
@@ -1236,8 +1246,8 @@ static __attribute__((noinline)) int emit_slow(kb_oplog_lane *lane, const kb_opl
 		return KB_ENOMEM;
 	}
 	if (lane->keep_fields)
-		keep_rec(b, b->n, rec);
-	e = &b->ent[b->n++];
+		keep_rec(b, buf_n(b), rec);
+	e = b->end++;
 	e->t1 = rec->t1_ps;
 	e->text_off = (uint32_t)b->text_n;
 	e->key = key;
@@ -1346,7 +1356,7 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 	p = put_cmd(p + f->mid_len, buf + MAX_RECORD + 1, lane, cmd, 1);
 	memcpy(p, f->text + f->mid_len, FORM_TAIL);
 	n = (size_t)(p + f->tail_len - buf);
-	e = &b->ent[b->n++];
+	e = b->end++;
 	e->t1 = t1;
 	e->text_off = (uint32_t)b->text_n;
 	b->text_n += n;
@@ -1467,7 +1477,7 @@ static void run_down(const merge_run *runs, uint32_t *h, size_t n, size_t i)
 /* The first position in [from, n) whose record ends at or after t. */
 static size_t lower_bound(const lane_buf *b, size_t from, kb_time t)
 {
-	size_t lo = from, hi = b->n;
+	size_t lo = from, hi = buf_n(b);
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -1721,9 +1731,9 @@ static size_t scan_lanes(kb_oplog *log, int ready, kb_time bound, kb_time *lo_ou
 		const lane_buf *b = lane_of(log, i, ready);
 		size_t z;
 
-		if (b->head == b->n || b->ent[b->head].t1 >= bound)
+		if (b->head == buf_n(b) || b->ent[b->head].t1 >= bound)
 			continue;
-		z = bound == KB_TIME_INF ? b->n : lower_bound(b, b->head, bound);
+		z = bound == KB_TIME_INF ? buf_n(b) : lower_bound(b, b->head, bound);
 		records += z - b->head;
 		if (b->ent[b->head].t1 < lo)
 			lo = b->ent[b->head].t1;
@@ -1789,12 +1799,13 @@ static void cur_emptied(kb_oplog *log, kb_oplog_lane *l)
 
 static void buf_compact(lane_buf *lane)
 {
-	size_t keep = lane->n - lane->head, off;
+	size_t keep = buf_n(lane) - lane->head, off;
 
 	if (lane->head == 0)
 		return;
 	if (keep == 0) {
-		lane->n = lane->head = lane->text_n = 0;
+		lane->end = lane->ent;
+		lane->head = lane->text_n = 0;
 		return;
 	}
 	off = lane->ent[lane->head].text_off;
@@ -1805,7 +1816,7 @@ static void buf_compact(lane_buf *lane)
 	for (size_t i = 0; i < keep; i++)
 		lane->ent[i].text_off -= off;
 	lane->text_n -= off;
-	lane->n = keep;
+	lane->end = lane->ent + keep;
 	lane->head = 0;
 }
 
@@ -1815,9 +1826,9 @@ static void consume(kb_oplog *log, int ready, kb_time bound)
 	for (size_t k = 0; k < log->n_active; k++) {
 		lane_buf *b = lane_of(log, log->active[k], ready);
 
-		b->head = bound == KB_TIME_INF ? b->n : lower_bound(b, b->head, bound);
+		b->head = bound == KB_TIME_INF ? buf_n(b) : lower_bound(b, b->head, bound);
 		buf_compact(b);
-		if (!ready && !b->n)
+		if (!ready && !buf_n(b))
 			cur_emptied(log, log->lanes[log->active[k]]);
 	}
 	log->n_active = 0;
@@ -1883,7 +1894,8 @@ static void batch_done(kb_oplog *log)
 	for (size_t i = 0; i < log->n_lanes; i++) {
 		lane_buf *b = &log->lanes[i]->ready;
 
-		b->n = b->head = b->text_n = 0;
+		b->end = b->ent;
+		b->head = b->text_n = 0;
 	}
 	log->sealed = 0;
 }
@@ -1949,7 +1961,7 @@ static int sink_queue(kb_oplog *log, const atomic_uint *busy, size_t keep, kb_er
  * the others). -1, nothing changed, without memory for it. */
 static int pend_keep(kb_oplog *log, lane_buf *b, size_t z, size_t from, size_t len)
 {
-	size_t off = z < b->n ? b->ent[z].text_off : b->text_n, rest = b->text_n - off, cap;
+	size_t off = z < buf_n(b) ? b->ent[z].text_off : b->text_n, rest = b->text_n - off, cap;
 	char *t;
 
 	pend_drain(log);   /* the rest of the last ones: the spare is free */
@@ -1962,7 +1974,7 @@ static int pend_keep(kb_oplog *log, lane_buf *b, size_t z, size_t from, size_t l
 	}
 	if (rest)
 		memcpy(log->spare_text, b->text + off, rest);
-	for (size_t i = z; i < b->n; i++)
+	for (size_t i = z; i < buf_n(b); i++)
 		b->ent[i].text_off -= off;
 	t = b->text;
 	b->text = log->spare_text;
@@ -1988,7 +2000,7 @@ static int flush_cur(kb_oplog *log, kb_time bound, kb_error *err)
 		 * its text is the op_log's bytes as they are, hashed and
 		 * written from where they were formatted, in one piece. */
 		lane_buf *b = lane_of(log, log->active[0], 0);
-		size_t z = bound == KB_TIME_INF ? b->n : lower_bound(b, b->head, bound);
+		size_t z = bound == KB_TIME_INF ? buf_n(b) : lower_bound(b, b->head, bound);
 		size_t from = b->ent[b->head].text_off;
 		size_t len = ent_end(b, z - 1) - from;
 
@@ -2055,12 +2067,12 @@ int kb__oplog_seal(kb_oplog *log)
 	for (size_t i = 0; i < log->n_lanes; i++) {
 		kb_oplog_lane *l = log->lanes[i];
 
-		if (l->cur.n > l->cur.head) {
+		if (buf_n(&l->cur) > l->cur.head) {
 			lane_buf t = l->ready;
 
 			l->ready = l->cur;
 			l->cur = t;
-			if (l->cur.n == l->cur.head)
+			if (buf_n(&l->cur) == l->cur.head)
 				cur_emptied(log, l);
 		}
 	}
@@ -2122,7 +2134,7 @@ size_t kb__oplog_buffered(const kb_oplog *log)
 	size_t n = 0;
 
 	for (size_t i = 0; log && i < log->n_lanes; i++)
-		n += log->lanes[i]->cur.n - log->lanes[i]->cur.head;
+		n += buf_n(&log->lanes[i]->cur) - log->lanes[i]->cur.head;
 	return n;
 }
 
