@@ -530,6 +530,38 @@ START_TEST(test_err_prologue_hbm)
 }
 END_TEST
 
+/* kb__tl_check_shape's three failures, each with its message (a new
+ * context each: the first error stops one). */
+START_TEST(test_err_ref_shape)
+{
+	static const struct {
+		int rank;
+		kb_dtype dt;
+		int64_t d0;
+		int detail;
+		const char *frag;
+	} cases[] = {
+		{ 0, KB_FP16, 4, KB_V_SHAPE, "rank 0 is not in 1..4" },
+		{ 5, KB_FP16, 4, KB_V_SHAPE, "rank 5 is not in 1..4" },
+		{ 2, (kb_dtype)77, 4, KB_V_DTYPE, "unknown dtype 77" },
+		{ 2, KB_FP16, 0, KB_V_SHAPE, "non-positive or enormous dimension" },
+		{ 2, KB_FP16, INT64_C(1) << 40, KB_V_SHAPE, "non-positive or enormous dimension" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		capture cp = { .n = 0 };
+		kb_tl *tl = new_tl(&cp);
+		int64_t shape[5] = { cases[i].d0, 1 << 20, 1, 1, 1 };
+		int ln;
+
+		ck_assert_ptr_null(kb_tl_ref(tl, 0, cases[i].dt, cases[i].rank, shape)); ln = __LINE__;
+		expect_failed(tl, &cp, cases[i].detail, cases[i].frag, ln);
+		cap_clear(&cp);
+		kb__tl_destroy(tl);
+	}
+}
+END_TEST
+
 START_TEST(test_err_two_gemms)
 {
 	capture cp = { .n = 0 };
@@ -1810,6 +1842,7 @@ Suite *tl_suite(void)
 	tcase_add_test(rec, test_replay_timing_only);
 	tcase_add_test(val, test_err_autobind_conflict);
 	tcase_add_test(val, test_err_prologue_hbm);
+	tcase_add_test(val, test_err_ref_shape);
 	tcase_add_test(val, test_err_two_gemms);
 	tcase_add_test(val, test_err_over_cap);
 	tcase_add_test(val, test_err_unknown_recipe);

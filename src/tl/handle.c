@@ -96,31 +96,14 @@ kb_hslot *kb__tl_slot(kb_tl *tl, const kb_tl_tensor *t, const char *what)
 	return NULL;
 }
 
-static int64_t shape_elems(int rank, const int64_t *shape)
+void kb__tl_shape_fail(kb_tl *tl, kb_tl_shape_err e, int rank, kb_dtype dt)
 {
-	int64_t n = 1;
-
-	/* An overflow check without a 64-bit division per dimension (each
-	 * tl.ref of a decode tile comes here). */
-	for (int i = 0; i < rank; i++)
-		if (shape[i] <= 0 || __builtin_mul_overflow(n, shape[i], &n))
-			return -1;
-	return n;
-}
-
-int kb__tl_check_shape(kb_tl *tl, int rank, const int64_t *shape, kb_dtype dt, uint64_t *bytes)
-{
-	int64_t n;
-
-	if (rank < 1 || rank > KB_TL_MAX_RANK || !shape)
-		return kb__tl_fail(tl, KB_V_SHAPE, "rank %d is not in 1..%d", rank, KB_TL_MAX_RANK);
-	if (!kb__dtype_size(dt))
-		return kb__tl_fail(tl, KB_V_DTYPE, "unknown dtype %d", (int)dt);
-	n = shape_elems(rank, shape);
-	if (n < 0 || (uint64_t)n > (UINT64_C(1) << 50))
-		return kb__tl_fail(tl, KB_V_SHAPE, "shape has a non-positive or enormous dimension");
-	*bytes = (uint64_t)n * kb__dtype_size(dt);
-	return KB_OK;
+	if (e == KB_TL_SHAPE_RANK)
+		kb__tl_fail(tl, KB_V_SHAPE, "rank %d is not in 1..%d", rank, KB_TL_MAX_RANK);
+	else if (e == KB_TL_SHAPE_DTYPE)
+		kb__tl_fail(tl, KB_V_DTYPE, "unknown dtype %d", (int)dt);
+	else
+		kb__tl_fail(tl, KB_V_SHAPE, "shape has a non-positive or enormous dimension");
 }
 
 uint32_t kb__tl_slot_new(kb_tl *tl)
