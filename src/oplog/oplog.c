@@ -161,17 +161,16 @@ struct kb_oplog_lane {
 	 * overwrite). */
 	uint64_t pre_base;
 	uint32_t pre_len;
-	/* The cmd of this lane's last record and its digits (put_cmd): cmd_n
-	 * of them in cmd_dig, the first in its lowest byte; cmd_last
-	 * UINT64_MAX - 1 (and one digit 0xff): none yet. */
-	unsigned cmd_n;
+	/* The decade of this lane's last record's cmd (put_cmd): its first
+	 * number (the cmd less its last digit; E8, in no decade under 10^8:
+	 * none yet), that number's digits, cmd_n of them in cmd_dig, the
+	 * first in its lowest byte, and where the last one is (cmd_s: 8 *
+	 * (cmd_n - 1) bits up). */
+	uint16_t cmd_n, cmd_s;
 	char pre_t0[16], pre_t1[16];
-	uint64_t cmd_last;
+	uint64_t cmd_base;
 	/* The key of cur's last record (when it holds any), beside n and
-	 * head: the shared lane's test reads it there, not through ent.
-	 * Between cmd_last and cmd_dig: put_cmd's two stores side by side
-	 * were made one 16-byte store of two registers moved into a vector
-	 * register (two instructions more a record, issue 13). */
+	 * head: the shared lane's test reads it there, not through ent. */
 	kb_time last_t1;
 	uint64_t cmd_dig;
 	uint32_t last_key;
@@ -417,9 +416,7 @@ kb_oplog_lane *kb__oplog_lane(kb_oplog *log, uint32_t order)
 	memset(lane, 0, sizeof(*lane));
 	lane->key = order << 1;
 	lane->pre_base = PRE_NONE;
-	lane->cmd_last = UINT64_MAX - 1;   /* no cmd yet (put_cmd): one digit, 0xff */
-	lane->cmd_dig = 0xff;
-	lane->cmd_n = 1;
+	lane->cmd_base = E8;   /* no cmd yet (put_cmd) */
 	lane->keep_fields = log->want_recs;
 	for (unsigned k = 0; k < FORM_KINDS; k++)
 		lane->fast[k] = &no_forms;
@@ -920,38 +917,32 @@ static inline char *put_middle(char *p, const char *end, const kb_oplog_record *
  * same (a command's stages), one more (the next command), or a few either
  * way (an engine's channels finish stages of neighbouring commands in
  * turn: opt2's records are 41% d 0, 23% d 1, 18% d -1, 18% d 2 or 3).
- * Where the last digit plus d is still a digit, the digits are the last
- * ones with d added to that digit, branch-free; else the eight digits
- * once (45% of opt2's stage records took that path when only d 0 and 1
- * did not: issue 13). */
+ * Within the last one's decade the digits are its first number's with
+ * the last digit raised by cmd's offset in it, and the lane's fields stay
+ * as they are; else the eight digits once, and that decade kept (45% of
+ * opt2's stage records took that path when only d 0 and 1 did not; the
+ * last cmd and its digits, rather than its decade's, were stored again on
+ * every record: issue 13). */
 static inline __attribute__((always_inline)) char *put_cmd(char *p, const char *end, kb_oplog_lane *lane,
 							  uint64_t cmd, int room)
 {
-	uint64_t d = cmd - lane->cmd_last, x = lane->cmd_dig;
-	unsigned n = lane->cmd_n, s = 8 * (n - 1);
+	uint64_t d = cmd - lane->cmd_base;   /* wraps below the decade */
 
 	/* room (a constant): the caller knows p has FMT_U64_ROOM bytes */
 	if ((!room && (!p || end - p < 8)) || cmd >= E8)
 		return put_u64(p, end, cmd);
-	/* The last digit plus d (d wraps for a smaller cmd) is one of
-	 * '0' to '9' only for d in -9 to 9, and there changes that byte
-	 * alone. The lane's first record never passes: its last digit
-	 * starts as 0xff (kb__oplog_lane), 209 or more past '9' with the
-	 * d of any cmd under 10^8. */
-	if (((x >> s & 0xff) + d - '0') > 9) {
+	if (d > 9) {   /* another decade (none yet: cmd_base E8) */
 		uint64_t z = digits8((uint32_t)cmd);
 		unsigned lead = z ? (unsigned)__builtin_ctzll(z) >> 3 : 7;   /* 0 is "0" */
 
-		x = (z + ASCII_ZEROS) >> (8 * lead);
-		n = 8 - lead;
-		lane->cmd_n = n;
-	} else {
-		x += d << s;
+		d = cmd % 10;
+		lane->cmd_n = (uint16_t)(8 - lead);
+		lane->cmd_s = (uint16_t)(8 * (7 - lead));
+		lane->cmd_base = cmd - d;
+		lane->cmd_dig = ((z + ASCII_ZEROS) >> (8 * lead)) - (d << lane->cmd_s);
 	}
-	lane->cmd_last = cmd;
-	lane->cmd_dig = x;
-	store8(p, x);
-	return p + n;
+	store8(p, lane->cmd_dig + (d << lane->cmd_s));
+	return p + lane->cmd_n;
 }
 
 /* An engine stage's members (kb_oplog_stage): those that the same record
