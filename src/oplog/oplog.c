@@ -931,7 +931,7 @@ static inline __attribute__((always_inline)) char *put_cmd(char *p, const char *
 	/* room (a constant): the caller knows p has FMT_U64_ROOM bytes */
 	if ((!room && (!p || end - p < 8)) || cmd >= E8)
 		return put_u64(p, end, cmd);
-	if (d > 9) {   /* another decade (none yet: cmd_base E8) */
+	if (__builtin_expect(d > 9, 0)) {   /* another decade (none yet: cmd_base E8) */
 		uint64_t z = digits8((uint32_t)cmd);
 		unsigned lead = z ? (unsigned)__builtin_ctzll(z) >> 3 : 7;   /* 0 is "0" */
 
