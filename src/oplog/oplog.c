@@ -449,27 +449,26 @@ static inline size_t ent_end(const lane_buf *b, size_t i)
  * registers (issue 13). */
 static __attribute__((noinline, cold)) int lane_grow(lane_buf *lane, size_t text_len, int keep_fields)
 {
-	if (lane->text_n + text_len + 1 > lane->text_cap) {
-		size_t cap = lane->text_cap ? 2 * lane->text_cap : 8192;
-		char *t;
+	size_t text_cap = lane->text_cap;
 
-		while (cap < lane->text_n + text_len + 1)
-			cap *= 2;
-		if (cap > (size_t)UINT32_MAX + 1)
+	if (lane->text_n + text_len + 1 > text_cap) {
+		text_cap = text_cap ? 2 * text_cap : 8192;
+		while (text_cap < lane->text_n + text_len + 1)
+			text_cap *= 2;
+		if (text_cap > (size_t)UINT32_MAX + 1)
 			return -1;   /* a lane_entry's text_off */
-		t = realloc(lane->text, cap);
-		if (!t)
-			return -1;
-		lane->text = t;
-		lane->text_cap = cap;
 	}
-	if (buf_n(lane) == lane->cap || lane->cap <= lane->text_cap / MIN_RECORD) {
+	/* The entries first, for the text's new size: should the text's
+	 * realloc then fail, the entries are only larger than they need be,
+	 * where the other order would leave text room that emit's common
+	 * path trusts without entries to match it. */
+	if (buf_n(lane) == lane->cap || lane->cap <= text_cap / MIN_RECORD) {
 		size_t cap = lane->cap ? 2 * lane->cap : 64, n = buf_n(lane);
 		lane_entry *e;
 		kb_oplog_record *r;
 
-		if (cap <= lane->text_cap / MIN_RECORD)
-			cap = lane->text_cap / MIN_RECORD + 1;
+		if (cap <= text_cap / MIN_RECORD)
+			cap = text_cap / MIN_RECORD + 1;
 		if (!(e = realloc(lane->ent, cap * sizeof(*e))))
 			return -1;
 		lane->ent = e;
@@ -480,6 +479,14 @@ static __attribute__((noinline, cold)) int lane_grow(lane_buf *lane, size_t text
 			lane->rec = r;
 		}
 		lane->cap = cap;
+	}
+	if (text_cap != lane->text_cap) {
+		char *t = realloc(lane->text, text_cap);
+
+		if (!t)
+			return -1;
+		lane->text = t;
+		lane->text_cap = text_cap;
 	}
 	return 0;
 }
