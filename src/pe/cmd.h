@@ -141,24 +141,15 @@ const char *kb__cmd_kind_name(int kind);
 typedef struct kb_cmd {
 	/* What every command has, in two cache lines (KB_CMD_HEAD); a
 	 * composite's block has its digest right after them (see
-	 * kb__cmd_init). */
-	uint32_t kind;           /* kb_cmd_kind */
-	uint32_t pe;
-	uint64_t id;             /* per PE, in emit order, from 0 */
-	uint64_t lbytes;         /* logical bytes (DDD §4 and doc/commands.md) */
-	/* Implicit wait before dispatch: these producers, and every command
-	 * with id < fence (scratch memory reuse), must have completed. */
-	uint64_t *deps;
-	uint32_t n_deps;
-	int line;                /* kernel call site (with file) */
-	uint64_t fence;
-	/* Hazard sets for the scheduler's strict-FIFO tracker (handle ids). */
-	uint64_t *reads, *writes;
-	uint32_t n_reads, n_writes;
-	/* deps, reads, writes and ops live in the command's own allocation
-	 * (one malloc per command), each id array with room for cap_ids. */
-	uint32_t cap_ids;
-	uint16_t block;          /* kb__cmd_alloc's size class + 1; 0: plain malloc */
+	 * kb__cmd_init). The first line holds all that PE_CPU reads (kind,
+	 * deps, fence, dispatch time; id and lbytes for its record) and that
+	 * PE_SCHEDULER's admission reads (has_sig, kind, dig, n_ops, pe): the
+	 * tl context writes a command ~16 ahead of PE_CPU, so each line is a
+	 * cold miss to the first that reads it, and the second line was one
+	 * for PE_CPU (the dispatch time, on its critical path), then for the
+	 * scheduler (n_ops) when only part of this moved (issue 13). kind is
+	 * 16 bits for the room. */
+	uint16_t kind;           /* kb_cmd_kind */
 	/* 1: disp_ps is the command's dispatch time in ps, which the tl
 	 * context worked out as it emitted it (kb__tl_emit), with the cost
 	 * model and clock of its kb_tl_config, which are the machine's (the
@@ -169,12 +160,29 @@ typedef struct kb_cmd {
 	 * which the tl context worked out as it wrote the sets; 0:
 	 * PE_SCHEDULER works it out from them. */
 	uint8_t has_sig;
+	uint32_t n_deps;
+	uint64_t id;             /* per PE, in emit order, from 0 */
+	uint64_t lbytes;         /* logical bytes (DDD §4 and doc/commands.md) */
+	/* Implicit wait before dispatch: these producers, and every command
+	 * with id < fence (scratch memory reuse), must have completed. */
+	uint64_t *deps;
+	uint64_t fence;
 	uint64_t disp_ps;
 	/* COMPOSITE */
 	kb_cmd_dig *dig;         /* kb__cmd_digest's, in the command's block; NULL until then */
-	kb_opspec *ops;
 	uint32_t n_ops;
+	uint32_t pe;
+	/* Hazard sets for the scheduler's strict-FIFO tracker (handle ids). */
+	uint64_t *reads, *writes;
+	uint32_t n_reads, n_writes;
+	/* deps, reads, writes and ops live in the command's own allocation
+	 * (one malloc per command), each id array with room for cap_ids. */
+	uint32_t cap_ids;
+	int line;                /* kernel call site (with file) */
+	/* COMPOSITE */
+	kb_opspec *ops;
 	uint32_t n_rw;           /* rw_handles (count only; ids are in writes) */
+	uint16_t block;          /* kb__cmd_alloc's size class + 1; 0: plain malloc */
 	/* ERROR: the validation error the kernel hit at this point */
 	kb_error *error;
 	const char *file;        /* kernel call site (a __FILE__ string) */
@@ -206,6 +214,7 @@ typedef struct kb_cmd_ring {
 
 /* The bytes of a command every kind has (a composite's whole header). */
 #define KB_CMD_HEAD offsetof(kb_cmd, cpu_cycles)
+_Static_assert(offsetof(kb_cmd, reads) == 64, "kb_cmd: PE_CPU's fields fill the first cache line");
 _Static_assert(offsetof(kb_cmd, cpu_cycles) == 128, "kb_cmd: a composite's header is two cache lines");
 
 /* ---- cost model (ADR-0064 Rev2 as the seeds quote it) ---- */
