@@ -169,6 +169,73 @@ static void same_costs(const kb_plan *a, const kb_plan *b, kb_phase ph, uint64_t
 	}
 }
 
+/* b, a plan made from scratch, and a of the same command (from a pool)
+ * have the same stages, geometry and stage costs. */
+static void same_plan(const kb_plan *a, const kb_plan *b, int cmd)
+{
+	ck_assert_int_eq(a->gemm, b->gemm);
+	ck_assert_uint_eq(a->n_pre, b->n_pre);
+	ck_assert_uint_eq(a->n_post, b->n_post);
+	ck_assert_uint_eq(a->n_mid, b->n_mid);
+	ck_assert_uint_eq(a->n_last, b->n_last);
+	/* the loop's geometry: tile counts, sizes and steps */
+	ck_assert_msg(memcmp(&a->mt, &b->mt, offsetof(kb_plan, pre) - offsetof(kb_plan, mt)) == 0,
+		      "command %d: loop geometry differs from a fresh plan's", cmd);
+	ck_assert(memcmp(a->pre, b->pre, a->n_pre * sizeof(a->pre[0])) == 0);
+	ck_assert(memcmp(a->post, b->post, a->n_post * sizeof(a->post[0])) == 0);
+	ck_assert(memcmp(a->mid, b->mid, a->n_mid * sizeof(a->mid[0])) == 0);
+	ck_assert(memcmp(a->last, b->last, a->n_last * sizeof(a->last[0])) == 0);
+	ck_assert_int_eq(a->phase, b->phase);
+	same_costs(a, b, KB_PH_PRE, 0, a->pre, b->pre, a->n_pre, cmd);
+	same_costs(a, b, KB_PH_POST, 0, a->post, b->post, a->n_post, cmd);
+	for (uint64_t s = 0; s < a->n_steps; s++) {
+		uint32_t na, nb;
+		const kb_stage_ref *sa = kb__plan_stages(a, KB_PH_LOOP, s, &na);
+		const kb_stage_ref *sb = kb__plan_stages(b, KB_PH_LOOP, s, &nb);
+
+		ck_assert_uint_eq(na, nb);
+		same_costs(a, b, KB_PH_LOOP, s, sa, sb, na, cmd);
+	}
+}
+
+/* Six tiles of a decode-like kernel's composites, captured in f. */
+static void decode_like(fixture *f)
+{
+	kb_tl_tensor *m, *l, *O, *q, *q96, *Kt;
+
+	q = tcm2(f->tl, KB_FP16, 8, 128);
+	m = tcm2(f->tl, KB_FP32, 8, 1);
+	l = tcm2(f->tl, KB_FP32, 8, 1);
+	O = tcm2(f->tl, KB_FP32, 8, 128);
+	q96 = tcm2(f->tl, KB_FP16, 8, 96);
+	Kt = tcm2(f->tl, KB_FP16, 64, 96);
+	for (int j = 0; j < 6; j++) {
+		kb_tl_op scale = { .op = "scale", .extras = { { "scale", 0.125 } } };
+		kb_tl_op add = { .op = "add", .args = { { "other", O } } };
+		kb_tl_recipe_call merge;
+		kb_tl_composite_desc d;
+		kb_tl_tensor *S, *K = hbm2(f->tl, 0x10000 + (uint64_t)j * 0x8000, KB_FP16, 64, 128);
+
+		ck_assert_int_eq(kb_tl_scope_begin(f->tl), KB_OK);
+		d = (kb_tl_composite_desc){ .op = "gemm", .a = q, .b = K, .flags = KB_TL_TRANS_B,
+					    .epilogue = &scale, .n_epilogue = 1 };
+		S = kb_tl_composite(f->tl, &d);
+		ck_assert_ptr_nonnull(S);
+		merge = (kb_tl_recipe_call){ "softmax_merge", { { "s", S }, { "m", m }, { "l", l }, { "O", O } } };
+		d = (kb_tl_composite_desc){ .op = "gemm", .b = hbm2(f->tl, 0x80000, KB_FP16, 64, 128),
+					    .out = O, .prologue = &merge, .n_prologue = 1,
+					    .epilogue = &add, .n_epilogue = 1 };
+		ck_assert_ptr_nonnull(kb_tl_composite(f->tl, &d));
+		d = (kb_tl_composite_desc){ .op = "exp_diff", .a = S, .b = m };
+		ck_assert_ptr_nonnull(kb_tl_composite(f->tl, &d));
+		/* opt3's Q.K^T on a K tile in TCM: two k-steps (64, then 32) */
+		d = (kb_tl_composite_desc){ .op = "gemm", .a = q96, .b = Kt, .flags = KB_TL_TRANS_B,
+					    .epilogue = &scale, .n_epilogue = 1 };
+		ck_assert_ptr_nonnull(kb_tl_composite(f->tl, &d));
+		ck_assert_int_eq(kb_tl_scope_end(f->tl), KB_OK);
+	}
+}
+
 /* A plan copied from the pool's memo of a digest key (the tl context's
  * replays) has the stages, geometry and stage costs of a plan built
  * from scratch, for every command of a decode-like kernel. */
@@ -176,41 +243,10 @@ START_TEST(test_plan_memo_matches)
 {
 	fixture f;
 	kb_plan_pool pool = { 0 };
-	kb_tl_tensor *m, *l, *O, *q, *q96, *Kt;
 	int keyed = 0, multi = 0;
 
 	fx_init(&f);
-	q = tcm2(f.tl, KB_FP16, 8, 128);
-	m = tcm2(f.tl, KB_FP32, 8, 1);
-	l = tcm2(f.tl, KB_FP32, 8, 1);
-	O = tcm2(f.tl, KB_FP32, 8, 128);
-	q96 = tcm2(f.tl, KB_FP16, 8, 96);
-	Kt = tcm2(f.tl, KB_FP16, 64, 96);
-	for (int j = 0; j < 6; j++) {
-		kb_tl_op scale = { .op = "scale", .extras = { { "scale", 0.125 } } };
-		kb_tl_op add = { .op = "add", .args = { { "other", O } } };
-		kb_tl_recipe_call merge;
-		kb_tl_composite_desc d;
-		kb_tl_tensor *S, *K = hbm2(f.tl, 0x10000 + (uint64_t)j * 0x8000, KB_FP16, 64, 128);
-
-		ck_assert_int_eq(kb_tl_scope_begin(f.tl), KB_OK);
-		d = (kb_tl_composite_desc){ .op = "gemm", .a = q, .b = K, .flags = KB_TL_TRANS_B,
-					    .epilogue = &scale, .n_epilogue = 1 };
-		S = kb_tl_composite(f.tl, &d);
-		ck_assert_ptr_nonnull(S);
-		merge = (kb_tl_recipe_call){ "softmax_merge", { { "s", S }, { "m", m }, { "l", l }, { "O", O } } };
-		d = (kb_tl_composite_desc){ .op = "gemm", .b = hbm2(f.tl, 0x80000, KB_FP16, 64, 128),
-					    .out = O, .prologue = &merge, .n_prologue = 1,
-					    .epilogue = &add, .n_epilogue = 1 };
-		ck_assert_ptr_nonnull(kb_tl_composite(f.tl, &d));
-		d = (kb_tl_composite_desc){ .op = "exp_diff", .a = S, .b = m };
-		ck_assert_ptr_nonnull(kb_tl_composite(f.tl, &d));
-		/* opt3's Q.K^T on a K tile in TCM: two k-steps (64, then 32) */
-		d = (kb_tl_composite_desc){ .op = "gemm", .a = q96, .b = Kt, .flags = KB_TL_TRANS_B,
-					    .epilogue = &scale, .n_epilogue = 1 };
-		ck_assert_ptr_nonnull(kb_tl_composite(f.tl, &d));
-		ck_assert_int_eq(kb_tl_scope_end(f.tl), KB_OK);
-	}
+	decode_like(&f);
 	for (int i = 0; i < f.cp.n; i++) {
 		kb_cmd *c = f.cp.c[i];
 		kb_plan *a, *b;
@@ -221,28 +257,7 @@ START_TEST(test_plan_memo_matches)
 		keyed += c->kind == KB_CMD_COMPOSITE && c->dig->key != 0;
 		/* a replay of several loop steps takes its costs from the memo */
 		multi += c->kind == KB_CMD_COMPOSITE && c->dig->key != 0 && a->n_steps > 1 && a->cost_ok;
-		ck_assert_int_eq(a->gemm, b->gemm);
-		ck_assert_uint_eq(a->n_pre, b->n_pre);
-		ck_assert_uint_eq(a->n_post, b->n_post);
-		ck_assert_uint_eq(a->n_mid, b->n_mid);
-		ck_assert_uint_eq(a->n_last, b->n_last);
-		/* the loop's geometry: tile counts, sizes and steps */
-		ck_assert(memcmp(&a->mt, &b->mt, offsetof(kb_plan, pre) - offsetof(kb_plan, mt)) == 0);
-		ck_assert(memcmp(a->pre, b->pre, a->n_pre * sizeof(a->pre[0])) == 0);
-		ck_assert(memcmp(a->post, b->post, a->n_post * sizeof(a->post[0])) == 0);
-		ck_assert(memcmp(a->mid, b->mid, a->n_mid * sizeof(a->mid[0])) == 0);
-		ck_assert(memcmp(a->last, b->last, a->n_last * sizeof(a->last[0])) == 0);
-		ck_assert_int_eq(a->phase, b->phase);
-		same_costs(a, b, KB_PH_PRE, 0, a->pre, b->pre, a->n_pre, i);
-		same_costs(a, b, KB_PH_POST, 0, a->post, b->post, a->n_post, i);
-		for (uint64_t s = 0; s < a->n_steps; s++) {
-			uint32_t na, nb;
-			const kb_stage_ref *sa = kb__plan_stages(a, KB_PH_LOOP, s, &na);
-			const kb_stage_ref *sb = kb__plan_stages(b, KB_PH_LOOP, s, &nb);
-
-			ck_assert_uint_eq(na, nb);
-			same_costs(a, b, KB_PH_LOOP, s, sa, sb, na, i);
-		}
+		same_plan(a, b, i);
 		kb__plan_recycle(a, &pool);
 		kb__plan_free(b);
 	}
@@ -251,6 +266,42 @@ START_TEST(test_plan_memo_matches)
 	ck_assert_int_ge(multi, 4);
 	ck_assert_ptr_nonnull(pool.memo);
 	kb__plan_free_pool(&pool);
+	fx_done(&f);
+}
+END_TEST
+
+/* A pool's memo serves the machine of its first plan: the same commands
+ * planned from that pool for another machine (other GEMM tiles, other DMA
+ * set-up) get that machine's plans, by either of kb__plan_create_from's
+ * paths, not the first machine's geometry and costs from the memo. */
+START_TEST(test_plan_memo_one_machine)
+{
+	fixture f;
+	kb_plan_pool pool = { 0 };
+	kb_topology *t2;
+	kb_machine m2;
+	kb_error err;
+
+	fx_init(&f);
+	decode_like(&f);
+	ck_assert_int_eq(kb_topology_clone(&t2, f.topo, &err), KB_OK);
+	ck_assert_int_eq(kb_topology_set(t2, "pe.gemm.tile_k", "32", &err), KB_OK);
+	ck_assert_int_eq(kb_topology_set(t2, "pe.dma.setup_cycles", "100", &err), KB_OK);
+	m2 = f.m;
+	m2.tp = kb__topology_params(t2);
+	for (int round = 0; round < 2; round++)
+		for (int i = 0; i < f.cp.n; i++) {
+			const kb_machine *m = round ? &m2 : &f.m;
+			kb_plan *a, *b;
+
+			ck_assert_int_eq(kb__plan_create_from(&a, &pool, f.cp.c[i], m, &err), KB_OK);
+			ck_assert_int_eq(kb__plan_create(&b, f.cp.c[i], m, &err), KB_OK);
+			same_plan(a, b, i);
+			kb__plan_recycle(a, &pool);
+			kb__plan_free(b);
+		}
+	kb__plan_free_pool(&pool);
+	kb_topology_destroy(t2);
 	fx_done(&f);
 }
 END_TEST
@@ -1222,6 +1273,7 @@ Suite *pe_suite(void)
 	tcase_add_test(plan, test_plan_softmax_merge);
 	tcase_add_test(plan, test_plan_gemm_multi_k);
 	tcase_add_test(plan, test_plan_memo_matches);
+	tcase_add_test(plan, test_plan_memo_one_machine);
 	tcase_add_test(plan, test_plan_math_only);
 	tcase_add_test(plan, test_plan_simple_commands);
 	tcase_add_test(plan, test_plan_prologue_math_head);

@@ -344,10 +344,12 @@ static void plan_keyed(kb_plan *p, uint64_t key, uint32_t i)
 	p->memo_i = i;
 }
 
-/* Whether mo (NULL: none yet) has key. */
-static int memo_has(const kb_plan_memo *mo, uint64_t key)
+/* Whether mo (NULL: none yet) has key for machine m. A memo serves the
+ * machine of its first plan (a scheduler's pool serves one): the same test
+ * as kb__plan_take's, so both paths agree on what a hit is. */
+static int memo_has(const kb_plan_memo *mo, uint64_t key, const kb_machine *m)
 {
-	return mo && mo->key[kb__plan_memo_index(key)] == key;
+	return mo && mo->m == m && mo->key[kb__plan_memo_index(key)] == key;
 }
 
 /* plan_copy of key's entry, which mo has, for a plan that goes back to it. */
@@ -391,6 +393,8 @@ static void memo_keep(kb_plan_pool *pool, uint64_t key, kb_plan *p)
 		mo->m = p->m;
 		mo->slot_free = p->slot_free;
 	}
+	if (mo->m != p->m)
+		return;   /* another machine's plan: memo_has would never find it */
 	i = kb__plan_memo_index(key);
 	entry_release(pool, mo, i);
 	memcpy(mo->geo[i].b, &p->gemm, KB_PLAN_GEO_BYTES);
@@ -411,7 +415,9 @@ static inline void plan_init(kb_plan *p, kb_cmd *cmd, const kb_machine *m)
 	p->acc_free = p->slot_free;
 }
 
-/* kb__plan_create_from but for a plan a memo entry kept (kb__plan_take). */
+/* kb__plan_create_from but for its inline case, a plan a memo entry kept
+ * (kb__plan_take): a spare plan of any key or a new one, from the memo or
+ * planned anew, and data mode. */
 static __attribute__((noinline)) int create_slow(kb_plan **out, kb_plan_pool *pool, kb_cmd *cmd,
 						 const kb_machine *m, kb_error *err)
 {
@@ -438,7 +444,7 @@ static __attribute__((noinline)) int create_slow(kb_plan **out, kb_plan_pool *po
 		}
 		p->dig = d;
 		key = pool ? d->key : 0;
-		if (key && memo_has(pool->memo, key))
+		if (key && memo_has(pool->memo, key, m))
 			plan_copy_keyed(p, pool->memo, key);
 		else {
 			plan_fresh(p);
@@ -448,7 +454,7 @@ static __attribute__((noinline)) int create_slow(kb_plan **out, kb_plan_pool *po
 			if (!rc && key && costs_fit(p) && !cost_all(p, pool))
 				memo_keep(pool, key, p);
 		}
-	} else if ((key = pool ? kb__plan_simple_key(cmd) : 0) && memo_has(pool->memo, key)) {
+	} else if ((key = pool ? kb__plan_simple_key(cmd) : 0) && memo_has(pool->memo, key, m)) {
 		plan_copy_keyed(p, pool->memo, key);
 	} else {
 		plan_fresh(p);
