@@ -1,123 +1,152 @@
 #!/usr/bin/python3
-"""Where a sequential run's time goes, by category (issue 13).
+"""Where a sequential run's time goes, by category, in ns per event (issue 13).
 
 usage:
-  perf record --call-graph dwarf,16384 -F 15000 -o run.data \
-      .libs/kernbench run gqa_decode_opt2 --param S_kv=262144 --threads 1 --json
-  perf script -i run.data -F comm,ip,sym,dso > run.txt
-  perf_breakdown.py run.txt [TASK_CLOCK_MS EVENTS]
+  perf_breakdown.py [--reps N] [--freq HZ] KERNBENCH BENCH [--param K=V ...]
 
-Each sample goes to the category of the first frame, from the leaf up,
-that names one; malloc and libc string frames go to their caller's
-(memcpy while lowering is lowering). SHA-256 runs in nettle's assembly,
-which perf cannot unwind, so a sample whose leaf is nettle's compress is
-'hash' whatever called it. With the task-clock (perf stat -e task-clock,
-ms) and the run's events, it prints ns per event of each category too.
-doc/performance.md shows the output and what it means."""
-import re, sys, collections
+  KERNBENCH is the binary itself (.libs/kernbench of an in-tree build, not
+  libtool's wrapper script). It runs `KERNBENCH run BENCH ... --threads 1
+  --json` once for the run's events and records, N times (default 30) under
+  `perf stat -e task-clock` for the median task-clock, and N times under
+  `perf record -F HZ` (default 20000) for the samples, then prints each
+  category's share of the samples and its ns per event (share x median
+  task-clock / events).
 
-CAT = [
-    # (category, symbol names or prefixes)
-    ("hash (SHA-256)", ["_nettle_sha256", "nettle_sha256", "kb__sha256"]),
-    ("op_log merge + write", ["window_hook", "kb__oplog_flush", "kb__oplog_finish", "sink_record",
-                              "drain_out", "heap_down", "lane_less", "buf_compact", "merge_buf",
-                              "pump_window", "pump_overlap", "_IO_", "fwrite"]),
-    ("op_log format", ["kb__oplog_emit", "format_record", "put_u64", "put_i64", "put_str", "put_mem",
-                       "put_fields", "put_json_str", "put_pairs32", "n_digits", "lane_reserve",
-                       "kb__pe_log", "log_stage"]),
-    ("TCM allocator", ["kb__tcm_", "try_alloc", "take", "insert", "insert_node", "erase", "remove_at",
-                       "split", "pull", "pull_changed", "refresh", "refresh_at", "first_fit",
-                       "fit_after", "first_ending_above", "coalesce", "successor", "set_block"]),
-    ("lowering (tl, kernel side)", ["kb_tl_", "kb__tl_", "lower_", "bind_recipe", "alloc_recipe",
-                       "expand_step", "build_cmd", "resolve_out", "math_out_shape", "new_op",
-                       "op_operand", "op_extra", "nshape_", "view_nshape", "add_unique", "kb__cmd_read",
-                       "kb__cmd_write", "push_id", "kb__cmd_alloc", "kb__recipe", "kb__scope_track",
-                       "release_slot", "kb__plan_check_ops", "kb__composite_lbytes", "kb__opspec_lbytes",
-                       "kb__cmd_lbytes", "decode_kernel", "opt2_tile", "opt3_", "scores", "kv_ref",
-                       "math", "kernel_main", "kernel_next", "swapcontext", "__start_context",
-                       "kb__kernel", "kb__dispatch_ps", "kb__dispatch_cycles"]),
-    ("scheduler + plans", ["sched_", "try_admit", "start_plan", "feed", "send_stage", "conflicts",
-                       "blocker", "overlaps", "has", "step_done", "next_phase", "finish_cmd",
-                       "enqueue", "q_remove", "kb__plan", "plan_", "fit_tiles", "cost_loop",
-                       "op_elems", "ceil_div_d", "dim_eff", "free_data", "kb__tview", "kb__cmd_free"]),
-    ("engines + PE_CPU (stage model)", ["engine_", "start_next", "finish", "chan_push", "stage_of",
-                       "cpu_", "advance", "deps_ready", "dispatched", "mark_done", "is_done",
-                       "ahead_", "kb__pe_after", "kb__pe_ps", "kb__cycles_to_ps", "ipcq_", "kb__pe_lp"]),
-    ("event loop (core)", ["kb__lp_", "kb__worker_", "evheap_", "ev_less", "lp_less", "wheap_set",
-                       "kb__exec_sequential", "node_get", "kb__time_add"]),
-    ("malloc/free", ["malloc", "_int_malloc", "_int_free", "free", "cfree", "calloc", "realloc",
-                     "__libc_", "unlink_chunk", "malloc_consolidate", "tcache"]),
-]
+Why by source file: the build is LTO'd, so most of the event path is
+inlined into a few large functions, and several static functions share a
+name (`finish` is in src/oplog, src/pe and src/sim). perf's srcfile key
+(the line table of the sampled instruction) still names the file the code
+was written in, which is the module, and the module is the category. A
+sample in a header goes to the header's module when it has one (plan.h is
+the scheduler's); else (cmd.h, the compiler's intrinsic headers) to the
+category of the function it was inlined into, taken from that function's
+own .c lines. So the SSE stores inside the SHA-NI pieces count as hash,
+those inside the op_log's emit as op_log format.
 
-def category(frames):
-    # exec.c's finish (the last flush) is op_log; engines.c's runs under kb__worker_window
-    for i, s in enumerate(frames):
-        if s == "merge":
-            up = frames[i + 1:]
-            if any(u in ("window_hook", "kb__oplog_flush", "kb__oplog_finish") or u.startswith("pump_") for u in up):
-                return "op_log merge + write"
-            return "TCM allocator"
-        if s == "finish" and i + 1 < len(frames) and frames[i + 1] == "kb__exec_sequential":
-            return "op_log merge + write"
-        for cat, names in CAT:
-            for n in names:
-                if s == n or (n.endswith("_") and s.startswith(n)) or s.startswith(n + ".") or \
-                   (len(n) > 6 and s.startswith(n)):
-                    if cat == "malloc/free":
-                        break   # attribute to the caller
-                    return cat
-    return None
+Samples outside the kernbench binary: the kernel's and the dynamic
+loader's are the process (exec, page faults, relocation, exit); libc's
+string and malloc functions are listed on their own (they are small)."""
+import collections
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
 
-samples = collections.Counter()
-startup = 0
-total = 0
-frames = []
-def flush():
-    global total, startup
-    if not frames:
-        return
-    total += 1
-    syms = [f for f in frames]
-    if "sha256" in syms[0]:
-        samples["hash (SHA-256)"] += 1
-        return
-    if not any(s in ("kb__sim_run", "kb__exec_sequential", "kernel_main", "__start_context") for s in syms):
-        startup += 1
-        samples["startup + exit (process, topology, bench setup)"] += 1
-        return
-    c = category(syms)
-    if c is None:
-        leaf = syms[0]
-        if any(x in leaf for x in ("malloc", "free", "calloc")):
-            c = "malloc/free"
+# Source file (basename) -> category. Basenames are unique in src/ and
+# benches/kernels/ except gemm.c (both are data-mode numerics or a kernel,
+# neither on the timing path of decode).
+CATEGORY = {
+    "event loop (src/sim: LP heaps, messages, executor)":
+        ["core.c", "core_impl.h", "sim.h", "exec.c", "barrier.c", "barrier.h"],
+    "scheduler + plans (admission, hazards, plan memo, stage costs)":
+        ["sched.c", "plan.c", "plan.h", "plan_data.c", "hazard.h", "cost.c", "machine.c",
+         "machine.h"],
+    "engines + PE_CPU (stage FIFOs, dispatch)":
+        ["engines.c", "cpu.c", "ipcq.c", "pe.h"],
+    "lowering (tl context, kernel coroutine, replay)":
+        ["replay.c", "replay.h", "composite.c", "tl_int.h", "tl_impl.h", "tl.c", "handle.c",
+         "scope.c", "commands.c", "recipes.c", "recipes.h", "zero.h", "kernel.c", "kernel.h",
+         "gqa_decode.c", "fiber.c"],
+    "TCM allocator": ["tcm.c", "tcm.h"],
+    "op_log format (records into lanes)": ["oplog.c", "oplog.h", "trace.c"],
+    "op_log merge + write": ["oplog_pump.c"],
+    "hash (SHA-256 of the op_log bytes)": ["sha256.c", "sha256.h", "shaintrin.h"],
+}
+BY_FILE = {f: cat for cat, files in CATEGORY.items() for f in files}
+PROCESS = "process (kernel: exec, page faults, exit; ld.so; setup, result)"
+LIBC = "libc (memcpy, malloc, printf)"
+
+
+def run_json(kb, argv):
+    out = subprocess.run([kb, "run"] + argv, check=True, stdout=subprocess.PIPE).stdout
+    return json.loads(out)
+
+
+def task_clock_ms(kb, argv):
+    """One run's task-clock in ms (perf stat's CSV: value,unit,event,...)."""
+    p = subprocess.run(["perf", "stat", "-x,", "-e", "task-clock", kb, "run"] + argv,
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    for line in p.stderr.decode().splitlines():
+        f = line.split(",")
+        if len(f) > 2 and f[2].startswith("task-clock"):
+            return float(f[0])
+    sys.exit("perf_breakdown: no task-clock in perf stat's output")
+
+
+def samples(kb, argv, reps, freq, tmp):
+    """Rows (percent, dso, symbol, srcfile) of N runs' samples in the kernbench process."""
+    data = os.path.join(tmp, "perf.data")
+    loop = 'for i in $(seq %d); do "$0" run "$@" >/dev/null || exit 1; done' % reps
+    subprocess.run(["perf", "record", "-q", "-F", str(freq), "-o", data, "--",
+                    "sh", "-c", loop, kb] + argv,
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    comm = os.path.basename(kb)[:15]
+    rep = subprocess.run(["perf", "report", "-i", data, "--comm", comm, "--no-children",
+                          "-s", "dso,sym,srcfile", "-t", "|"],
+                         check=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    rows = []
+    for line in rep.stdout.decode(errors="replace").splitlines():
+        f = [x.strip() for x in line.split("|")]
+        if line.startswith("#") or len(f) < 4 or not f[0].endswith("%"):
+            continue
+        sym = f[2][4:] if f[2][:1] == "[" else f[2]
+        rows.append((float(f[0][:-1]), f[1], sym.split(".lto_priv")[0], f[3]))
+    if not rows:
+        sys.exit("perf_breakdown: perf report found no samples of %s" % comm)
+    return rows
+
+
+def categorise(rows, kb):
+    own = os.path.basename(kb)
+    # A function's own category: that of the .c file most of its samples name.
+    home = collections.defaultdict(collections.Counter)
+    for pct, dso, sym, src in rows:
+        if dso == own and src.endswith(".c") and src in BY_FILE:
+            home[sym][BY_FILE[src]] += pct
+    share = collections.Counter()
+    for pct, dso, sym, src in rows:
+        if dso != own:
+            cat = LIBC if dso.startswith("libc") or dso.startswith("libm") else PROCESS
+        elif src in BY_FILE:
+            cat = BY_FILE[src]
+        elif src.endswith(".h") and home[sym]:
+            cat = home[sym].most_common(1)[0][0]
         else:
-            c = "other (" + leaf + ")"
-    samples[c] += 1
+            cat = PROCESS   # the command line, topology, bench setup, result JSON
+        share[cat] += pct
+    return share
 
-for line in open(sys.argv[1]):
-    if not line.startswith("\t"):
-        flush()
-        frames = []
-        continue
-    m = re.match(r"\t\s*[0-9a-f]+ (\S+)", line)
-    if m:
-        s = m.group(1)
-        s = re.sub(r"\+0x[0-9a-f]+$", "", s)
-        frames.append(s)
-flush()
-ms = float(sys.argv[2]) if len(sys.argv) > 2 else 0
-events = float(sys.argv[3]) if len(sys.argv) > 3 else 0
-other = collections.Counter()
-for c, n in sorted(samples.items(), key=lambda x: -x[1]):
-    if c.startswith("other (") and n / total < 0.004:
-        other["other"] += n
-        continue
-for c, n in list(samples.items()):
-    if c.startswith("other (") and n / total < 0.004:
-        del samples[c]
-samples.update(other)
-print("%-48s %7s %9s" % ("category", "cycles", "ns/event"))
-for c, n in sorted(samples.items(), key=lambda x: -x[1]):
-    pct = 100.0 * n / total
-    print("%-48s %6.1f%% %9.0f" % (c, pct, ms * 1e6 * n / total / events if events else 0))
-print("%-48s %6d samples" % ("total", total))
+
+def main():
+    args = sys.argv[1:]
+    reps, freq = 30, 20000
+    while args and args[0] in ("--reps", "--freq"):
+        if len(args) < 2:
+            sys.exit(__doc__)
+        if args[0] == "--reps":
+            reps = int(args[1])
+        else:
+            freq = int(args[1])
+        args = args[2:]
+    if len(args) < 2:
+        sys.exit(__doc__)
+    kb, argv = args[0], args[1:] + ["--threads", "1", "--json"]
+    j = run_json(kb, argv)
+    ms = statistics.median(task_clock_ms(kb, argv) for _ in range(reps))
+    with tempfile.TemporaryDirectory() as tmp:
+        share = categorise(samples(kb, argv, reps, freq, tmp), kb)
+    total = sum(share.values())
+    events = j["events"]
+    print("%s: %d events, %d records, %d commands; median task-clock %.2f ms over %d runs"
+          % (" ".join(args[1:]), events, j["records"], j["commands"], ms, reps))
+    print("| category | share of samples | ns/event |")
+    print("| --- | --- | --- |")
+    for cat, pct in share.most_common():
+        print("| %s | %.1f%% | %.1f |" % (cat, 100 * pct / total, ms * 1e6 * pct / total / events))
+    print("| total | 100%% | %.1f |" % (ms * 1e6 / events))
+
+
+if __name__ == "__main__":
+    main()
