@@ -84,12 +84,21 @@ typedef struct kb_plan {
 	 * plan waits on that entry's list for the key's next command. */
 	uint64_t key;
 	uint32_t memo_i;
+	/* The engine of the first stage its start sends (start_ev's; a
+	 * stage's engine is never KB_ENG_CPU), 0: no start kept. */
+	uint32_t start_eng;
 	/* In flight: its command's hazard signature, and the scheduler's
 	 * list of plans in flight in admission order (prev, next; kept: a
 	 * pool's list of spare plans, next) */
 	kb_hazard_sig sig;
 	struct kb_plan *prev;
 	struct kb_plan *next;
+	/* A keyed plan's start (the scheduler's start_plan), kept from its
+	 * first: the plan is the same at every start (kb__plan_take), so is
+	 * the STAGE message its start sends, which the next starts send as
+	 * it is (planning its step and stage again was ~45 instructions a
+	 * command, issue 13). Valid while start_eng is set. */
+	kb_event start_ev;
 	/* data-mode buffers, one stage at a time touches each (zeroed only
 	 * for a machine with memory: nothing reads them without) */
 	uint8_t *stage_buf;      /* slots x (a tile + b tile + out tile), storage dtype */

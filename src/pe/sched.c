@@ -197,6 +197,30 @@ static int next_phase(kb_lp *lp, kb_sched *s, kb_plan *p)
 	return feed(lp, s, p);
 }
 
+/* The first start of a keyed plan whose start is a loop step (decode's
+ * commands): fed, and when one step went, its message kept for the
+ * plan's next starts (kb_plan start_ev). Out of line: once a plan. */
+static __attribute__((noinline)) int start_keep(kb_lp *lp, kb_sched *s, kb_plan *p)
+{
+	int rc = feed(lp, s, p);
+
+	if (!rc && p->fed == 1) {
+		p->start_ev = s->stage_ev;
+		p->start_eng = ((const kb_stage_ref *)(uintptr_t)p->start_ev.w[2])->eng;
+	}
+	return rc;
+}
+
+/* feed of the plan's first loop step as start_keep kept it: its slots
+ * taken as feed takes them, its message sent as it was. */
+static inline int start_kept(kb_lp *lp, kb_sched *s, kb_plan *p)
+{
+	p->cur_acc = take_slot(&p->acc_free);
+	take_slot(&p->slot_free);
+	p->fed = 1;
+	return kb__lp_send(lp, s->lp0 + p->start_eng, s->lat, &p->start_ev);
+}
+
 /* p, admitted, joins the plans in flight (at their end) and starts. */
 static int start_plan(kb_lp *lp, kb_sched *s, kb_plan *p, kb_hazard_sig sig)
 {
@@ -207,10 +231,14 @@ static int start_plan(kb_lp *lp, kb_sched *s, kb_plan *p, kb_hazard_sig sig)
 	p->next = NULL;
 	*(s->fl_tail ? &s->fl_tail->next : &s->fl_head) = p;
 	s->fl_tail = p;
+	if (p->start_eng)
+		return start_kept(lp, s, p);
 	if (n == 0) {
 		p->phase = KB_PH_PRE;
 		return next_phase(lp, s, p);
 	}
+	if (p->phase == KB_PH_LOOP && p->key)
+		return start_keep(lp, s, p);
 	return feed(lp, s, p);
 }
 
