@@ -256,7 +256,7 @@ static __attribute__((noinline)) int advance(kb_lp *lp, kb_cpu *c)
 		/* kb__pe_after_ps, whose cycles only its failure needs */
 		if (kb__lp_past_end(lp, d))
 			return dispatch_fail(lp, c->ps->m, cmd);
-		return kb__lp_self(lp, d, &dispatched_ev);
+		return kb__lp_self_short(lp, d, &dispatched_ev);
 	}
 }
 

@@ -95,7 +95,7 @@ static inline int begin(kb_lp *lp, kb_engine *e, chan *c)
 	kb__busy_start(&e->busy, t);
 	if (kb__lp_past_end(lp, d))
 		return begin_fail(lp, e, c);
-	return kb__lp_self(lp, d, c->done);
+	return kb__lp_self_short(lp, d, c->done);
 }
 
 /* start for a stage whose plan has no memoised cost for it: worked out

@@ -123,11 +123,22 @@ static inline void ev_fill_words(kb_event *slot, const kb_event *body)
 	memcpy(&slot->w[1], &body->w[1], 4 * sizeof(slot->w[0]));
 }
 
+/* The payload or, for a short event (kb__lp_self_short, whole 0; a
+ * constant once inlined), its first word alone. */
+static inline void ev_fill_words_as(kb_event *slot, const kb_event *body, int whole)
+{
+	if (whole)
+		ev_fill_words(slot, body);
+	else
+		slot->w[0] = body->w[0];
+}
+
 /* The header from k, the rest (type, aux, payload) from body. The
  * header's words are stored one by one, as they are read (the loop
  * reads time and dst, a handler its fields): packing them into two
  * 16-byte stores took two more instructions a push into the ring. */
-static inline void ev_fill(kb_event *slot, const kb_evkey *k, const kb_event *body)
+static inline void ev_fill_as(kb_event *slot, const kb_evkey *k, const kb_event *body,
+			      int whole)
 {
 #ifdef EV_VECTORS
 	uint64_t ta;
@@ -145,7 +156,12 @@ static inline void ev_fill(kb_event *slot, const kb_evkey *k, const kb_event *bo
 	slot->type = body->type;
 	slot->aux = body->aux;
 #endif
-	ev_fill_words(slot, body);
+	ev_fill_words_as(slot, body, whole);
+}
+
+static inline void ev_fill(kb_event *slot, const kb_evkey *k, const kb_event *body)
+{
+	ev_fill_as(slot, k, body, 1);
 }
 
 /* ev_fill for a push into the heap, whose key (key_put) begins with
@@ -711,16 +727,16 @@ static __attribute__((noinline)) int put_ring(kb_lp *lp, kb_worker *w, kb_time t
  * busy time: 58% of opt3's second pushes). They call nothing but
  * put_ring, put_far or put_hole by tail calls, so that they need no
  * registers saved. */
-static inline __attribute__((always_inline)) int ev_put(kb_lp *lp, kb_worker *w, kb_time t,
-							uint64_t pair, uint64_t seq,
-							const kb_event *body)
+static inline __attribute__((always_inline)) int ev_put_as(kb_lp *lp, kb_worker *w, kb_time t,
+							   uint64_t pair, uint64_t seq,
+							   const kb_event *body, int whole)
 {
 	const kb_evheap *h = &w->heap;
 	uint32_t n = w->nr;
 
 	if (__builtin_expect(n - 1 < w->room, 1)) { /* 1 .. size - 1 events */
 		if (__builtin_expect(ev_before(t, pair, seq, w->ring[n - 1]), 1)) {
-			ev_fill(w->ring[n], &(kb_evkey){ t, pair, seq, 0 }, body);
+			ev_fill_as(w->ring[n], &(kb_evkey){ t, pair, seq, 0 }, body, whole);
 			w->nr = n + 1;
 			return KB_OK;
 		}
@@ -732,7 +748,7 @@ static inline __attribute__((always_inline)) int ev_put(kb_lp *lp, kb_worker *w,
 
 			w->ring[n] = w->ring[n - 1];
 			w->ring[n - 1] = buf;
-			ev_fill(buf, &(kb_evkey){ t, pair, seq, 0 }, body);
+			ev_fill_as(buf, &(kb_evkey){ t, pair, seq, 0 }, body, whole);
 			w->nr = n + 1;
 			return KB_OK;
 		}
@@ -740,7 +756,7 @@ static inline __attribute__((always_inline)) int ev_put(kb_lp *lp, kb_worker *w,
 	}
 	if (__builtin_expect(!n, 1)) {
 		if (__builtin_expect(!h->n || key_before(t, pair, seq, &h->key[0]), 1)) {
-			ev_fill(w->ring[0], &(kb_evkey){ t, pair, seq, 0 }, body);
+			ev_fill_as(w->ring[0], &(kb_evkey){ t, pair, seq, 0 }, body, whole);
 			w->nr = 1;
 			return KB_OK;
 		}
@@ -753,15 +769,22 @@ static inline __attribute__((always_inline)) int ev_put(kb_lp *lp, kb_worker *w,
 	return put_ring(lp, w, t, pair, seq, body);
 }
 
+static inline __attribute__((always_inline)) int ev_put(kb_lp *lp, kb_worker *w, kb_time t,
+							uint64_t pair, uint64_t seq,
+							const kb_event *body)
+{
+	return ev_put_as(lp, w, t, pair, seq, body, 1);
+}
+
 /* kb__lp_self's rare case: time's end. */
 static __attribute__((noinline)) int self_far(kb_lp *lp, kb_time delay)
 {
 	return time_end(lp, delay);
 }
 
-/* As kb__lp_send: inline in the caller (LTO), where the common case
- * calls nothing but tail calls. */
-__attribute__((always_inline)) inline int kb__lp_self(kb_lp *lp, kb_time delay, const kb_event *ev)
+/* kb__lp_self, or kb__lp_self_short with whole 0. */
+static inline __attribute__((always_inline)) int self_put(kb_lp *lp, kb_time delay,
+							  const kb_event *ev, int whole)
 {
 	kb_time t = lp->now + delay;
 
@@ -769,7 +792,22 @@ __attribute__((always_inline)) inline int kb__lp_self(kb_lp *lp, kb_time delay, 
 	 * wrap, and it passes KB_TIME_MAX just when kb__time_add refuses. */
 	if (__builtin_expect((t | delay) > KB_TIME_MAX, 0))
 		return self_far(lp, delay);
-	return ev_put(lp, lp->worker, t, lp->self_pair, lp->seq++, ev);
+	return ev_put_as(lp, lp->worker, t, lp->self_pair, lp->seq++, ev, whole);
+}
+
+/* As kb__lp_send: inline in the caller (LTO), where the common case
+ * calls nothing but tail calls. */
+__attribute__((always_inline)) inline int kb__lp_self(kb_lp *lp, kb_time delay, const kb_event *ev)
+{
+	return self_put(lp, delay, ev, 1);
+}
+
+/* A ring push leaves w[1] .. w[4] as the buffer had them (4 of a self
+ * event's ~20 instructions there); the heap's pushes copy them all. */
+__attribute__((always_inline)) inline int kb__lp_self_short(kb_lp *lp, kb_time delay,
+							    const kb_event *ev)
+{
+	return self_put(lp, delay, ev, 0);
 }
 
 /* A send that kb__lp_send's shortcut does not take: it looks at the

@@ -199,6 +199,11 @@ static inline void *kb__lp_state(kb_lp *lp)
 int kb__lp_send(kb_lp *lp, uint32_t dst, kb_time delay, const kb_event *ev);
 /* Schedules an event on the LP itself; any delay >= 0. */
 int kb__lp_self(kb_lp *lp, kb_time delay, const kb_event *ev);
+/* The same for an event whose handler reads its type, aux and w[0]
+ * alone (an engine's stage end, PE_CPU's end of a dispatch: a third of
+ * a decode run's events): w[1] .. w[4] need not be copied, and may
+ * hold anything when it runs (issue 13). */
+int kb__lp_self_short(kb_lp *lp, kb_time delay, const kb_event *ev);
 /* Whether now + delay passes KB_TIME_MAX, as kb__time_add refuses it
  * (now is at most KB_TIME_MAX, so the sum cannot wrap): kb__lp_self's
  * own test, written the same, so that a caller that tests first (to
