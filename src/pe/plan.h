@@ -94,10 +94,12 @@ typedef struct kb_plan {
 	struct kb_plan *prev;
 	struct kb_plan *next;
 	/* A keyed plan's start (the scheduler's start_plan), kept from its
-	 * first: the plan is the same at every start (kb__plan_take), so is
+	 * first: the plan is the same at every start (kb__plan_take), so are
 	 * the STAGE message its start sends, which the next starts send as
 	 * it is (planning its step and stage again was ~45 instructions a
-	 * command, issue 13). Valid while start_eng is set. */
+	 * command, issue 13), and the free slots it leaves. Valid while
+	 * start_eng is set. The message's words the core reads on one line. */
+	uint64_t start_slot_free, start_acc_free;
 	kb_event start_ev;
 	/* data-mode buffers, one stage at a time touches each (zeroed only
 	 * for a machine with memory: nothing reads them without) */

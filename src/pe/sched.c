@@ -206,17 +206,22 @@ static __attribute__((noinline)) int start_keep(kb_lp *lp, kb_sched *s, kb_plan 
 
 	if (!rc && p->fed == 1) {
 		p->start_ev = s->stage_ev;
+		p->start_slot_free = p->slot_free;
+		p->start_acc_free = p->acc_free;
 		p->start_eng = ((const kb_stage_ref *)(uintptr_t)p->start_ev.w[2])->eng;
 	}
 	return rc;
 }
 
-/* feed of the plan's first loop step as start_keep kept it: its slots
- * taken as feed takes them, its message sent as it was. */
+/* feed of the plan's first loop step as start_keep kept it. Its free
+ * slots from there too, not taken from those kb__plan_take has just
+ * stored (read back as one 16-byte load, which two 8-byte stores cannot
+ * forward to). */
 static inline int start_kept(kb_lp *lp, kb_sched *s, kb_plan *p)
 {
-	p->cur_acc = take_slot(&p->acc_free);
-	take_slot(&p->slot_free);
+	p->slot_free = p->start_slot_free;
+	p->acc_free = p->start_acc_free;
+	p->cur_acc = kb__stage_acc(p->start_ev.w[3]);
 	p->fed = 1;
 	return kb__lp_send(lp, s->lp0 + p->start_eng, s->lat, &p->start_ev);
 }
