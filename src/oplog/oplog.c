@@ -163,10 +163,11 @@ struct kb_oplog_lane {
 	uint32_t pre_len;
 	/* The hundred of this lane's last record's cmd (put_cmd): its
 	 * first number (the cmd less its last two digits; E8, in no
-	 * hundred under 10^8: none yet), that number's digits, cmd_n of
-	 * them in cmd_dig, the first in its lowest byte and the last two
-	 * 0, and where those two are (cmd_s: 8 * (cmd_n - 2) bits up). */
-	uint16_t cmd_n, cmd_s;
+	 * hundred under 10^8: none yet), and the digits of the cmd that
+	 * set it, cmd_n of them in cmd_dig, the first in its lowest byte
+	 * (a cmd in the hundred stores its own last two over the last
+	 * two). */
+	uint32_t cmd_n;
 	char pre_t0[16], pre_t1[16];
 	uint64_t cmd_base;
 	/* The key of cur's last record (when it holds any), beside n and
@@ -631,17 +632,6 @@ static const char digits2[201] =
 	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
 	"8081828384858687888990919293949596979899";
 
-/* The same as the two bytes' value, the first in the low byte: a cmd's
- * last two digits are one load (put_cmd). */
-#define PAIR(n) (uint16_t)(('0' + (n) / 10) | ('0' + (n) % 10) << 8)
-#define PAIRS10(t) PAIR(t##0), PAIR(t##1), PAIR(t##2), PAIR(t##3), PAIR(t##4), \
-		   PAIR(t##5), PAIR(t##6), PAIR(t##7), PAIR(t##8), PAIR(t##9)
-static const uint16_t digit_pairs[100] = { PAIRS10(), PAIRS10(1), PAIRS10(2), PAIRS10(3),
-					   PAIRS10(4), PAIRS10(5), PAIRS10(6), PAIRS10(7),
-					   PAIRS10(8), PAIRS10(9) };
-#undef PAIRS10
-#undef PAIR
-
 static inline char *put_small(char *p, uint32_t v)
 {
 	if (v < 10) {
@@ -935,9 +925,9 @@ static inline char *put_middle(char *p, const char *end, const kb_oplog_record *
  * same (a command's stages), one more (the next command), or a few either
  * way (an engine's channels finish stages of neighbouring commands in
  * turn: opt2's records are 41% d 0, 23% d 1, 18% d -1, 18% d 2 or 3).
- * Within the last one's hundred the digits are its first number's with
- * the last two looked up (digit_pairs) for cmd's offset in it, and the
- * lane's fields stay as they are; else the eight digits once, and that
+ * Within the last one's hundred the digits are those of the cmd that
+ * set it with the last two looked up (digits2) for cmd's offset in it,
+ * and the lane's fields stay as they are; else the eight digits once, and that
  * hundred kept (45% of opt2's stage records took that path when only d
  * 0 and 1 did not; the last cmd and its digits, rather than its
  * decade's, were stored again on every record; with a decade kept, 23%
@@ -960,13 +950,16 @@ static inline __attribute__((always_inline)) char *put_cmd(char *p, const char *
 			return p + 8 - lead;
 		}
 		d = cmd % 100;
-		lane->cmd_n = (uint16_t)(8 - lead);
-		lane->cmd_s = (uint16_t)(8 * (6 - lead));
+		lane->cmd_n = 8 - lead;
 		lane->cmd_base = cmd - d;
-		lane->cmd_dig = ((z + ASCII_ZEROS) >> (8 * lead)) & ~(UINT64_C(0xffff) << lane->cmd_s);
+		lane->cmd_dig = (z + ASCII_ZEROS) >> (8 * lead);
 	}
-	store8(p, lane->cmd_dig | (uint64_t)digit_pairs[d] << lane->cmd_s);
-	return p + lane->cmd_n;
+	/* two stores, the second over the first's last two digits: no
+	 * shift to place the pair (issue 13) */
+	store8(p, lane->cmd_dig);
+	p += lane->cmd_n;
+	memcpy(p - 2, digits2 + 2 * d, 2);
+	return p;
 }
 
 /* An engine stage's members (kb_oplog_stage): those that the same record
