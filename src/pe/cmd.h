@@ -341,6 +341,19 @@ static inline int kb__cmd_size_class(size_t size)
 	return -1;
 }
 
+/* kb__cmd_init's last step: c's block class k and its signature and id
+ * arrays from ids on. */
+static inline kb_cmd *kb__cmd_lay(kb_cmd *c, int k, uint64_t *ids, uint32_t cap_ids)
+{
+	c->block = (uint16_t)(k + 1);
+	c->cap_ids = cap_ids;
+	ids += KB_CMD_SIG_WORDS;
+	c->deps = ids;
+	c->reads = ids + cap_ids;
+	c->writes = ids + 2 * (size_t)cap_ids;
+	return c;
+}
+
 /*
  * Lays out c, a block of class k (-1: plain malloc), for n_ops ops and
  * cap_ids ids: zeroed but for the arrays. A composite's block is its
@@ -368,13 +381,7 @@ static inline kb_cmd *kb__cmd_init(kb_cmd *c, int k, uint32_t n_ops, uint32_t ca
 		kb__zero(c, sizeof(*c));
 		ids = (uint64_t *)(void *)(c + 1);
 	}
-	c->block = (uint16_t)(k + 1);
-	c->cap_ids = cap_ids;
-	ids += KB_CMD_SIG_WORDS;
-	c->deps = ids;
-	c->reads = ids + cap_ids;
-	c->writes = ids + 2 * (size_t)cap_ids;
-	return c;
+	return kb__cmd_lay(c, k, ids, cap_ids);
 }
 
 /*
@@ -389,23 +396,51 @@ static inline uint64_t *kb__cmd_sig(kb_cmd *c)
 	return c->deps - KB_CMD_SIG_WORDS;
 }
 
+/* A block of class k (-1: none) from this thread's cache, NULL: none. */
+static inline kb_cmd *kb__cmd_take(int k)
+{
+	kb_cmd_cache *cc = &kb__cmd_cache;
+	kb_cmd *c;
+
+	/* a class holds blocks only while the cache is live (state 1) */
+	if (__builtin_expect(k < 0 || !(c = cc->head[k]), 0))
+		return NULL;
+	cc->head[k] = (kb_cmd *)(void *)c->ops;
+	cc->n[k]--;
+	return c;
+}
+
 /* A command with room for n_ops ops (and their digest) and cap_ids ids in
  * each of deps, reads and writes, in one allocation; zeroed but for the
  * arrays (a composite has no src, dst and the like). NULL: out of
  * memory. The block may be one kb__cmd_free kept on this thread. */
 static inline kb_cmd *kb__cmd_alloc(uint32_t n_ops, uint32_t cap_ids)
 {
-	kb_cmd_cache *cc = &kb__cmd_cache;
 	int k = kb__cmd_size_class(kb__cmd_block_size(n_ops, cap_ids));
-	kb_cmd *c;
+	kb_cmd *c = kb__cmd_take(k);
 
-	/* a class holds blocks only while the cache is live (state 1) */
-	if (__builtin_expect(k < 0 || !cc->head[k], 0))
+	if (__builtin_expect(!c, 0))
 		return kb__cmd_alloc_slow(n_ops, cap_ids);
-	c = cc->head[k];
-	cc->head[k] = (kb_cmd *)(void *)c->ops;
-	cc->n[k]--;
 	return kb__cmd_init(c, k, n_ops, cap_ids);
+}
+
+_Static_assert(offsetof(kb_cmd, dst) == offsetof(kb_cmd, src) + sizeof(kb_tview) &&
+		       offsetof(kb_cmd, fill_value) == offsetof(kb_cmd, dst) + sizeof(kb_tview),
+	       "kb_cmd: src and dst in one run of bytes, fill_value after them");
+
+/* kb__cmd_alloc of a plain command (no ops) whose src and dst its caller
+ * writes whole, a load or store: not zeroed there first (two views, ~20
+ * of a decode load's ~190 instructions, issue 13). */
+static inline kb_cmd *kb__cmd_alloc_views(uint32_t cap_ids)
+{
+	int k = kb__cmd_size_class(kb__cmd_block_size(0, cap_ids));
+	kb_cmd *c = kb__cmd_take(k);
+
+	if (__builtin_expect(!c, 0))
+		return kb__cmd_alloc_slow(0, cap_ids);   /* zeroed whole */
+	kb__zero(c, offsetof(kb_cmd, src));
+	kb__zero(&c->fill_value, sizeof(*c) - offsetof(kb_cmd, fill_value));
+	return kb__cmd_lay(c, k, (uint64_t *)(void *)(c + 1), cap_ids);
 }
 
 /* Frees a command and what it owns. Accepts NULL. */

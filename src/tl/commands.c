@@ -270,7 +270,7 @@ KB_API kb_tl_tensor *kb_tl_load_at(kb_tl *tl, kb_tl_tensor *src, kb_tl_tensor *d
 		if (!d)
 			return NULL;
 	}
-	c = kb__tl_cmd_new(tl, KB_CMD_LOAD);
+	c = kb__tl_cmd_here(tl, kb__cmd_alloc_views(2), KB_CMD_LOAD);   /* src and dst below */
 	if (!c)
 		return NULL;
 	c->src = s->view;
@@ -296,7 +296,7 @@ KB_API int kb_tl_store_at(kb_tl *tl, kb_tl_tensor *dst_hbm, kb_tl_tensor *src_tc
 	if (!same_shape(&d->view, &s->view) || d->view.dtype != s->view.dtype)
 		return kb__tl_fail(tl, same_shape(&d->view, &s->view) ? KB_V_DTYPE : KB_V_SHAPE,
 				   "store source and destination differ in shape or dtype");
-	c = kb__tl_cmd_new(tl, KB_CMD_STORE);
+	c = kb__tl_cmd_here(tl, kb__cmd_alloc_views(2), KB_CMD_STORE);   /* src and dst below */
 	if (!c)
 		return KB_EVALIDATE;
 	c->src = s->view;

@@ -289,12 +289,10 @@ kb__tl_new_tcm_at(kb_tl *tl, const kb_tview *proto, uint64_t bytes, kb_tl_tensor
 			     off, bytes, fence);
 }
 kb_cmd *kb__tl_cmd_new(kb_tl *tl, kb_cmd_kind kind);
-/* A command with room for n_ops ops and cap_ids handle ids per set. */
-static inline kb_cmd *kb__tl_cmd_new_n(kb_tl *tl, kb_cmd_kind kind, uint32_t n_ops, uint32_t cap_ids)
+/* c, a command block just allocated (NULL: none, the error recorded),
+ * made a command of this kind at the current call site. */
+static inline kb_cmd *kb__tl_cmd_here(kb_tl *tl, kb_cmd *c, kb_cmd_kind kind)
 {
-	/* inline: a replay's command is a few stores around kb__cmd_alloc */
-	kb_cmd *c = kb__cmd_alloc(n_ops, cap_ids);
-
 	if (!c) {
 		kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory for a command");
 		return NULL;
@@ -305,6 +303,12 @@ static inline kb_cmd *kb__tl_cmd_new_n(kb_tl *tl, kb_cmd_kind kind, uint32_t n_o
 	c->file = tl->op_file;
 	c->line = tl->op_line;
 	return c;
+}
+/* A command with room for n_ops ops and cap_ids handle ids per set. */
+static inline kb_cmd *kb__tl_cmd_new_n(kb_tl *tl, kb_cmd_kind kind, uint32_t n_ops, uint32_t cap_ids)
+{
+	/* inline: a replay's command is a few stores around kb__cmd_alloc */
+	return kb__tl_cmd_here(tl, kb__cmd_alloc(n_ops, cap_ids), kind);
 }
 /* Keeps in c its hazard signature (kb__cmd_sig): r the bits of its
  * reads' ids, w of its writes' (kb__hazard_set), which a writer of its
