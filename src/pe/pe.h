@@ -59,6 +59,12 @@ static inline uint64_t kb__stage_pack(uint32_t phase, uint32_t slot, uint32_t ac
 	return phase | slot << 8 | acc << 16;
 }
 
+/* A bit of w[3] beside the pack: the step's end is its command's end.
+ * Set in the message a keyed plan's start keeps (the scheduler's
+ * start_keep) when that single step is all its command runs, so that its
+ * STEP_DONE ends the command without the plan's counts being read. */
+#define KB_STAGE_ENDS (UINT64_C(1) << 24)
+
 static inline uint32_t kb__stage_phase(uint64_t pk)
 {
 	return (uint32_t)pk & 0xff;

@@ -199,7 +199,8 @@ static int next_phase(kb_lp *lp, kb_sched *s, kb_plan *p)
 
 /* The first start of a keyed plan whose start is a loop step (decode's
  * commands): fed, and when one step went, its message kept for the
- * plan's next starts (kb_plan start_ev). Out of line: once a plan. */
+ * plan's next starts (kb_plan start_ev), marked KB_STAGE_ENDS when that
+ * step is the whole command. Out of line: once a plan. */
 static __attribute__((noinline)) int start_keep(kb_lp *lp, kb_sched *s, kb_plan *p)
 {
 	int rc = feed(lp, s, p);
@@ -209,6 +210,8 @@ static __attribute__((noinline)) int start_keep(kb_lp *lp, kb_sched *s, kb_plan 
 		p->start_slot_free = p->slot_free;
 		p->start_acc_free = p->acc_free;
 		p->start_eng = ((const kb_stage_ref *)(uintptr_t)p->start_ev.w[2])->eng;
+		if (p->n_steps == 1 && !p->n_post)
+			p->start_ev.w[3] |= KB_STAGE_ENDS;
 	}
 	return rc;
 }
@@ -445,6 +448,8 @@ static __attribute__((noinline)) int step_done(kb_lp *lp, kb_sched *s, const kb_
 	kb_phase ph = (kb_phase)kb__stage_phase(ev->w[3]);
 	uint64_t n;
 
+	if (ev->w[3] & KB_STAGE_ENDS)
+		return cmd_end(lp, s, p);
 	n = ph == KB_PH_PRE ? p->n_pre : ph == KB_PH_POST ? p->n_post : p->n_steps;
 	if (++p->retired < n) {
 		if (ph != KB_PH_LOOP)
