@@ -446,6 +446,112 @@ START_TEST(ring_keeps_order)
 }
 END_TEST
 
+/* Twelve LPs keep ~50-60 events pending at once, at times from a
+ * scrambled set of delays (up to 24 apart, some to the sender itself): a sequential run puts them into bands (core.c, more than
+ * BAND_MIN at a loop's start), where pushes land behind a time's events,
+ * before or among them, on new times between others, and on more times
+ * than there are bands (the bands go back into the heap). Every executor
+ * must run them in (time, destination, source, sequence) order: on one
+ * thread all of them, and each LP its own. */
+#define BAND_LPS 12
+#define BAND_START 4
+#define BAND_GEN 60
+#define BAND_MAX 4096
+
+static burst_rec band_seen[BAND_MAX];
+static atomic_int n_band_seen;
+static burst_rec band_lp_seen[BAND_LPS][BAND_MAX / 4];
+static int n_band_lp[BAND_LPS];
+
+static int band_event(kb_lp *lp, const kb_event *ev)
+{
+	uint32_t id = kb__lp_id(lp);
+	uint64_t g = ev->w[0];
+	uint32_t h = (uint32_t)((id * 2654435761u) ^ (g * 40503u) ^ (ev->seq * 97u)) >> 5;
+	int i = atomic_fetch_add(&n_band_seen, 1);
+	burst_rec r = { ev->time, id, ev->src, ev->seq };
+	int rc = KB_OK;
+
+	ck_assert_int_lt(i, BAND_MAX);
+	ck_assert_int_lt(n_band_lp[id], BAND_MAX / 4);
+	band_seen[i] = r;
+	band_lp_seen[id][n_band_lp[id]++] = r;
+	if (g >= BAND_GEN)
+		return KB_OK;
+	for (int c = 0; c < (h % 9 == 0 ? 2 : 1) && !rc; c++) {
+		kb_event next = { .type = 3 };
+		uint32_t k = (h >> (4 * c)) % 32;
+
+		next.w[0] = c ? BAND_GEN : g + 1;
+		if (k < 6) /* to itself (a delay 0 could order before the event that runs) */
+			rc = kb__lp_self(lp, LAT * (1 + k % 3), &next);
+		else /* now and then spread over more times than there are bands */
+			rc = kb__lp_send(lp, (id + k) % BAND_LPS,
+					 g % 16 == 7 ? LAT * (1 + k % 24) + k % 3 : LAT * (1 + k % 6),
+					 &next);
+	}
+	return rc;
+}
+
+static int band_start(kb_lp *lp)
+{
+	kb_event ev = { .type = 3 };
+	int rc = KB_OK;
+
+	for (uint32_t i = 0; i < BAND_START && !rc; i++)
+		rc = kb__lp_self(lp, LAT * ((kb__lp_id(lp) + 5 * i) % 7), &ev);
+	return rc;
+}
+
+static const kb_lp_type band_type = { "band", band_start, band_event, NULL, NULL, 0, NULL, NULL,
+				      NULL };
+
+START_TEST(bands_keep_order)
+{
+	static burst_rec ref[BAND_LPS][BAND_MAX / 4];
+	int n_ref[BAND_LPS];
+
+	for (size_t e = 0; e < N_EXEC; e++) {
+		model m;
+		kb_error err;
+		int rc, n;
+
+		atomic_store(&n_band_seen, 0);
+		memset(n_band_lp, 0, sizeof(n_band_lp));
+		model_init(&m, executors[e], LAT);
+		for (int i = 0; i < BAND_LPS; i++)
+			model_add(&m, &band_type);
+		rc = kb__sim_run(m.sim, &err);
+		ck_assert_msg(rc == 0, "threads %d: %s", executors[e], err.message);
+		n = atomic_load(&n_band_seen);
+		/* Enough for a few sequential loops of 1024 events. */
+		ck_assert_int_gt(n, 3000);
+		ck_assert_uint_eq(kb__sim_stats(m.sim)->events, (uint64_t)n);
+		for (int i = 1; executors[e] == 1 && i < n; i++)
+			ck_assert_msg(burst_before(&band_seen[i - 1], &band_seen[i]),
+				      "event %d (t %llu, LP %u, src %u, seq %llu) ran after (t %llu, LP %u, "
+				      "src %u, seq %llu)",
+				      i, (unsigned long long)band_seen[i].time, band_seen[i].dst,
+				      band_seen[i].src, (unsigned long long)band_seen[i].seq,
+				      (unsigned long long)band_seen[i - 1].time, band_seen[i - 1].dst,
+				      band_seen[i - 1].src, (unsigned long long)band_seen[i - 1].seq);
+		for (int r = 0; r < BAND_LPS; r++) {
+			if (e == 0) {
+				memcpy(ref[r], band_lp_seen[r], sizeof(ref[r]));
+				n_ref[r] = n_band_lp[r];
+			} else {
+				ck_assert_int_eq(n_band_lp[r], n_ref[r]);
+				ck_assert_msg(memcmp(ref[r], band_lp_seen[r],
+						     sizeof(burst_rec) * (size_t)n_ref[r]) == 0,
+					      "threads %d: LP %d's events differ from threads 1", executors[e],
+					      r);
+			}
+		}
+		kb__sim_destroy(m.sim);
+	}
+}
+END_TEST
+
 /* Senders on workers of their own send into one LP's inbox in the same
  * window, round after round, so that their enqueues meet at the inbox's
  * tail: each appends behind a node another thread has just initialised,
@@ -1560,6 +1666,7 @@ Suite *sim_suite(void)
 	tcase_add_test(order, self_events_same_time);
 	tcase_add_test(order, registers_keep_order);
 	tcase_add_test(order, ring_keeps_order);
+	tcase_add_test(order, bands_keep_order);
 	tcase_add_test(order, senders_meet_in_one_inbox);
 	suite_add_tcase(s, order);
 

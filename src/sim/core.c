@@ -87,6 +87,12 @@ static inline int ev_before(kb_time t, uint64_t pair, uint64_t seq, const kb_eve
 	return ORDER_BEFORE(t, pair, seq, e->time, (uint64_t)e->dst << 32 | e->src, e->seq);
 }
 
+/* The pair of an event's key: (dst, src) as kb_evkey pair. */
+static inline uint64_t ev_pair(const kb_event *e)
+{
+	return (uint64_t)e->dst << 32 | e->src;
+}
+
 #if defined(__GNUC__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #define EV_VECTORS 1
 typedef uint64_t ev_v2 __attribute__((vector_size(16)));
@@ -292,6 +298,22 @@ static int evheap_grow(kb_evheap *h)
 	return KB_OK;
 }
 
+/* Inserts key k, whose event is in its slot, into a heap with no hole. */
+static inline __attribute__((always_inline)) void evheap_insert_key(kb_evheap *h,
+								    const kb_evkey *k)
+{
+	size_t i;
+
+	for (i = h->n++; i > 0; i = (i - 1) / 2) {
+		size_t p = (i - 1) / 2;
+
+		if (key_less(&h->key[p], k)) /* keys are unique: (src, seq) */
+			break;
+		h->key[i] = h->key[p];
+	}
+	key_put(&h->key[i], k);
+}
+
 /* Inserts the event keyed (time, pair, seq) with body's type, aux and
  * payload into a heap with no hole and a free slot. */
 static inline __attribute__((always_inline)) void evheap_insert(kb_evheap *h, kb_time time,
@@ -299,18 +321,10 @@ static inline __attribute__((always_inline)) void evheap_insert(kb_evheap *h, kb
 								const kb_event *body)
 {
 	kb_evkey k;
-	size_t i;
 
 	k = (kb_evkey){ time, pair, seq, h->free[--h->n_free] };
 	ev_fill_key(ev_at(h, k.slot), &k, body);
-	for (i = h->n++; i > 0; i = (i - 1) / 2) {
-		size_t p = (i - 1) / 2;
-
-		if (key_less(&h->key[p], &k)) /* keys are unique: (src, seq) */
-			break;
-		h->key[i] = h->key[p];
-	}
-	key_put(&h->key[i], &k);
+	evheap_insert_key(h, &k);
 }
 
 /* The same into the hole, if there is one. */
@@ -579,12 +593,6 @@ kb_time kb__lp_link_latency(const kb_lp *lp, uint32_t dst)
 	return sim->cfg.lat_pe;
 }
 
-/* The pair of an event's key: (dst, src) as kb_evkey pair. */
-static inline uint64_t ev_pair(const kb_event *e)
-{
-	return (uint64_t)e->dst << 32 | e->src;
-}
-
 /* Into the heap where it has to grow (or a hole to fill: put_hole's
  * rare case). Out of line: it calls out, and needs registers saved. */
 static __attribute__((noinline)) int put_rare(kb_lp *lp, kb_worker *w, kb_time t, uint64_t pair,
@@ -718,6 +726,157 @@ static __attribute__((noinline)) int put_ring(kb_lp *lp, kb_worker *w, kb_time t
 	return KB_OK;
 }
 
+/* ---- bands (core_impl.h kb_band): a sequential run of many PEs ---- */
+
+/* A heap of more events than this at a sequential loop's start goes into
+ * bands: more than a ring's worth, so that a run on one PE (at most
+ * KB_RING pending, mostly) keeps its ring. */
+#define BAND_MIN (2 * KB_RING)
+
+/* Every band's events back into the heap (empty while there are bands),
+ * in order: each key goes in behind the last, with no sift. */
+static void bands_close(kb_worker *w)
+{
+	kb_evheap *h = &w->heap;
+
+	for (uint32_t i = 1; i <= w->nb; i++) {
+		uint64_t slot = w->band[i].head;
+
+		for (;;) {
+			const kb_event *e = ev_at(h, slot);
+			kb_evkey k = { e->time, ev_pair(e), e->seq, slot };
+
+			evheap_insert_key(h, &k);
+			if (slot == w->band[i].tail)
+				break;
+			slot = e->pad;
+		}
+	}
+	w->nb = 0;
+}
+
+/* The last band of a time at or before t (0: none, band[0]'s time 0
+ * ends the scan); most pushes go to the latest or the one before. */
+static inline uint32_t band_find(const kb_worker *w, kb_time t)
+{
+	uint32_t i = w->nb;
+
+	while (w->band[i].time > t)
+		i--;
+	return i;
+}
+
+/* Whether the event keyed (t, pair, seq) goes behind the last event of
+ * band i (band_find's): almost every push. */
+static inline int band_behind(const kb_worker *w, uint32_t i, kb_time t, uint64_t pair,
+			      uint64_t seq)
+{
+	const kb_band *b = &w->band[i];
+
+	return i && b->time == t && !ev_before(t, pair, seq, ev_at(&w->heap, b->tail));
+}
+
+static inline void band_append(kb_worker *w, uint32_t i, uint64_t slot)
+{
+	ev_at(&w->heap, w->band[i].tail)->pad = slot;
+	w->band[i].tail = slot;
+}
+
+/* Links slot's event, keyed (t, pair, seq), into its band: behind the
+ * band of its time's last, or in its place there, or as a new band.
+ * Returns nonzero with no room for a new band. */
+static int band_link(kb_worker *w, uint64_t slot, kb_time t, uint64_t pair, uint64_t seq)
+{
+	kb_evheap *h = &w->heap;
+	uint32_t i = band_find(w, t);
+	kb_band *b = &w->band[i];
+	kb_event *p;
+
+	if (band_behind(w, i, t, pair, seq)) {
+		band_append(w, i, slot);
+		return 0;
+	}
+	if (!i || b->time != t) { /* a new band after band i */
+		if (w->nb == KB_BANDS)
+			return -1;
+		memmove(b + 2, b + 1, (w->nb - i) * sizeof(*b));
+		b[1] = (kb_band){ t, slot, slot };
+		w->nb++;
+		return 0;
+	}
+	if (ev_before(t, pair, seq, ev_at(h, b->head))) {
+		ev_at(h, slot)->pad = b->head;
+		b->head = slot;
+		return 0;
+	}
+	for (p = ev_at(h, b->head); !ev_before(t, pair, seq, ev_at(h, p->pad));)
+		p = ev_at(h, p->pad);
+	ev_at(h, slot)->pad = p->pad;
+	p->pad = slot;
+	return 0;
+}
+
+/* put_band's other cases: a grow, a new band or a place inside one, or
+ * one band too many (then the bands go into the heap, and the push). */
+static __attribute__((noinline)) int put_band_far(kb_lp *lp, kb_worker *w, kb_time t,
+						  uint64_t pair, uint64_t seq, const kb_event *body)
+{
+	kb_evheap *h = &w->heap;
+	uint64_t slot;
+
+	if (!h->n_free && evheap_grow(h))
+		return kb__lp_fail(lp, KB_ENOMEM, "out of memory scheduling an event");
+	slot = h->free[h->n_free - 1];
+	if (band_link(w, slot, t, pair, seq)) {
+		bands_close(w);
+		w->nr = 0;
+		evheap_insert(h, t, pair, seq, body);
+		return KB_OK;
+	}
+	h->n_free--;
+	ev_fill(ev_at(h, slot), &(kb_evkey){ t, pair, seq, 0 }, body);
+	return KB_OK;
+}
+
+/* A push while the running event came from a band: behind the last of
+ * its time's band, calling nothing but by a tail call (no registers
+ * saved). */
+static __attribute__((noinline)) int put_band(kb_lp *lp, kb_worker *w, kb_time t, uint64_t pair,
+					      uint64_t seq, const kb_event *body)
+{
+	kb_evheap *h = &w->heap;
+	uint32_t i = band_find(w, t);
+
+	if (__builtin_expect(h->n_free && band_behind(w, i, t, pair, seq), 1)) {
+		uint64_t slot = h->free[--h->n_free];
+
+		band_append(w, i, slot);
+		ev_fill(ev_at(h, slot), &(kb_evkey){ t, pair, seq, 0 }, body);
+		return KB_OK;
+	}
+	return put_band_far(lp, w, t, pair, seq, body);
+}
+
+/* A sequential loop's start with more than BAND_MIN events in the heap:
+ * they go into bands, in order, unless they fall on more than KB_BANDS
+ * times (then they stay in the heap). */
+static void bands_open(kb_worker *w)
+{
+	kb_evheap *h = &w->heap;
+
+	while (h->n) {
+		kb_evkey k = h->key[0];
+
+		h->hole = 1;
+		evheap_settle(h);
+		if (band_link(w, k.slot, k.time, k.pair, k.seq)) {
+			evheap_insert_key(h, &k);
+			bands_close(w);
+			return;
+		}
+	}
+}
+
 /* Schedules the event keyed (t, pair, seq) with body's type, aux and
  * payload on worker w (lp: the sender). The common cases write a ring
  * buffer in place: a key before the ring's earliest with room in the
@@ -764,6 +923,8 @@ static inline __attribute__((always_inline)) int ev_put_as(kb_lp *lp, kb_worker 
 	}
 	if (n == KB_RING_HOLE)
 		return put_hole(lp, w, t, pair, seq, body);
+	if (n == KB_RING_BANDS)
+		return put_band(lp, w, t, pair, seq, body);
 	if (n == KB_RING_OFF)
 		return put_far(lp, w, t, pair, seq, body);
 	return put_ring(lp, w, t, pair, seq, body);
@@ -936,6 +1097,7 @@ static void reg_close(kb_worker *w)
 {
 	for (; w->nr; w->nr--)
 		reg_spill(w, w->ring[w->nr - 1]);
+	bands_close(w);
 	w->nr = KB_RING_OFF;
 }
 
@@ -983,6 +1145,8 @@ static inline __attribute__((always_inline)) void worker_run(kb_worker *w, kb_ti
 	if (w->err || !budget)
 		return;
 	w->nr = 0;
+	if (!bounded && h->n > BAND_MIN)
+		bands_open(w);
 	for (;;) {
 		uint32_t n = w->nr;
 		kb_time t;
@@ -1005,6 +1169,23 @@ static inline __attribute__((always_inline)) void worker_run(kb_worker *w, kb_ti
 			rc = lp->event(lp, ev);
 			if (__builtin_expect(rc | h->attn, 0))
 				goto rare;
+		} else if (!bounded && w->nb) {
+			kb_band *b = &w->band[1];
+			uint64_t slot = b->head;
+			kb_event *ev = ev_at(h, slot);
+
+			t = b->time;
+			if (slot == b->tail)
+				memmove(b, b + 1, --w->nb * sizeof(*b));
+			else
+				b->head = ev->pad;
+			lp = lps[ev->dst];
+			w->nr = KB_RING_BANDS;
+			lp->now = t;
+			rc = lp->event(lp, ev);
+			if (w->nr == KB_RING_BANDS) /* not left for the heap (put_band) */
+				w->nr = 0;
+			evheap_release(h, slot);
 		} else {
 			const kb_evkey *k0 = h->key;
 			uint64_t slot;

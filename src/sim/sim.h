@@ -34,7 +34,7 @@ typedef struct kb_event {
 	uint32_t src;
 	uint32_t dst;
 	uint64_t seq;
-	uint64_t pad;                /* unused: w[1] .. w[4] on a 16-byte boundary, as the core copies them */
+	uint64_t pad;                /* the core's (a band's link, core_impl.h kb_band); puts w[1] .. w[4] on a 16-byte boundary, as the core copies them */
 	uint32_t type;               /* model-defined */
 	uint32_t aux;                /* model-defined */
 	uint64_t w[KB_EVENT_WORDS];  /* model-defined payload */
