@@ -1155,6 +1155,13 @@ static void same_cmd_in(const kb_cmd *a, const kb_cmd *b, int c, int op_ids)
 {
 	ck_assert_uint_eq(a->kind, b->kind);
 	ck_assert_uint_eq(a->id, b->id);
+	ck_assert_uint_eq(a->pe, b->pe);
+	ck_assert_ptr_eq(a->file, b->file);
+	ck_assert_ptr_null(a->error);
+	/* a kept signature is its sets' (cap_emit checks it) */
+	ck_assert_uint_le(a->has_sig, 1);
+	ck_assert_uint_eq(a->has_disp_ps, b->has_disp_ps);
+	ck_assert_uint_eq(a->disp_ps, b->disp_ps);
 	ck_assert_uint_eq(a->lbytes, b->lbytes);
 	ck_assert_uint_eq(a->fence, b->fence);
 	ck_assert_uint_eq(a->n_ops, b->n_ops);
@@ -1486,6 +1493,31 @@ START_TEST(test_replay_cycle_past_templates)
 }
 END_TEST
 
+/* Fills n command blocks of the smallest class with garbage and gives
+ * them back to this thread's cache, for the commands made next to reuse:
+ * all but its class, which the cache keeps them by (kb__cmd_free frees
+ * an error only of a block it does not keep, which these are not). */
+static void cmd_cache_garbage(int n)
+{
+	kb_cmd **c = malloc((size_t)n * sizeof(*c));
+
+	ck_assert_ptr_nonnull(c);
+	for (int i = 0; i < n; i++) {
+		c[i] = kb__cmd_alloc(0, 2);
+		ck_assert_ptr_nonnull(c[i]);
+		ck_assert_uint_eq(c[i]->block, 1);   /* class 0: KB_CMD_CACHE_MIN bytes */
+	}
+	/* a block taken from malloc is room for one more kept (cmd.h) */
+	ck_assert_uint_ge(kb__cmd_cache.cap[0], (unsigned)n);
+	for (int i = 0; i < n; i++) {
+		memset(c[i], 0xa5, KB_CMD_CACHE_MIN);
+		c[i]->block = 1;
+		kb__cmd_free(c[i]);
+	}
+	ck_assert_uint_ge(kb__cmd_cache.n[0], (unsigned)n);
+	free(c);
+}
+
 /* In a run without data memory (timing_only), a replay's command points
  * at its template's ops and digest: every field but its ops' tensor ids
  * and addresses (which nothing reads then) is the full lowering's, and
@@ -1499,6 +1531,9 @@ START_TEST(test_replay_timing_only)
 	kb_tl *tl[2];
 	int shared = 0;
 
+	/* a replay's command block is not zeroed (KB_CMD_OPS_ELSEWHERE):
+	 * garbage in the blocks it reuses shows a field it leaves unwritten */
+	cmd_cache_garbage(1024);
 	cfg.timing_only = 1;
 	tl[0] = kb__tl_create(&cfg);
 	ck_assert_ptr_nonnull(tl[0]);

@@ -441,7 +441,9 @@ static void replay_tpl(kb_tl *tl, tpl *t, kb_rkey *k, kb_tl_tensor **res)
 	if (t->result < 0)
 		*res = k->out;
 	if (by_ref) {
-		/* the views' ids and addresses stale: nothing reads them */
+		/* the views' ids and addresses stale: nothing reads them; the
+		 * header not zeroed (KB_CMD_OPS_ELSEWHERE): every field is
+		 * written here, by kb__tl_cmd_new_n, the sets and the emit */
 		c->ops = (kb_opspec *)(uintptr_t)t->full;
 		c->dig = t->dig;
 		t->shared = 1;
@@ -1092,7 +1094,8 @@ int kb__replay_math(kb_replay **rp, kb_tl *tl, const kb_tl_composite_desc *d, kb
 		*res = d->out;
 	}
 	if (by_ref) {
-		/* as a template's (replay_tpl): ids and addresses stale */
+		/* as a template's (replay_tpl): ids and addresses stale, and
+		 * every field of the header written */
 		c->ops = &m->ref->op;
 		c->dig = (kb_cmd_dig *)(void *)m->ref->dig;
 		m->shared = 1;
