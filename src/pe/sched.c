@@ -232,8 +232,6 @@ static inline int start_kept(kb_lp *lp, kb_sched *s, kb_plan *p)
 /* p, admitted, joins the plans in flight (at their end) and starts. */
 static int start_plan(kb_lp *lp, kb_sched *s, kb_plan *p, kb_hazard_sig sig)
 {
-	uint64_t n = p->phase == KB_PH_PRE ? p->n_pre : p->n_steps;
-
 	p->sig = sig;
 	p->prev = s->fl_tail;
 	p->next = NULL;
@@ -241,7 +239,8 @@ static int start_plan(kb_lp *lp, kb_sched *s, kb_plan *p, kb_hazard_sig sig)
 	s->fl_tail = p;
 	if (p->start_eng)
 		return start_kept(lp, s, p);
-	if (n == 0) {
+	/* none in its first phase (not read before: a kept start has one) */
+	if ((p->phase == KB_PH_PRE ? p->n_pre : p->n_steps) == 0) {
 		p->phase = KB_PH_PRE;
 		return next_phase(lp, s, p);
 	}
