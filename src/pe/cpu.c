@@ -299,7 +299,7 @@ static __attribute__((noinline)) int dispatched(kb_lp *lp, kb_cpu *c)
 			c->sends[c->n_sends++] = cmd->id;
 		}
 		c->outstanding++;
-		rc = kb__lp_send(lp, c->sched_lp, c->lat, &c->cmd_ev);
+		rc = kb__lp_send_short(lp, c->sched_lp, c->lat, &c->cmd_ev);
 		if (rc)
 			return rc;
 	}

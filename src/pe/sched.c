@@ -168,7 +168,7 @@ static inline __attribute__((always_inline)) int finish_cmd(kb_lp *lp, kb_sched 
 	s->done_ev.w[0] = p->cmd->id;
 	kb__cmd_free(p->cmd);
 	kb__plan_recycle(p, &s->pool);
-	return kb__lp_send(lp, s->lp0 + KB_ENG_CPU, s->lat, &s->done_ev);
+	return kb__lp_send_short(lp, s->lp0 + KB_ENG_CPU, s->lat, &s->done_ev);
 }
 
 /* The next phase with work in it; the command ends after POST. Without a

@@ -1043,14 +1043,9 @@ static __attribute__((noinline)) int send_far(kb_lp *lp, uint32_t dst, kb_time d
 	return KB_OK;
 }
 
-/* Inline in the caller: with LTO, in every handler (always_inline; the
- * definition is still an external one, for builds without LTO), as the
- * call, its argument moves and the caller's test of a result known to be
- * KB_OK on the common paths cost more than the copies of ev_put's tests
- * (-0.4 M instructions of opt3's 36.8 M outside the hash at S_kv=65536,
- * -0.23 M of opt2's 20.5 M; +10 KB of text). */
-__attribute__((always_inline)) inline int kb__lp_send(kb_lp *lp, uint32_t dst, kb_time delay,
-						      const kb_event *ev)
+/* kb__lp_send, or kb__lp_send_short with whole 0. */
+static inline __attribute__((always_inline)) int send_put(kb_lp *lp, uint32_t dst, kb_time delay,
+							  const kb_event *ev, int whole)
 {
 	kb_time t = lp->now + delay;
 	kb_worker *w = lp->worker;
@@ -1067,7 +1062,26 @@ __attribute__((always_inline)) inline int kb__lp_send(kb_lp *lp, uint32_t dst, k
 			     (t | delay) > KB_TIME_MAX, 0))
 		return send_far(lp, dst, delay, ev);
 	w->messages++;
-	return ev_put(lp, w, t, (uint64_t)dst << 32 | lp->id, lp->seq++, ev);
+	return ev_put_as(lp, w, t, (uint64_t)dst << 32 | lp->id, lp->seq++, ev, whole);
+}
+
+/* Inline in the caller: with LTO, in every handler (always_inline; the
+ * definition is still an external one, for builds without LTO), as the
+ * call, its argument moves and the caller's test of a result known to be
+ * KB_OK on the common paths cost more than the copies of ev_put's tests
+ * (-0.4 M instructions of opt3's 36.8 M outside the hash at S_kv=65536,
+ * -0.23 M of opt2's 20.5 M; +10 KB of text). */
+__attribute__((always_inline)) inline int kb__lp_send(kb_lp *lp, uint32_t dst, kb_time delay,
+						      const kb_event *ev)
+{
+	return send_put(lp, dst, delay, ev, 1);
+}
+
+/* As kb__lp_self_short. */
+__attribute__((always_inline)) inline int kb__lp_send_short(kb_lp *lp, uint32_t dst,
+							    kb_time delay, const kb_event *ev)
+{
+	return send_put(lp, dst, delay, ev, 0);
 }
 
 /* ---- what executors call ---- */

@@ -197,6 +197,10 @@ static inline void *kb__lp_state(kb_lp *lp)
 /* Sends ev (type, aux, w) to dst after delay; ev->time etc. are filled in.
  * A delay below the link latency is KB_ELOOKAHEAD. */
 int kb__lp_send(kb_lp *lp, uint32_t dst, kb_time delay, const kb_event *ev);
+/* The same for a message whose handler (and type's discard) reads its
+ * type, aux and w[0] alone (a command to PE_SCHEDULER, its end to
+ * PE_CPU): as kb__lp_self_short, w[1] .. w[4] may hold anything. */
+int kb__lp_send_short(kb_lp *lp, uint32_t dst, kb_time delay, const kb_event *ev);
 /* Schedules an event on the LP itself; any delay >= 0. */
 int kb__lp_self(kb_lp *lp, kb_time delay, const kb_event *ev);
 /* The same for an event whose handler reads its type, aux and w[0]
