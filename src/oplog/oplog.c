@@ -110,10 +110,12 @@ _Static_assert(sizeof(rec_form) == 128, "a form is two cache lines");
 static form_tab no_forms;
 _Static_assert(FORM_MID + FORM_TAIL <= sizeof(rec_form), "a form's copies stay inside it");
 
-/* A lane's records formatted whole before its forms are made: a short
- * run never pays for them (6 KB a lane and kind: page faults, issue
- * 13), a long one barely notices. */
-#define FORM_CACHE_AFTER 32
+/* A lane's records formatted whole before its forms are made: a lane
+ * of a few records never pays for them (8 KB a lane and kind: page
+ * faults). Whole, a record costs ~450 instructions, ~125 from a form:
+ * with 32 here, a 32-PE run's 192 tables cost 1.6 M instructions more,
+ * and a 64-token decode run saves ~5 page faults of ~110 (issue 13). */
+#define FORM_CACHE_AFTER 8
 
 /* A serial run's flushed bytes that the hash has not taken yet (issue
  * 13): they stay in the text buffer they were formatted in while the
