@@ -447,12 +447,14 @@ START_TEST(ring_keeps_order)
 END_TEST
 
 /* Twelve LPs keep ~50-60 events pending at once, at times from a
- * scrambled set of delays (up to 24 apart, some to the sender itself): a sequential run puts them into bands (core.c, more than
- * BAND_MIN at a loop's start), where pushes land behind a time's events,
- * before or among them, on new times between others, and on more times
- * than there are bands (the bands go back into the heap). Every executor
- * must run them in (time, destination, source, sequence) order: on one
- * thread all of them, and each LP its own. */
+ * scrambled set of delays (up to 24 apart, some to the sender itself):
+ * a sequential run puts them into bands (core.c, more than BAND_MIN at a
+ * loop's start), where pushes land behind a time's events, before or
+ * among them, on new times between others, and once on more times than
+ * there are bands (the bands go back into the heap); the bands stay from
+ * one loop of SEQ_BUDGET events to the next. Every executor must run
+ * them in (time, destination, source, sequence) order: on one thread all
+ * of them, and each LP its own. */
 #define BAND_LPS 12
 #define BAND_START 4
 #define BAND_GEN 60
@@ -485,9 +487,9 @@ static int band_event(kb_lp *lp, const kb_event *ev)
 		next.w[0] = c ? BAND_GEN : g + 1;
 		if (k < 6) /* to itself (a delay 0 could order before the event that runs) */
 			rc = kb__lp_self(lp, LAT * (1 + k % 3), &next);
-		else /* now and then spread over more times than there are bands */
+		else /* once spread over more times than there are bands */
 			rc = kb__lp_send(lp, (id + k) % BAND_LPS,
-					 g % 16 == 7 ? LAT * (1 + k % 24) + k % 3 : LAT * (1 + k % 6),
+					 g == 40 ? LAT * (1 + k % 24) + k % 3 : LAT * (1 + k % 6),
 					 &next);
 	}
 	return rc;

@@ -110,7 +110,8 @@ _Static_assert(offsetof(struct kb_lp, now) == offsetof(kb_lp_head, now) &&
 
 /* A sequential run of many PEs (the multi-PE decode: 32 PEs, 64-96
  * pending events) keeps its pending events in bands instead of the heap
- * while its loop runs: each band the events of one time, linked in
+ * while its loops run (kb__worker_run, until kb__worker_close): each
+ * band the events of one time, linked in
  * (destination, source, sequence) order through kb_event pad, the bands
  * in time order. The PEs run in lockstep: those events fall on 3-4
  * times, and 97% of pushes go to a time already pending, always behind
@@ -257,8 +258,13 @@ struct kb_sim {
 /* core.c */
 uint64_t kb__now_ns(void);
 void kb__worker_window(kb_worker *w, kb_time bound, uint64_t budget);
-/* The same with no bound (a sequential run: one worker has every LP). */
+/* The same with no bound (a sequential run: one worker has every LP).
+ * Stopped by its budget, it may leave the pending events in bands
+ * (kb_band) for the next call, which kb__worker_min sees: the caller
+ * ends with kb__worker_close, which puts them back into the heap, before
+ * anything else looks at the worker's events. */
 void kb__worker_run(kb_worker *w, uint64_t budget);
+void kb__worker_close(kb_worker *w);
 void kb__worker_drain(kb_worker *w);
 kb_time kb__worker_min(const kb_worker *w);
 size_t kb__worker_count_below(const kb_worker *w, kb_time bound, size_t cap);

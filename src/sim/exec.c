@@ -93,8 +93,8 @@ static int finish(kb_sim *sim, kb_error *err)
 	return rc;
 }
 
-/* One worker with every LP runs everything in order. */
-static int run_alone(kb_sim *sim, kb_worker *w, kb_error *err)
+/* run_alone's loop. */
+static int run_windows(kb_sim *sim, kb_worker *w, kb_error *err)
 {
 	while (!w->err && !atomic_load_explicit(&sim->stop, memory_order_relaxed)) {
 		kb_time t;
@@ -109,6 +109,15 @@ static int run_alone(kb_sim *sim, kb_worker *w, kb_error *err)
 			return rc;
 	}
 	return KB_OK;
+}
+
+/* One worker with every LP runs everything in order. */
+static int run_alone(kb_sim *sim, kb_worker *w, kb_error *err)
+{
+	int rc = run_windows(sim, w, err);
+
+	kb__worker_close(w);
+	return rc;
 }
 
 int kb__exec_sequential(kb_sim *sim, kb_error *err)
