@@ -184,7 +184,10 @@ struct kb_oplog_lane {
 	oplog_pend *pend;        /* the shared lane's: the log's pend; else NULL */
 	form_tab *forms[FORM_KINDS]; /* or NULL */
 	uint32_t uncached;       /* records formatted before the forms (FORM_CACHE_AFTER) */
-	atomic_int oom;          /* set by the writer, read by the sink */
+	/* The log's oom: the writer sets it when a record fails, the sink
+	 * reads it once a flush, not a line of every lane (a 32-PE run has
+	 * 193 lanes, and flushes every window: issue 13). */
+	atomic_int *oom;
 } __attribute__((aligned(64)));
 
 _Static_assert(offsetof(kb_oplog_lane, pre_t0) == 64 && offsetof(kb_oplog_lane, cur) == 128,
@@ -270,6 +273,7 @@ struct kb_oplog {
 	uint64_t sink_ns;        /* wall ns in the sinks (the serial part) */
 	int failed;
 	int discard;             /* the run failed: keep no output */
+	atomic_int oom;          /* a lane's record failed (kb_oplog_lane.oom) */
 	kb_error error;
 };
 
@@ -385,6 +389,7 @@ int kb__oplog_create(kb_oplog **out, const kb_oplog_options *opt, kb_error *err)
 	}
 	add_sinks(log);
 	atomic_init(&log->claim, 0);
+	atomic_init(&log->oom, 0);
 	*out = log;
 	return KB_OK;
 fail:
@@ -420,6 +425,7 @@ kb_oplog_lane *kb__oplog_lane(kb_oplog *log, uint32_t order)
 	lane->key = order << 1;
 	lane->pre_base = PRE_NONE;
 	lane->cmd_base = E8;   /* no cmd yet (put_cmd) */
+	lane->oom = &log->oom;
 	lane->keep_fields = log->want_recs;
 	for (unsigned k = 0; k < FORM_KINDS; k++)
 		lane->fast[k] = &no_forms;
@@ -1272,7 +1278,7 @@ static __attribute__((noinline)) int emit_slow(kb_oplog_lane *lane, const kb_opl
 	/* Room for the longest record, then it is formatted in place. */
 	if (lane_reserve(b, MAX_RECORD + 1, lane->keep_fields) ||
 	    (n = format_record(lane, b->text + b->text_n, MAX_RECORD + 1, rec, fields, n_fields, st, kind)) < 0) {
-		atomic_store_explicit(&lane->oom, 1, memory_order_relaxed);
+		atomic_store_explicit(lane->oom, 1, memory_order_relaxed);
 		return KB_ENOMEM;
 	}
 	if (lane->keep_fields)
@@ -1866,9 +1872,8 @@ static void consume(kb_oplog *log, int ready, kb_time bound)
 
 static int check_oom(kb_oplog *log, kb_error *err)
 {
-	for (size_t i = 0; i < log->n_lanes; i++)
-		if (atomic_load_explicit(&log->lanes[i]->oom, memory_order_relaxed))
-			return kb__err(err, KB_ENOMEM, "out of memory buffering op_log records");
+	if (atomic_load_explicit(&log->oom, memory_order_relaxed))
+		return kb__err(err, KB_ENOMEM, "out of memory buffering op_log records");
 	return KB_OK;
 }
 
