@@ -448,22 +448,29 @@ static inline kb_cmd *kb__cmd_alloc_views(uint32_t cap_ids)
 	return kb__cmd_lay(c, k, (uint64_t *)(void *)(c + 1), cap_ids);
 }
 
-/* Frees a command and what it owns. Accepts NULL. */
-static inline void kb__cmd_free(kb_cmd *cmd)
+/* kb__cmd_free's inline case: cmd (not NULL) kept in this thread's
+ * cache. 0: it is not one to keep there (kb__cmd_free_slow frees it),
+ * and nothing was done. */
+static inline int kb__cmd_keep(kb_cmd *cmd)
 {
 	kb_cmd_cache *cc = &kb__cmd_cache;
-	uint32_t k;
+	uint32_t k = cmd->block - 1u;
 
 	/* An ERROR command (its error to free) is a calloc'd one, block 0;
 	 * a cache not live (state 0 or 2) has every cap 0. */
-	if (__builtin_expect(!cmd || (k = cmd->block - 1) >= KB_CMD_CACHE_CLASSES ||
-			     cc->n[k] >= cc->cap[k], 0)) {
-		kb__cmd_free_slow(cmd);
-		return;
-	}
+	if (k >= KB_CMD_CACHE_CLASSES || cc->n[k] >= cc->cap[k])
+		return 0;
 	cmd->ops = (kb_opspec *)(void *)cc->head[k];
 	cc->head[k] = cmd;
 	cc->n[k]++;
+	return 1;
+}
+
+/* Frees a command and what it owns. Accepts NULL. */
+static inline void kb__cmd_free(kb_cmd *cmd)
+{
+	if (__builtin_expect(!cmd || !kb__cmd_keep(cmd), 0))
+		kb__cmd_free_slow(cmd);
 }
 
 /* The producer's store: 0 when c went in, -1 when the ring has no room

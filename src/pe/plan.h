@@ -322,19 +322,26 @@ void kb__plan_recycle_slow(kb_plan *p, kb_plan_pool *pool);
 
 /* Gives p (NULL: nothing) back to pool for the next kb__plan_create_from.
  * Inline: a timing run's plan of a key the memo still has goes as it is
- * on that key's list (kb_plan_memo). A key the memo no longer has (its
- * entry taken by another) may come back to it: its plans in flight then
- * go on its list with the cost block they have, the same costs. */
-static inline void kb__plan_recycle(kb_plan *p, kb_plan_pool *pool)
+ * on that key's list (kb_plan_memo): kb__plan_keep, which does only that
+ * (0: p is not one to keep so, and nothing was done). A key the memo no
+ * longer has (its entry taken by another) may come back to it: its plans
+ * in flight then go on its list with the cost block they have, the same
+ * costs. */
+static inline int kb__plan_keep(kb_plan *p, kb_plan_pool *pool)
 {
 	kb_plan_memo *mo;
 
-	if (__builtin_expect(!p || !p->key || (mo = pool->memo)->key[p->memo_i] != p->key, 0)) {
-		kb__plan_recycle_slow(p, pool);
-		return;
-	}
+	if (!p->key || (mo = pool->memo)->key[p->memo_i] != p->key)
+		return 0;
 	p->next = mo->spare[p->memo_i];
 	mo->spare[p->memo_i] = p;
+	return 1;
+}
+
+static inline void kb__plan_recycle(kb_plan *p, kb_plan_pool *pool)
+{
+	if (__builtin_expect(!p || !kb__plan_keep(p, pool), 0))
+		kb__plan_recycle_slow(p, pool);
 }
 
 /* The topology keys a stage kind's cycles come from (error messages).

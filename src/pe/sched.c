@@ -161,12 +161,30 @@ static int feed(kb_lp *lp, kb_sched *s, kb_plan *p)
  * it. The message last, its send the tail: nothing it sends reads the
  * plan or the command, which only the next admission and the kernel's
  * next command take again. */
+static __attribute__((noinline)) int finish_freeing(kb_lp *lp, kb_sched *s, kb_plan *p, kb_cmd *cmd);
+
 static inline __attribute__((always_inline)) int finish_cmd(kb_lp *lp, kb_sched *s, kb_plan *p)
 {
+	kb_cmd *cmd = p->cmd;
+
 	*(p->prev ? &p->prev->next : &s->fl_head) = p->next;
 	*(p->next ? &p->next->prev : &s->fl_tail) = p->prev;
-	s->done_ev.w[0] = p->cmd->id;
-	kb__cmd_free(p->cmd);
+	s->done_ev.w[0] = cmd->id;
+	if (__builtin_expect(!kb__cmd_keep(cmd), 0))
+		return finish_freeing(lp, s, p, cmd);
+	if (__builtin_expect(!kb__plan_keep(p, &s->pool), 0))
+		return finish_freeing(lp, s, p, NULL);
+	return kb__lp_send_short(lp, s->lp0 + KB_ENG_CPU, s->lat, &s->done_ev);
+}
+
+/* finish_cmd's rest where the command (cmd; NULL: it was kept) or the
+ * plan is not kept inline: the calls that free them, out of line, so
+ * that the common end makes none but its send's tail call and needs no
+ * stack frame. */
+static __attribute__((noinline)) int finish_freeing(kb_lp *lp, kb_sched *s, kb_plan *p, kb_cmd *cmd)
+{
+	if (cmd)
+		kb__cmd_free_slow(cmd);
 	kb__plan_recycle(p, &s->pool);
 	return kb__lp_send_short(lp, s->lp0 + KB_ENG_CPU, s->lat, &s->done_ev);
 }
@@ -424,21 +442,26 @@ static __attribute__((noinline)) int enqueue(kb_lp *lp, kb_sched *s, kb_cmd *cmd
 	return enqueue_slow(lp, s, cmd, sig);
 }
 
-/* step_done's command end: the command leaves, and what it blocked may
- * go (out of line: the steps that do not end their command, most of
- * opt2's, need no stack frame). */
-static __attribute__((noinline)) int cmd_end(kb_lp *lp, kb_sched *s, kb_plan *p)
+/* cmd_end where commands wait: the end, then what it unblocked. */
+static __attribute__((noinline)) int cmd_end_admit(kb_lp *lp, kb_sched *s, kb_plan *p)
 {
-	int rc;
+	int rc = finish_cmd(lp, s, p);
 
-	p->phase = KB_PH_DONE;
-	/* nothing waits (most ends): the end's send is the tail call */
-	if (!s->q_n)
-		return finish_cmd(lp, s, p);
-	rc = finish_cmd(lp, s, p);
 	if (rc)
 		return rc;
 	return try_admit(lp, s);
+}
+
+/* step_done's command end: the command leaves, and what it blocked may
+ * go (out of line: the steps that do not end their command, most of
+ * opt2's, need no stack frame). The ends where commands wait apart, so
+ * that the common one, whose send is its tail call, has none either. */
+static __attribute__((noinline)) int cmd_end(kb_lp *lp, kb_sched *s, kb_plan *p)
+{
+	p->phase = KB_PH_DONE;
+	if (s->q_n)
+		return cmd_end_admit(lp, s, p);
+	return finish_cmd(lp, s, p);
 }
 
 static __attribute__((noinline)) int step_done(kb_lp *lp, kb_sched *s, const kb_event *ev)
