@@ -736,6 +736,14 @@ static __attribute__((noinline)) int put_ring(kb_lp *lp, kb_worker *w, kb_time t
  * KB_RING pending, mostly) keeps its ring. */
 #define BAND_MIN (2 * KB_RING)
 
+/* Steps a push may walk into a band to find its place there: one whose
+ * time's pushes come in no order (a PHOLD model at a fixed delay: 256
+ * events of one time, each push to any LP) would walk half the band
+ * each. A longer walk, like one band too many, gives the bands up
+ * (bands_give_up), and the next BAND_REST loops do not try them. */
+#define BAND_WALK 8
+#define BAND_REST 64
+
 /* Every band's events back into the heap (empty while there are bands),
  * in order: each key goes in behind the last, with no sift. */
 static void bands_close(kb_worker *w)
@@ -787,13 +795,15 @@ static inline void band_append(kb_worker *w, uint32_t i, uint64_t slot)
 
 /* Links slot's event, keyed (t, pair, seq), into its band: behind the
  * band of its time's last, or in its place there, or as a new band.
- * Returns nonzero with no room for a new band. */
+ * Returns nonzero with no room for a new band, or where its place lies
+ * more than BAND_WALK events into its band. */
 static int band_link(kb_worker *w, uint64_t slot, kb_time t, uint64_t pair, uint64_t seq)
 {
 	kb_evheap *h = &w->heap;
 	uint32_t i = band_find(w, t);
 	kb_band *b = &w->band[i];
 	kb_event *p;
+	int walk = 0;
 
 	if (band_behind(w, i, t, pair, seq)) {
 		band_append(w, i, slot);
@@ -812,15 +822,26 @@ static int band_link(kb_worker *w, uint64_t slot, kb_time t, uint64_t pair, uint
 		b->head = slot;
 		return 0;
 	}
-	for (p = ev_at(h, b->head); !ev_before(t, pair, seq, ev_at(h, p->pad));)
+	for (p = ev_at(h, b->head); !ev_before(t, pair, seq, ev_at(h, p->pad));) {
+		if (++walk > BAND_WALK)
+			return -1;
 		p = ev_at(h, p->pad);
+	}
 	ev_at(h, slot)->pad = p->pad;
 	p->pad = slot;
 	return 0;
 }
 
+/* The bands into the heap, for the rest of this loop and BAND_REST more. */
+static void bands_give_up(kb_worker *w)
+{
+	bands_close(w);
+	w->band_rest = BAND_REST;
+}
+
 /* put_band's other cases: a grow, a new band or a place inside one, or
- * one band too many (then the bands go into the heap, and the push). */
+ * one band too many or too deep a place (then the bands go into the
+ * heap, and the push). */
 static __attribute__((noinline)) int put_band_far(kb_lp *lp, kb_worker *w, kb_time t,
 						  uint64_t pair, uint64_t seq, const kb_event *body)
 {
@@ -831,7 +852,7 @@ static __attribute__((noinline)) int put_band_far(kb_lp *lp, kb_worker *w, kb_ti
 		return kb__lp_fail(lp, KB_ENOMEM, "out of memory scheduling an event");
 	slot = h->free[h->n_free - 1];
 	if (band_link(w, slot, t, pair, seq)) {
-		bands_close(w);
+		bands_give_up(w);
 		w->nr = 0;
 		evheap_insert(h, t, pair, seq, body);
 		return KB_OK;
@@ -860,9 +881,9 @@ static __attribute__((noinline)) int put_band(kb_lp *lp, kb_worker *w, kb_time t
 	return put_band_far(lp, w, t, pair, seq, body);
 }
 
-/* A sequential loop's start with more than BAND_MIN events in the heap:
- * they go into bands, in order, unless they fall on more than KB_BANDS
- * times (then they stay in the heap). */
+/* A sequential loop's start with more than BAND_MIN events in the heap,
+ * or with bands: the heap's events go into bands, unless band_link
+ * gives up (then they all stay in the heap). */
 static void bands_open(kb_worker *w)
 {
 	kb_evheap *h = &w->heap;
@@ -874,7 +895,7 @@ static void bands_open(kb_worker *w)
 		evheap_settle(h);
 		if (band_link(w, k.slot, k.time, k.pair, k.seq)) {
 			evheap_insert_key(h, &k);
-			bands_close(w);
+			bands_give_up(w);
 			return;
 		}
 	}
@@ -1161,8 +1182,12 @@ static inline __attribute__((always_inline)) void worker_run(kb_worker *w, kb_ti
 	if (w->err || !budget)
 		return;
 	w->nr = 0;
-	if (!bounded && (w->nb || h->n > BAND_MIN))
-		bands_open(w);
+	if (!bounded && (w->nb || h->n > BAND_MIN)) {
+		if (!w->band_rest)
+			bands_open(w);
+		else /* given up lately (bands_give_up) */
+			w->band_rest--;
+	}
 	for (;;) {
 		uint32_t n = w->nr;
 		kb_time t;
@@ -1185,29 +1210,10 @@ static inline __attribute__((always_inline)) void worker_run(kb_worker *w, kb_ti
 			rc = lp->event(lp, ev);
 			if (__builtin_expect(rc | h->attn, 0))
 				goto rare;
-		} else if (!bounded && w->nb) {
-			kb_band *b = &w->band[1];
-			uint64_t slot = b->head;
-			kb_event *ev = ev_at(h, slot);
-
-			t = b->time;
-			if (slot == b->tail)
-				memmove(b, b + 1, --w->nb * sizeof(*b));
-			else
-				b->head = ev->pad;
-			lp = lps[ev->dst];
-			w->nr = KB_RING_BANDS;
-			lp->now = t;
-			rc = lp->event(lp, ev);
-			if (w->nr == KB_RING_BANDS) /* not left for the heap (put_band) */
-				w->nr = 0;
-			evheap_release(h, slot);
-		} else {
+		} else if (h->n) {
 			const kb_evkey *k0 = h->key;
 			uint64_t slot;
 
-			if (!h->n)
-				break;
 			t = k0->time;
 			slot = k0->slot;
 			if (bounded && t >= bound)
@@ -1228,6 +1234,26 @@ static inline __attribute__((always_inline)) void worker_run(kb_worker *w, kb_ti
 				w->nr = 0;
 			}
 			evheap_release(h, slot);
+		} else if (!bounded && w->nb) {
+			/* The heap is empty while there are bands. */
+			kb_band *b = &w->band[1];
+			uint64_t slot = b->head;
+			kb_event *ev = ev_at(h, slot);
+
+			t = b->time;
+			if (slot == b->tail)
+				memmove(b, b + 1, --w->nb * sizeof(*b));
+			else
+				b->head = ev->pad;
+			lp = lps[ev->dst];
+			w->nr = KB_RING_BANDS;
+			lp->now = t;
+			rc = lp->event(lp, ev);
+			if (w->nr == KB_RING_BANDS) /* not left for the heap (put_band) */
+				w->nr = 0;
+			evheap_release(h, slot);
+		} else {
+			break;
 		}
 		if (__builtin_expect(rc | h->attn, 0)) {
 rare:

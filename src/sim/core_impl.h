@@ -155,6 +155,7 @@ struct __attribute__((aligned(64))) kb_worker {
 	kb_event *ring[KB_RING + 1]; /* ring[KB_RING]: put_ring's scratch */
 	kb_event *rbuf;          /* the room + 2 buffers */
 	uint32_t nb;             /* bands in use: band[1] (the earliest) .. band[nb] */
+	uint32_t band_rest;      /* sequential loops left that do not try bands */
 	kb_band band[KB_BANDS + 1]; /* band[0]: time 0, the end of a scan (core.c band_find) */
 	unsigned index;
 	kb_sim *sim;
