@@ -390,15 +390,15 @@ static inline void sets_distinct(kb_cmd *c, kb_hslot *const *hs, const uint8_t *
 				c->deps[nd++] = (uint64_t)h->writer;
 		}
 	}
+	/* the reads' producers are known: c is its writes' producer now */
 	for (uint32_t i = 0; i < n_wr; i++) {
-		const kb_hslot *h = hs[wr[i]];
+		kb_hslot *h = hs[wr[i]];
 
 		fence = h->fence > fence ? h->fence : fence;
 		c->writes[i] = h->view.id;
 		sw = kb__hazard_set(sw, h->view.id);
+		h->writer = (int64_t)c->id;
 	}
-	for (uint32_t i = 0; i < n_wr; i++)
-		hs[wr[i]]->writer = (int64_t)c->id;
 	c->n_reads = n_rd;
 	c->n_deps = nd;
 	c->n_writes = n_wr;
