@@ -163,7 +163,7 @@ static int is_done(const kb_cpu *c, uint64_t id)
 	return i / 64 < c->n_words && (c->bits[i / 64] >> (i % 64)) & 1;
 }
 
-static int deps_ready(const kb_cpu *c, const kb_cmd *cmd)
+static inline __attribute__((always_inline)) int deps_ready(const kb_cpu *c, const kb_cmd *cmd)
 {
 	if (cmd->fence > c->prefix)
 		return 0;
@@ -208,20 +208,52 @@ static void ahead_taken(kb_cpu *c, const kb_cmd *cmd)
 	}
 }
 
-/* Looks at commands until one has to wait, is being dispatched, or the kernel ended. */
-static __attribute__((noinline)) int advance(kb_lp *lp, kb_cpu *c)
+/* Whether the ring holds a command PE_CPU takes itself (kb_cmd_source
+ * ring: more than its low mark). */
+static inline int ring_ready(const kb_cpu *c)
+{
+	const kb_cmd_ring *r = c->ps->source.ring;
+
+	return r && r->count > r->low;
+}
+
+/* The next command, taken: from the ring where ring_ready, else from the
+ * source (its producer may have to run). */
+static inline kb_cmd *take(kb_cpu *c)
+{
+	kb_cmd *cmd = ring_ready(c) ? kb__cmd_ring_take(c->ps->source.ring)
+				    : c->ps->source.next(c->ps->source.ctx);
+
+	ahead_taken(c, cmd);
+	c->cur = cmd;
+	return cmd;
+}
+
+/* cmd, its operands ready, starts its dispatch. */
+static inline int dispatch(kb_lp *lp, kb_cpu *c, kb_cmd *cmd)
+{
+	kb_time d = dispatch_ps(c, cmd);
+
+	c->state = CPU_DISPATCHING;
+	c->dispatch_t0 = kb__lp_now(lp);
+	/* The CMD message's command, set now, long before dispatched
+	 * sends it: stored there right before the send, its 8 bytes
+	 * could not forward to the send's 16-byte copy of them (a
+	 * stall on ~40% of dispatched's samples, issue 13). */
+	c->cmd_ev.w[0] = (uint64_t)(uintptr_t)cmd;
+	/* kb__pe_after_ps, whose cycles only its failure needs */
+	if (kb__lp_past_end(lp, d))
+		return dispatch_fail(lp, c->ps->m, cmd);
+	return kb__lp_self_short(lp, d, &dispatched_ev);
+}
+
+/* advance, every case: a loop over the markers, and the source's next
+ * where the ring has no command to take. */
+static __attribute__((noinline)) int advance_all(kb_lp *lp, kb_cpu *c)
 {
 	for (;;) {
-		kb_cmd *cmd;
+		kb_cmd *cmd = c->cur ? c->cur : take(c);
 
-		if (!c->cur) {
-			kb_cmd_ring *r = c->ps->source.ring;
-
-			c->cur = r && r->count > r->low ? kb__cmd_ring_take(r)
-							: c->ps->source.next(c->ps->source.ctx);
-			ahead_taken(c, c->cur);
-		}
-		cmd = c->cur;
 		/* WAIT, END and ERROR (the markers) in one test */
 		if (__builtin_expect(cmd->kind >= KB_CMD_WAIT, 0)) {
 			if (cmd->kind == KB_CMD_ERROR)
@@ -244,20 +276,30 @@ static __attribute__((noinline)) int advance(kb_lp *lp, kb_cpu *c)
 			c->cur = NULL;
 			continue;
 		}
-		kb_time d = dispatch_ps(c, cmd);
-
-		c->state = CPU_DISPATCHING;
-		c->dispatch_t0 = kb__lp_now(lp);
-		/* The CMD message's command, set now, long before dispatched
-		 * sends it: stored there right before the send, its 8 bytes
-		 * could not forward to the send's 16-byte copy of them (a
-		 * stall on ~40% of dispatched's samples, issue 13). */
-		c->cmd_ev.w[0] = (uint64_t)(uintptr_t)cmd;
-		/* kb__pe_after_ps, whose cycles only its failure needs */
-		if (kb__lp_past_end(lp, d))
-			return dispatch_fail(lp, c->ps->m, cmd);
-		return kb__lp_self_short(lp, d, &dispatched_ev);
+		return dispatch(lp, c, cmd);
 	}
+}
+
+/* Looks at commands until one has to wait, is being dispatched, or the
+ * kernel ended. The common case, a command that is no marker, taken from
+ * the ring or already there, here: no call but the tail calls, so no
+ * stack frame (advance_all's loop and its calls gave every command one). */
+static __attribute__((noinline)) int advance(kb_lp *lp, kb_cpu *c)
+{
+	kb_cmd *cmd = c->cur;
+
+	if (!cmd) {
+		if (!ring_ready(c))
+			return advance_all(lp, c);
+		cmd = take(c);
+	}
+	if (__builtin_expect(cmd->kind >= KB_CMD_WAIT, 0))
+		return advance_all(lp, c);
+	if (!deps_ready(c, cmd)) {
+		c->state = CPU_WAITING;
+		return KB_OK;
+	}
+	return dispatch(lp, c, cmd);
 }
 
 static __attribute__((noinline)) int dispatched(kb_lp *lp, kb_cpu *c)

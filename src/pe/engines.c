@@ -87,7 +87,7 @@ static __attribute__((noinline)) int begin_fail(kb_lp *lp, const kb_engine *e, c
 
 /* c->run's stage begins now on channel c, costing c->cost: kb__pe_after_ps,
  * whose cycles and keys only its failure reads. */
-static inline int begin(kb_lp *lp, kb_engine *e, chan *c)
+static inline __attribute__((always_inline)) int begin(kb_lp *lp, kb_engine *e, chan *c)
 {
 	kb_time t = kb__lp_now(lp), d = c->cost->ps;
 
