@@ -147,7 +147,10 @@ static inline int mark_quick(kb_cpu *c, uint64_t id)
 	k = c->prefix - c->base;
 	w = ~(c->bits[k / 64] >> (k % 64));
 	run = w ? (unsigned)__builtin_ctzll(w) : 64u;
-	if (__builtin_expect(k % 64 + run >= 64 || k + run >= 64 * 64, 0))
+	/* Inside its word, the prefix stays inside the window too: k is
+	 * below 64 * 64 (mark_done slides the window there), so its word is
+	 * one of the first 64, which end there. */
+	if (__builtin_expect(k % 64 + run >= 64, 0))
 		return 1;
 	c->prefix += run;
 	return 0;
