@@ -736,12 +736,14 @@ static __attribute__((noinline)) int put_ring(kb_lp *lp, kb_worker *w, kb_time t
  * KB_RING pending, mostly) keeps its ring. */
 #define BAND_MIN (2 * KB_RING)
 
-/* Steps a push may walk into a band to find its place there: one whose
- * time's pushes come in no order (a PHOLD model at a fixed delay: 256
- * events of one time, each push to any LP) would walk half the band
- * each. A longer walk, like one band too many, gives the bands up
- * (bands_give_up), and the next BAND_REST loops do not try them. */
-#define BAND_WALK 8
+/* Steps the pushes of one sequential loop (SEQ_BUDGET events) may walk
+ * into bands to find their places there: where a time's pushes come in
+ * no order (a PHOLD model at a fixed delay: 256 events of one time, each
+ * push to any LP) each would walk half a band. More, like one band too
+ * many, give the bands up (bands_give_up), and the next BAND_REST loops
+ * do not try them. The multi-PE decode walks a few times a run (opt2's:
+ * 4 walks, 2 of them past 8 events). */
+#define BAND_STEPS 4096
 #define BAND_REST 64
 
 /* Every band's events back into the heap (empty while there are bands),
@@ -766,54 +768,51 @@ static void bands_close(kb_worker *w)
 	w->nb = 0;
 }
 
-/* The last band of a time at or before t (0: none, band[0]'s time 0
+/* The last band of a time at or before t (band[0]: none; its time 0
  * ends the scan); most pushes go to the latest or the one before. */
-static inline uint32_t band_find(const kb_worker *w, kb_time t)
+static inline kb_band *band_find(kb_worker *w, kb_time t)
 {
-	uint32_t i = w->nb;
+	kb_band *b = &w->band[w->nb];
 
-	while (w->band[i].time > t)
-		i--;
-	return i;
+	while (b->time > t)
+		b--;
+	return b;
 }
 
 /* Whether the event keyed (t, pair, seq) goes behind the last event of
- * band i (band_find's): almost every push. */
-static inline int band_behind(const kb_worker *w, uint32_t i, kb_time t, uint64_t pair,
+ * band b (band_find's): almost every push. */
+static inline int band_behind(const kb_worker *w, const kb_band *b, kb_time t, uint64_t pair,
 			      uint64_t seq)
 {
-	const kb_band *b = &w->band[i];
-
-	return i && b->time == t && !ev_before(t, pair, seq, ev_at(&w->heap, b->tail));
+	return b != w->band && b->time == t && !ev_before(t, pair, seq, ev_at(&w->heap, b->tail));
 }
 
-static inline void band_append(kb_worker *w, uint32_t i, uint64_t slot)
+static inline void band_append(kb_worker *w, kb_band *b, uint64_t slot)
 {
-	ev_at(&w->heap, w->band[i].tail)->pad = slot;
-	w->band[i].tail = slot;
+	ev_at(&w->heap, b->tail)->pad = slot;
+	b->tail = slot;
 }
 
 /* Links slot's event, keyed (t, pair, seq), into its band: behind the
  * band of its time's last, or in its place there, or as a new band.
  * Returns nonzero with no room for a new band, or where its place lies
- * more than BAND_WALK events into its band. */
+ * deeper than the loop's steps left (band_steps) allow. */
 static int band_link(kb_worker *w, uint64_t slot, kb_time t, uint64_t pair, uint64_t seq)
 {
 	kb_evheap *h = &w->heap;
-	uint32_t i = band_find(w, t);
-	kb_band *b = &w->band[i];
+	kb_band *b = band_find(w, t);
+	uint32_t i = (uint32_t)(b - w->band);
 	kb_event *p;
-	int walk = 0;
 
-	if (band_behind(w, i, t, pair, seq)) {
-		band_append(w, i, slot);
+	if (band_behind(w, b, t, pair, seq)) {
+		band_append(w, b, slot);
 		return 0;
 	}
 	if (!i || b->time != t) { /* a new band after band i */
 		if (w->nb == KB_BANDS)
 			return -1;
 		memmove(b + 2, b + 1, (w->nb - i) * sizeof(*b));
-		b[1] = (kb_band){ t, slot, slot };
+		b[1] = (kb_band){ t, slot, slot, KB_BAND_NO_MID };
 		w->nb++;
 		return 0;
 	}
@@ -822,13 +821,18 @@ static int band_link(kb_worker *w, uint64_t slot, kb_time t, uint64_t pair, uint
 		b->head = slot;
 		return 0;
 	}
-	for (p = ev_at(h, b->head); !ev_before(t, pair, seq, ev_at(h, p->pad));) {
-		if (++walk > BAND_WALK)
+	p = ev_at(h, b->head);
+	if (b->mid != KB_BAND_NO_MID && !ev_before(t, pair, seq, ev_at(h, b->mid)))
+		p = ev_at(h, b->mid);
+	while (!ev_before(t, pair, seq, ev_at(h, p->pad))) {
+		if (!w->band_steps)
 			return -1;
+		w->band_steps--;
 		p = ev_at(h, p->pad);
 	}
 	ev_at(h, slot)->pad = p->pad;
 	p->pad = slot;
+	b->mid = slot;
 	return 0;
 }
 
@@ -840,7 +844,7 @@ static void bands_give_up(kb_worker *w)
 }
 
 /* put_band's other cases: a grow, a new band or a place inside one, or
- * one band too many or too deep a place (then the bands go into the
+ * one band too many or a walk too long (then the bands go into the
  * heap, and the push). */
 static __attribute__((noinline)) int put_band_far(kb_lp *lp, kb_worker *w, kb_time t,
 						  uint64_t pair, uint64_t seq, const kb_event *body)
@@ -869,12 +873,12 @@ static __attribute__((noinline)) int put_band(kb_lp *lp, kb_worker *w, kb_time t
 					      uint64_t seq, const kb_event *body)
 {
 	kb_evheap *h = &w->heap;
-	uint32_t i = band_find(w, t);
+	kb_band *b = band_find(w, t);
 
-	if (__builtin_expect(h->n_free && band_behind(w, i, t, pair, seq), 1)) {
+	if (__builtin_expect(h->n_free && band_behind(w, b, t, pair, seq), 1)) {
 		uint64_t slot = h->free[--h->n_free];
 
-		band_append(w, i, slot);
+		band_append(w, b, slot);
 		ev_fill(ev_at(h, slot), &(kb_evkey){ t, pair, seq, 0 }, body);
 		return KB_OK;
 	}
@@ -1183,6 +1187,7 @@ static inline __attribute__((always_inline)) void worker_run(kb_worker *w, kb_ti
 		return;
 	w->nr = 0;
 	if (!bounded && (w->nb || h->n > BAND_MIN)) {
+		w->band_steps = BAND_STEPS;
 		if (!w->band_rest)
 			bands_open(w);
 		else /* given up lately (bands_give_up) */
@@ -1241,10 +1246,13 @@ static inline __attribute__((always_inline)) void worker_run(kb_worker *w, kb_ti
 			kb_event *ev = ev_at(h, slot);
 
 			t = b->time;
-			if (slot == b->tail)
+			if (slot == b->tail) {
 				memmove(b, b + 1, --w->nb * sizeof(*b));
-			else
+			} else {
 				b->head = ev->pad;
+				if (slot == b->mid)
+					b->mid = KB_BAND_NO_MID;
+			}
 			lp = lps[ev->dst];
 			w->nr = KB_RING_BANDS;
 			lp->now = t;

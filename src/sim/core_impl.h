@@ -118,10 +118,16 @@ _Static_assert(offsetof(struct kb_lp, now) == offsetof(kb_lp_head, now) &&
  * its events (a push costs a scan of a few bands and a link, a pop an
  * unlink, where the heap's sifts took ~160 instructions an event). */
 #define KB_BANDS 16
+#define KB_BAND_NO_MID UINT64_MAX
 
 typedef struct kb_band {
 	kb_time time;
 	uint64_t head, tail;     /* slots (kb_evkey slot) of its first and last events */
+	/* Where the last push into its middle went (KB_BAND_NO_MID: none,
+	 * or it ran): the next such push walks from there when it orders
+	 * behind it (the multi-PE opt2's PEs each push before their own
+	 * last, which from the head made a walk through every PE before). */
+	uint64_t mid;
 } kb_band;
 
 struct __attribute__((aligned(64))) kb_worker {
@@ -156,6 +162,7 @@ struct __attribute__((aligned(64))) kb_worker {
 	kb_event *rbuf;          /* the room + 2 buffers */
 	uint32_t nb;             /* bands in use: band[1] (the earliest) .. band[nb] */
 	uint32_t band_rest;      /* sequential loops left that do not try bands */
+	uint32_t band_steps;     /* steps this loop's pushes may still walk into bands */
 	kb_band band[KB_BANDS + 1]; /* band[0]: time 0, the end of a scan (core.c band_find) */
 	unsigned index;
 	kb_sim *sim;
