@@ -162,6 +162,11 @@ void kb__tl_tcm_exhausted(kb_tl *tl, uint64_t bytes)
 		    (unsigned long long)kb__tcm_largest_free(&tl->tcm));
 }
 
+void kb__tl_tcm_exhausted_for(kb_tl *tl, const kb_tview *proto)
+{
+	kb__tl_tcm_exhausted(tl, kb__tview_bytes(proto));
+}
+
 kb_hslot *kb__tl_new_tcm_sized(kb_tl *tl, kb_dtype dt, int rank, const int64_t *shape,
 			       uint64_t bytes, kb_tl_tensor **out)
 {
@@ -175,9 +180,9 @@ kb_hslot *kb__tl_new_tcm_sized(kb_tl *tl, kb_dtype dt, int rank, const int64_t *
 			     bytes, fence);
 }
 
-kb_hslot *kb__tl_new_tcm_view(kb_tl *tl, const kb_tview *proto, uint64_t bytes, kb_tl_tensor **out)
+kb_hslot *kb__tl_new_tcm_view(kb_tl *tl, const kb_tview *proto, uint64_t size, kb_tl_tensor **out)
 {
-	return kb__tl_new_tcm_at(tl, proto, bytes, out);
+	return kb__tl_new_tcm_at(tl, proto, size, out);
 }
 
 /* A scope's entry for memory without a handle holds its offset and its
@@ -186,27 +191,26 @@ kb_hslot *kb__tl_new_tcm_view(kb_tl *tl, const kb_tview *proto, uint64_t bytes, 
 _Static_assert(((uint64_t)UINT32_MAX + 1) / KB_TCM_ALIGN < KB_TL_RAW - 1,
 	       "a TCM offset or size in KB_TCM_ALIGN units fits a scope's raw entry");
 
-kb_hslot *kb__tl_new_tcm_temp(kb_tl *tl, const kb_tview *proto, uint64_t bytes, kb_hslot *tmp)
+kb_hslot *kb__tl_new_tcm_temp(kb_tl *tl, const kb_tview *proto, uint64_t size, kb_hslot *tmp)
 {
 	kb_scope *s = &tl->scopes[tl->depth];
 	uint64_t off, fence;
 	uint32_t raw[2];
 
-	(void)proto;
-	if (kb__tcm_alloc_inline(&tl->tcm, bytes, &off, &fence)) {
-		kb__tl_tcm_exhausted(tl, bytes);
+	if (kb__tcm_alloc_size(&tl->tcm, size, &off, &fence)) {
+		kb__tl_tcm_exhausted_for(tl, proto);
 		return NULL;
 	}
 	if (__builtin_expect(s->cap - s->n < 2, 0) &&
 	    (kb__scope_grow(s) || (s->cap - s->n < 2 && kb__scope_grow(s)))) {
-		kb__tcm_free(&tl->tcm, off, bytes, tl->next_cmd);
+		kb__tcm_free(&tl->tcm, off, size, tl->next_cmd);
 		kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory for handles");
 		return NULL;
 	}
 	/* kb__tcm_free rounds as kb__tcm_alloc does: the units give it
 	 * back. Both words in one store. */
 	raw[0] = KB_TL_RAW | (uint32_t)(off / KB_TCM_ALIGN);
-	raw[1] = KB_TL_RAW | (uint32_t)(kb__tcm_round(bytes) / KB_TCM_ALIGN);
+	raw[1] = KB_TL_RAW | (uint32_t)(size / KB_TCM_ALIGN);
 	memcpy(&s->slots[s->n], raw, sizeof(raw));
 	s->n += 2;
 	/* what a handle's slot would hold that the replay reads: its id

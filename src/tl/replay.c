@@ -27,7 +27,7 @@ _Static_assert(KB_RKEY_HANDLES + KB_REPLAY_ALLOCS <= 255, "patch handle indices 
 
 typedef struct tpl_alloc {
 	kb_tview view;           /* its kb__tl_view_proto (kb__tl_new_tcm_view) */
-	uint64_t bytes;          /* as kb__tl_check_shape found them */
+	uint64_t size;           /* the TCM it takes: its bytes' kb__tcm_round */
 } tpl_alloc;
 
 /* A view to give a handle's id and address: its byte offset in the
@@ -133,7 +133,7 @@ typedef struct mcall {
 	uint8_t form;            /* bit 0: n_in 2, bit 1: auto_out (math_find's one test) */
 	unsigned flags;
 	msig sig[3];             /* a, b (n_in 2), out (given or made) */
-	uint64_t out_bytes;      /* a made out's, as kb__tl_check_shape found them */
+	uint64_t out_size;       /* a made out's TCM: its bytes' kb__tcm_round */
 	kb_tview out_view;       /* a made out's kb__tl_view_proto */
 	const char *name[2];     /* operand names, as the full lowering set them */
 	uint64_t lbytes;
@@ -429,8 +429,8 @@ static void replay_tpl(kb_tl *tl, tpl *t, kb_rkey *k, kb_tl_tensor **res)
 	 * name) what the command needs of a handle only. */
 	for (uint32_t i = 0; i < t->n_alloc; i++) {
 		kb_hslot *h = (int)i == t->result
-			? kb__tl_new_tcm_view(tl, &t->alloc[i].view, t->alloc[i].bytes, res)
-			: kb__tl_new_tcm_temp(tl, &t->alloc[i].view, t->alloc[i].bytes, &tmp[i]);
+			? kb__tl_new_tcm_view(tl, &t->alloc[i].view, t->alloc[i].size, res)
+			: kb__tl_new_tcm_temp(tl, &t->alloc[i].view, t->alloc[i].size, &tmp[i]);
 
 		if (!h) {
 			kb__cmd_free(c);
@@ -857,7 +857,7 @@ static tpl *tpl_make(kb_replay *r, const kb_rkey *k, const kb_replay_src *s)
 
 			kb__tl_view_proto(&al[i].view, KB_SPACE_TCM, (kb_dtype)v->dtype, v->rank,
 					  v->shape);
-			al[i].bytes = s->alloc[i]->alloc_size;
+			al[i].size = kb__tcm_round(s->alloc[i]->alloc_size);
 		}
 		t->alloc = al;
 		off += s->n_alloc * sizeof(tpl_alloc);
@@ -1084,7 +1084,7 @@ int kb__replay_math(kb_replay **rp, kb_tl *tl, const kb_tl_composite_desc *d, kb
 	if (m->auto_out) {
 		kb_tl_tensor *t = NULL;
 
-		o = kb__tl_new_tcm_at(tl, &m->out_view, m->out_bytes, &t);
+		o = kb__tl_new_tcm_at(tl, &m->out_view, m->out_size, &t);
 		if (!o) {
 			kb__cmd_free(c);
 			return 1;
@@ -1188,7 +1188,7 @@ int kb__replay_math_save(kb_replay **rp, const kb_tl_composite_desc *d, const kb
 		m->name[k] = op->operands[k].name;
 	}
 	sig_set(&m->sig[2], &op->out);
-	m->out_bytes = kb__tview_bytes(&op->out);
+	m->out_size = kb__tcm_round(kb__tview_bytes(&op->out));
 	if (m->auto_out)
 		kb__tl_view_proto(&m->out_view, KB_SPACE_TCM, (kb_dtype)op->out.dtype, op->out.rank,
 				  op->out.shape);

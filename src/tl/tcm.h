@@ -141,7 +141,8 @@ kb__tcm_given(kb_tcm *t, const kb_tcm_blk *b, uint64_t o, uint64_t e, uint64_t s
 }
 
 /*
- * kb__tcm_alloc, its common cases inline for the tl's TCM tensors (a
+ * kb__tcm_alloc of `size`, kb__tcm_round's (a replay keeps its
+ * allocations' rounded: ~6 instructions each), its common cases inline for the tl's TCM tensors (a
  * call, its arguments and results through memory and the callee's
  * registers were ~25 of its ~45 instructions; decode makes 6 a tile):
  * the block at the cursor (hint[0] names it) starts at the cursor and
@@ -154,9 +155,8 @@ kb__tcm_given(kb_tcm *t, const kb_tcm_blk *b, uint64_t o, uint64_t e, uint64_t s
  * the search's answer for it is the block at the cursor, hint[1] too.
  */
 static inline __attribute__((always_inline)) int
-kb__tcm_alloc_inline(kb_tcm *t, uint64_t bytes, uint64_t *off, uint64_t *fence)
+kb__tcm_alloc_size(kb_tcm *t, uint64_t size, uint64_t *off, uint64_t *fence)
 {
-	uint64_t size = kb__tcm_round(bytes);
 	uint32_t k, i;
 	kb_tcm_leaf *f;
 	kb_tcm_blk *b = t->cb;
@@ -204,6 +204,13 @@ kb__tcm_alloc_inline(kb_tcm *t, uint64_t bytes, uint64_t *off, uint64_t *fence)
 		}
 	}
 	return kb__tcm_alloc_rest(t, size, off, fence);
+}
+
+/* kb__tcm_alloc_size of `bytes` rounded (kb__tcm_round). */
+static inline __attribute__((always_inline)) int
+kb__tcm_alloc_inline(kb_tcm *t, uint64_t bytes, uint64_t *off, uint64_t *fence)
+{
+	return kb__tcm_alloc_size(t, kb__tcm_round(bytes), off, fence);
 }
 /* Gives back what kb__tcm_alloc(bytes) returned at `off`, reusable by
  * commands that wait for `fence`. */

@@ -186,20 +186,22 @@ kb_hslot *kb__tl_new_tcm(kb_tl *tl, kb_dtype dt, int rank, const int64_t *shape,
  * bytes (the check was ~40 instructions). */
 kb_hslot *kb__tl_new_tcm_sized(kb_tl *tl, kb_dtype dt, int rank, const int64_t *shape,
 			       uint64_t bytes, kb_tl_tensor **out);
-/* The same from a kb__tl_view_proto of a TCM tensor (a replay's
- * allocations and outputs: made once when their template is). */
-kb_hslot *kb__tl_new_tcm_view(kb_tl *tl, const kb_tview *proto, uint64_t bytes, kb_tl_tensor **out);
+/* The same from a kb__tl_view_proto of a TCM tensor and the TCM it takes,
+ * size, its bytes' kb__tcm_round (a replay's allocations and outputs:
+ * both made once when their template is; the rounding was ~6
+ * instructions an allocation, issue 13). */
+kb_hslot *kb__tl_new_tcm_view(kb_tl *tl, const kb_tview *proto, uint64_t size, kb_tl_tensor **out);
 /*
  * The same for memory no kernel can name (a replayed composite's recipe
  * scratch): the id, address and fence a handle would have had, in *tmp
  * (writer -1), and the memory in the current scope, which frees it when
  * it ends, as it would the handle's: no slot taken and given back, no
  * view copied, no handle value (~80 instructions a scratch tensor, five
- * a decode opt2 tile). proto is not read (the memory has no view). NULL:
- * failed (TCM exhausted or out of host memory), as kb__tl_new_tcm_view
- * fails.
+ * a decode opt2 tile). proto is read only for the bytes a failure's
+ * message names (the memory has no view). NULL: failed (TCM exhausted or
+ * out of host memory), as kb__tl_new_tcm_view fails.
  */
-kb_hslot *kb__tl_new_tcm_temp(kb_tl *tl, const kb_tview *proto, uint64_t bytes, kb_hslot *tmp);
+kb_hslot *kb__tl_new_tcm_temp(kb_tl *tl, const kb_tview *proto, uint64_t size, kb_hslot *tmp);
 int kb__scope_grow(kb_scope *s);
 /* Records slot, just made, in the current scope (inline: each new
  * handle comes here; growing the array is the rare case). */
@@ -221,6 +223,8 @@ uint32_t kb__tl_slot_new(kb_tl *tl);
 kb_hslot *kb__tl_handle_oom(kb_tl *tl, kb_hslot *h, uint32_t slot);
 /* The TCM has no block for bytes: the error, with what it holds. */
 void kb__tl_tcm_exhausted(kb_tl *tl, uint64_t bytes);
+/* The same for a kb__tl_new_tcm_view's proto. */
+void kb__tl_tcm_exhausted_for(kb_tl *tl, const kb_tview *proto);
 
 /* kb__tl_new_handle (proto NULL: the view from space..shape) and a TCM
  * tensor's handle from a proto (the view copied). Inline for a replay's
@@ -277,16 +281,16 @@ kb__tl_owning(kb_tl *tl, kb_hslot *h, uint64_t off, uint64_t bytes, uint64_t fen
 
 /* kb__tl_new_tcm_view, inline (see kb__tl_handle). */
 static inline __attribute__((always_inline)) kb_hslot *
-kb__tl_new_tcm_at(kb_tl *tl, const kb_tview *proto, uint64_t bytes, kb_tl_tensor **out)
+kb__tl_new_tcm_at(kb_tl *tl, const kb_tview *proto, uint64_t size, kb_tl_tensor **out)
 {
 	uint64_t off, fence;
 
-	if (kb__tcm_alloc_inline(&tl->tcm, bytes, &off, &fence)) {
-		kb__tl_tcm_exhausted(tl, bytes);
+	if (kb__tcm_alloc_size(&tl->tcm, size, &off, &fence)) {
+		kb__tl_tcm_exhausted_for(tl, proto);
 		return NULL;
 	}
 	return kb__tl_owning(tl, kb__tl_handle(tl, off, proto, KB_SPACE_TCM, KB_FP32, 0, NULL, out),
-			     off, bytes, fence);
+			     off, size, fence);
 }
 kb_cmd *kb__tl_cmd_new(kb_tl *tl, kb_cmd_kind kind);
 /* c, a command block just allocated (NULL: none, the error recorded),
