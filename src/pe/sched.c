@@ -470,8 +470,6 @@ static __attribute__((noinline)) int step_done(kb_lp *lp, kb_sched *s, const kb_
 	kb_phase ph = (kb_phase)kb__stage_phase(ev->w[3]);
 	uint64_t n;
 
-	if (ev->w[3] & KB_STAGE_ENDS)
-		return cmd_end(lp, s, p);
 	n = ph == KB_PH_PRE ? p->n_pre : ph == KB_PH_POST ? p->n_post : p->n_steps;
 	if (++p->retired < n) {
 		if (ph != KB_PH_LOOP)
@@ -501,6 +499,9 @@ static int sched_event(kb_lp *lp, const kb_event *ev)
 	case KB_EV_CMD:
 		return enqueue(lp, s, (kb_cmd *)(uintptr_t)ev->w[0]);
 	case KB_EV_STEP_DONE:
+		/* a kept start's whole command (KB_STAGE_ENDS): its end */
+		if (ev->w[3] & KB_STAGE_ENDS)
+			return cmd_end(lp, s, (kb_plan *)(uintptr_t)ev->w[0]);
 		return step_done(lp, s, ev);
 	default:
 		return kb__lp_fail(lp, KB_EINTERNAL, "PE_SCHEDULER got event type %u", ev->type);
