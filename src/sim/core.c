@@ -733,8 +733,8 @@ static __attribute__((noinline)) int put_ring(kb_lp *lp, kb_worker *w, kb_time t
 
 /* A heap of more events than this at a sequential loop's start goes into
  * bands: more than a ring's worth, so that a run on one PE (at most
- * KB_RING pending, mostly) keeps its ring. */
-#define BAND_MIN (2 * KB_RING)
+ * KB_RING pending, mostly) keeps its ring; a run of 8 PEs has ~20. */
+#define BAND_MIN KB_RING
 
 /* Steps the pushes of one sequential loop (SEQ_BUDGET events) may walk
  * into bands to find their places there: where a time's pushes come in
