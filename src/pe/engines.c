@@ -108,22 +108,6 @@ static __attribute__((noinline)) int start_own(kb_lp *lp, kb_engine *e, chan *c)
 	return begin(lp, e, c);
 }
 
-/* ev's type and aux as one 8-byte store: kb__lp_send copies them as
- * one 8-byte load right after, which two 4-byte stores (or one of them
- * and older bytes) cannot forward to: a stall of ~10-15 cycles a stage,
- * 12% of finish's samples (issue 13). */
-static inline void set_type_aux(kb_event *ev, uint32_t type, uint32_t aux)
-{
-	struct {
-		uint32_t type, aux;
-	} ta = { type, aux };
-	uint64_t x;
-
-	_Static_assert(offsetof(kb_event, aux) == offsetof(kb_event, type) + 4, "aux follows type");
-	memcpy(&x, &ta, sizeof(x));
-	memcpy(&ev->type, &x, sizeof(x));
-}
-
 /* The stage st (a STAGE message's aux and cost, c->run holding its w[0],
  * w[1] and w[3]) is about to run on channel c: c->run is made at once the
  * message that goes on when it ends, to the engine of the step's next
@@ -142,12 +126,12 @@ static inline void prepare(chan *c, const kb_stage_ref *st, uint32_t aux, const 
 	if (aux >> 1) {
 		ev->w[2] = (uint64_t)(uintptr_t)(st + 1);
 		ev->w[4] = cost ? (uint64_t)(uintptr_t)(cost + 1) : 0;
-		set_type_aux(ev, KB_EV_STAGE, kb__stage_aux(st + 1, (aux >> 1) - 1));
+		kb__ev_type_aux(ev, KB_EV_STAGE, kb__stage_aux(st + 1, (aux >> 1) - 1));
 		c->dst = st[1].eng;
 	} else {
 		ev->w[2] = (uint64_t)(uintptr_t)st;
 		ev->w[4] = (uint64_t)(uintptr_t)cost;
-		set_type_aux(ev, KB_EV_STEP_DONE, aux);
+		kb__ev_type_aux(ev, KB_EV_STEP_DONE, aux);
 		c->dst = KB_ENG_SCHED;
 	}
 }

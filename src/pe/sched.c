@@ -104,20 +104,41 @@ static uint32_t take_slot(uint64_t *free_bits)
 	return (uint32_t)__builtin_ctzll(b);
 }
 
-/* Feeds what the phase allows: all single-shot steps at once (they run in
- * order on one FIFO engine), tile steps as staging slots free up. Out of
- * line: feed below comes here only for more than one step. */
+/* The single-stage steps of PRE or POST, all at once (they run in order
+ * on one FIFO engine): send_stage's message, of which only the step, its
+ * stage and that stage's cost change from one step to the next, each the
+ * next entry of its list (a step's stage and cost looked up anew was ~20
+ * instructions a step; opt2's composites have 8). Out of line, as
+ * feed_all is. */
+static __attribute__((noinline)) int feed_single(kb_lp *lp, kb_sched *s, kb_plan *p)
+{
+	kb_phase ph = p->phase;
+	uint64_t n = ph == KB_PH_PRE ? p->n_pre : p->n_post, i = p->fed;
+	uint32_t one;
+	const kb_stage_ref *st = kb__plan_stages(p, ph, i, &one);
+	/* the costs lie in the stages' order (kb__plan_first_cost); none: 0 */
+	uintptr_t cost = (uintptr_t)kb__plan_first_cost(p, ph, i, st);
+	uintptr_t cost_step = cost ? sizeof(kb_stage_cost) : 0;
+	kb_event *ev = &s->stage_ev;
+	int rc = KB_OK;
+
+	/* stored as the send loads them, which it does at once (kb__ev_words) */
+	ev->w[0] = (uint64_t)(uintptr_t)p;
+	for (; !rc && i < n; i++, st++, cost += cost_step) {
+		kb__ev_type_aux(ev, KB_EV_STAGE, kb__stage_aux(st, 0));
+		kb__ev_words(ev, i, (uint64_t)(uintptr_t)st, kb__stage_pack(ph, 0, 0), cost);
+		rc = kb__lp_send(lp, s->lp0 + st->eng, s->lat, ev);
+	}
+	p->fed = i;
+	return rc;
+}
+
+/* Feeds the loop what its free slots allow. Out of line: feed below
+ * comes here only for more than one step. */
 static __attribute__((noinline)) int feed_all(kb_lp *lp, kb_sched *s, kb_plan *p)
 {
 	int rc = KB_OK;
 
-	if (p->phase != KB_PH_LOOP) {
-		uint64_t n = p->phase == KB_PH_PRE ? p->n_pre : p->n_post;
-
-		for (; !rc && p->fed < n; p->fed++)
-			rc = send_stage(lp, s, p, p->phase, p->fed, 0, 0);
-		return rc;
-	}
 	while (!rc && p->fed < p->n_steps && p->slot_free) {
 		uint32_t slot, acc;
 
@@ -134,16 +155,19 @@ static __attribute__((noinline)) int feed_all(kb_lp *lp, kb_sched *s, kb_plan *p
 	return rc;
 }
 
-/* feed_all where at most one loop step can go (the last step, or a single
- * free staging slot: decode opt3's one-step loops, and each step a step's
- * end frees in a longer one): straight, with the send a tail call, so no
- * stack frame. */
+/* What the phase allows: PRE's or POST's steps (feed_single), else the
+ * loop's, feed_all but where at most one loop step can go (the last
+ * step, or a single free staging slot: decode opt3's one-step loops, and
+ * each step a step's end frees in a longer one): straight, with the send
+ * a tail call, so no stack frame. */
 static int feed(kb_lp *lp, kb_sched *s, kb_plan *p)
 {
 	uint64_t step = p->fed, sf = p->slot_free;
 	uint32_t slot;
 
-	if (p->phase != KB_PH_LOOP || (step + 1 < p->n_steps && (sf & (sf - 1))))
+	if (p->phase != KB_PH_LOOP)
+		return feed_single(lp, s, p);
+	if (step + 1 < p->n_steps && (sf & (sf - 1)))
 		return feed_all(lp, s, p);
 	if (step >= p->n_steps || !sf)
 		return KB_OK;
