@@ -131,7 +131,7 @@ typedef kb_sha256_spread oplog_pend;
 /* Laid out by what a record reads (issue 13: the lanes' fields missed L1
  * ~13,000 times in opt3 at 65,536 tokens, 4 to 5 lines a lane): the
  * first two lines hold what emit reads of the record's own lane, the
- * third its cur (whose n and head say whether it holds records); of the
+ * third its cur (whose end and head say whether it holds records); of the
  * shared lane, a record reads last_t1 and last_key, cur and pend. */
 struct kb_oplog_lane {
 	/* The merge key of the lane's records in the shared lane: its order
@@ -172,7 +172,7 @@ struct kb_oplog_lane {
 	uint32_t cmd_n;
 	char pre_t0[16], pre_t1[16];
 	uint64_t cmd_base;
-	/* The key of cur's last record (when it holds any), beside n and
+	/* The key of cur's last record (when it holds any), beside end and
 	 * head: the shared lane's test reads it there, not through ent. */
 	kb_time last_t1;
 	uint64_t cmd_dig;

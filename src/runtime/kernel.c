@@ -261,11 +261,10 @@ static int stream_push(void *ctx, kb_cmd *c)
 
 	if (k->ring->count >= k->cap && !k->stopped)
 		yield(k, 0);
-	if (k->stopped) {
+	if (k->stopped || kb__cmd_ring_put(k->ring, c)) {
 		kb__cmd_free(c);
 		return -1;
 	}
-	k->ring->slot[(k->ring->head + k->ring->count++) % STREAM_CAP] = c;
 	return 0;
 }
 
@@ -369,7 +368,7 @@ int kb__kernel_create(kb_kernel_run **out, kb_kernel_fn fn, void *args, const kb
 		return kb__err(err, KB_ENOMEM, "out of memory launching a kernel");
 	}
 	k->ring = kb__tl_ring(k->tl);
-	k->ring->room = STREAM_CAP;
+	k->ring->room = (uint32_t)k->cap;
 	*out = k;
 	return KB_OK;
 }

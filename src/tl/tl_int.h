@@ -135,7 +135,7 @@ typedef enum kb_tl_shape_err {
 	KB_TL_SHAPE_OK, KB_TL_SHAPE_RANK, KB_TL_SHAPE_DTYPE, KB_TL_SHAPE_DIMS
 } kb_tl_shape_err;
 /* Records kb__tl_check_shape's failure e. */
-void kb__tl_shape_fail(kb_tl *tl, kb_tl_shape_err e, int rank, kb_dtype dt);
+__attribute__((cold)) void kb__tl_shape_fail(kb_tl *tl, kb_tl_shape_err e, int rank, kb_dtype dt);
 /* A new tensor's rank, dtype and dims, and its bytes. Inline, its
  * messages out of line: each tl.ref of a decode tile comes here (a call
  * was ~12 of its ~45 instructions). */
@@ -220,11 +220,11 @@ static inline int kb__scope_track(kb_tl *tl, uint32_t slot)
 uint32_t kb__tl_slot_new(kb_tl *tl);
 /* A new handle's failure: slot (its handle h, or UINT32_MAX: none)
  * back, the error recorded. NULL. */
-kb_hslot *kb__tl_handle_oom(kb_tl *tl, kb_hslot *h, uint32_t slot);
+__attribute__((cold)) kb_hslot *kb__tl_handle_oom(kb_tl *tl, kb_hslot *h, uint32_t slot);
 /* The TCM has no block for bytes: the error, with what it holds. */
-void kb__tl_tcm_exhausted(kb_tl *tl, uint64_t bytes);
+__attribute__((cold)) void kb__tl_tcm_exhausted(kb_tl *tl, uint64_t bytes);
 /* The same for a kb__tl_new_tcm_view's proto. */
-void kb__tl_tcm_exhausted_for(kb_tl *tl, const kb_tview *proto);
+__attribute__((cold)) void kb__tl_tcm_exhausted_for(kb_tl *tl, const kb_tview *proto);
 
 /* kb__tl_new_handle (proto NULL: the view from space..shape) and a TCM
  * tensor's handle from a proto (the view copied). Inline for a replay's
@@ -279,7 +279,8 @@ kb__tl_owning(kb_tl *tl, kb_hslot *h, uint64_t off, uint64_t bytes, uint64_t fen
 	return h;
 }
 
-/* kb__tl_new_tcm_view, inline (see kb__tl_handle). */
+/* kb__tl_new_tcm_view, inline (see kb__tl_handle): the callers where
+ * inlining pays call this, the others the one out-of-line copy. */
 static inline __attribute__((always_inline)) kb_hslot *
 kb__tl_new_tcm_at(kb_tl *tl, const kb_tview *proto, uint64_t size, kb_tl_tensor **out)
 {
