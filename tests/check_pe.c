@@ -239,6 +239,32 @@ static void decode_like(fixture *f)
 /* A plan copied from the pool's memo of a digest key (the tl context's
  * replays) has the stages, geometry and stage costs of a plan built
  * from scratch, for every command of a decode-like kernel. */
+/* The scheduler's kb__plan_first_cost (no tests, once a step) names the
+ * memo entry kb__plan_cost_index (with tests) does, for every step's
+ * first stage of a plan with memoised costs. */
+static void first_costs_match(const kb_plan *p, int cmd)
+{
+	static const kb_phase phases[] = { KB_PH_PRE, KB_PH_LOOP, KB_PH_POST };
+
+	if (!p->cost_ok)
+		return;
+	for (int k = 0; k < 3; k++) {
+		uint64_t steps = phases[k] == KB_PH_PRE    ? p->n_pre
+				 : phases[k] == KB_PH_POST ? p->n_post
+							   : p->n_steps;
+
+		for (uint64_t step = 0; step < steps; step++) {
+			uint32_t n;
+			const kb_stage_ref *st = kb__plan_stages(p, phases[k], step, &n);
+			int i = kb__plan_cost_index(p, phases[k], step, st);
+
+			ck_assert_msg(i >= 0 && kb__plan_first_cost(p, phases[k], step, st) == &p->cost[i],
+				      "command %d: phase %d step %llu: first cost is not entry %d", cmd,
+				      (int)phases[k], (unsigned long long)step, i);
+		}
+	}
+}
+
 START_TEST(test_plan_memo_matches)
 {
 	fixture f;
@@ -258,6 +284,7 @@ START_TEST(test_plan_memo_matches)
 		/* a replay of several loop steps takes its costs from the memo */
 		multi += c->kind == KB_CMD_COMPOSITE && c->dig->key != 0 && a->n_steps > 1 && a->cost_ok;
 		same_plan(a, b, i);
+		first_costs_match(a, i);
 		kb__plan_recycle(a, &pool);
 		kb__plan_free(b);
 	}

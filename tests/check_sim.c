@@ -491,8 +491,12 @@ static int band_event(kb_lp *lp, const kb_event *ev)
 		uint32_t k = (h >> (4 * c)) % 32;
 
 		next.w[0] = c ? BAND_GEN : g + 1;
-		if (k < 6) /* to itself (a delay 0 could order before the event that runs) */
-			rc = kb__lp_self(lp, LAT * (1 + k % 3), &next);
+		/* To itself: at once where the new key (now, id, id, seq + 1)
+		 * sorts after the running event's (src <= id), which pushes
+		 * into the band being run; else later (a delay 0 from a larger
+		 * src would order before the event that runs). */
+		if (k < 6)
+			rc = kb__lp_self(lp, ev->src <= id && k % 3 == 0 ? 0 : LAT * (1 + k % 3), &next);
 		else /* once spread over more times than there are bands */
 			rc = kb__lp_send(lp, (id + k) % BAND_LPS,
 					 g == 40 ? LAT * (1 + k % 24) + k % 3 : LAT * (1 + k % 6),

@@ -42,7 +42,7 @@ enum {
 	KB_EV_CMD_DONE,          /* sched -> cpu: w[0] = command id */
 	KB_EV_STAGE,             /* -> engine: w[0] plan, w[1] step, w[2] the stage (a kb_stage_ref * into
 				  * the plan's list for the step), w[3] phase, slot and acc
-				  * (kb__stage_pack), w[4] the stage's cost in the plan's memo (a
+				  * (kb__stage_pack) and KB_STAGE_ENDS, w[4] the stage's cost in the plan's memo (a
 				  * kb_stage_cost *; 0: none, the engine works it out);
 				  * aux: the engine's channel (kb__stage_chan) | the stages after
 				  * this one in the step << 1 (kb__stage_aux) */
@@ -66,6 +66,10 @@ static inline uint64_t kb__stage_pack(uint32_t phase, uint32_t slot, uint32_t ac
  * start_keep) when that single step is all its command runs, so that its
  * STEP_DONE ends the command without the plan's counts being read. */
 #define KB_STAGE_ENDS (UINT64_C(1) << 24)
+/* A stage that waits in an engine's queue keeps w[3] in 32 bits
+ * (engines.c stage_msg pk): the bit must fit there, or the command never
+ * ends. */
+_Static_assert(KB_STAGE_ENDS <= UINT32_MAX, "KB_STAGE_ENDS must fit a queued stage's 32-bit pk");
 
 /* ev's type and aux as one 8-byte store: kb__lp_send copies them as one
  * 8-byte load right after, which two 4-byte stores (or one of them and

@@ -76,6 +76,9 @@ static inline int send_stage(kb_lp *lp, kb_sched *s, kb_plan *p, kb_phase ph, ui
 	const kb_stage_ref *st = kb__plan_stages(p, ph, step, &n);
 	kb_event *ev = &s->stage_ev;
 
+	/* Field by field, not with feed_single's kb__ev_type_aux and
+	 * kb__ev_words: here those measured +18.5 k Ir and ~0.9% slower on
+	 * opt3 (800 pairs each way, stop 22). */
 	ev->aux = kb__stage_aux(st, n - 1);
 	ev->w[0] = (uint64_t)(uintptr_t)p;
 	ev->w[1] = step;
@@ -181,12 +184,12 @@ static int feed(kb_lp *lp, kb_sched *s, kb_plan *p)
 	return send_stage(lp, s, p, KB_PH_LOOP, step, slot, p->cur_acc);
 }
 
+static __attribute__((noinline)) int finish_freeing(kb_lp *lp, kb_sched *s, kb_plan *p, kb_cmd *cmd);
+
 /* The command of p ends: its plan and command go, and PE_CPU hears of
  * it. The message last, its send the tail: nothing it sends reads the
  * plan or the command, which only the next admission and the kernel's
  * next command take again. */
-static __attribute__((noinline)) int finish_freeing(kb_lp *lp, kb_sched *s, kb_plan *p, kb_cmd *cmd);
-
 static inline __attribute__((always_inline)) int finish_cmd(kb_lp *lp, kb_sched *s, kb_plan *p)
 {
 	kb_cmd *cmd = p->cmd;
@@ -242,7 +245,9 @@ static int next_phase(kb_lp *lp, kb_sched *s, kb_plan *p)
 /* The first start of a keyed plan whose start is a loop step (decode's
  * commands): fed, and when one step went, its message kept for the
  * plan's next starts (kb_plan start_ev), marked KB_STAGE_ENDS when that
- * step is the whole command. Out of line: once a plan. */
+ * step is the whole command. Out of line: once a plan, or at each start
+ * of the rare plan whose first feed sends more than one step (nothing
+ * kept). */
 static __attribute__((noinline)) int start_keep(kb_lp *lp, kb_sched *s, kb_plan *p)
 {
 	int rc = feed(lp, s, p);

@@ -81,16 +81,16 @@ static inline size_t key_pick(const char *base, size_t l)
 #endif
 }
 
-/* The same against an event's own key (the register's). */
-static inline int ev_before(kb_time t, uint64_t pair, uint64_t seq, const kb_event *e)
-{
-	return ORDER_BEFORE(t, pair, seq, e->time, (uint64_t)e->dst << 32 | e->src, e->seq);
-}
-
 /* The pair of an event's key: (dst, src) as kb_evkey pair. */
 static inline uint64_t ev_pair(const kb_event *e)
 {
 	return (uint64_t)e->dst << 32 | e->src;
+}
+
+/* The same against an event's own key (the register's). */
+static inline int ev_before(kb_time t, uint64_t pair, uint64_t seq, const kb_event *e)
+{
+	return ORDER_BEFORE(t, pair, seq, e->time, ev_pair(e), e->seq);
 }
 
 #if defined(__GNUC__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -746,8 +746,10 @@ static __attribute__((noinline)) int put_ring(kb_lp *lp, kb_worker *w, kb_time t
 #define BAND_STEPS 4096
 #define BAND_REST 64
 
-/* Every band's events back into the heap (empty while there are bands),
- * in order: each key goes in behind the last, with no sift. */
+/* Every band's events back into the heap, in order. While there are
+ * bands the heap is empty, so each key goes in behind the last with no
+ * sift; when bands_open gives up, the heap holds the rest and the keys
+ * sift in as any insert's. */
 static void bands_close(kb_worker *w)
 {
 	kb_evheap *h = &w->heap;
@@ -913,7 +915,7 @@ static void bands_open(kb_worker *w)
  * heap's first (a second push, as an engine's send and then its own
  * busy time: 58% of opt3's second pushes). They call nothing but
  * put_ring, put_far or put_hole by tail calls, so that they need no
- * registers saved. */
+ * registers saved (put_band too, while a sequential run has bands). */
 static inline __attribute__((always_inline)) int ev_put_as(kb_lp *lp, kb_worker *w, kb_time t,
 							   uint64_t pair, uint64_t seq,
 							   const kb_event *body, int whole)
@@ -1160,7 +1162,8 @@ static __attribute__((noinline)) int event_rare(kb_worker *w, kb_lp *lp, int rc)
 /* Runs this worker's events in order, at most budget of them, while
  * they are earlier than bound (bounded 0: no bound, the sequential run).
  * The next event is the register's when it is full (kb_worker reg),
- * else the heap's first. The per-event path tests one word for
+ * else the earlier of the heap's first and the first band's head (a
+ * sequential run's bands). The per-event path tests one word for
  * everything rare (attn: an error, or slots retired by a grow) besides
  * the handler's return code, right after the call, so that the code is
  * not kept across the spread work's call; what must live across the
