@@ -1465,7 +1465,10 @@ END_TEST
  * their lanes, merged with it. The same file bytes and hash as a plain
  * log, with a record callback too (which merges), when records come out
  * of order across lanes, tie on t1 across lanes and within one, and a
- * lane's records lie in both buffers at once. */
+ * lane's records lie in both buffers at once; and when the log goes back
+ * to lanes (kb__oplog_parallel: auto's windows after a stretch on one
+ * thread) and serial again, many times, with records left in the shared
+ * buffer at each change, and flushes between. */
 #define SERIAL_LANES 5
 #define SERIAL_RECORDS 20000u
 
@@ -1497,8 +1500,8 @@ START_TEST(serial_shared_lane)
 {
 	/* times under 10^8 (formatted whole), and past it across a prefix
 	 * (38 * 10^8: the lanes' kept prefixes change mid-run) */
-	for (int run = 0; run < 4; run++) {
-		int with_cb = run % 2;
+	for (int run = 0; run < 8; run++) {
+		int with_cb = run % 2, toggle = run >= 4;
 		kb_oplog *log[2];
 		kb_oplog_lane *lane[2][SERIAL_LANES];
 		kb_oplog_options oo = { 0 };
@@ -1507,7 +1510,7 @@ START_TEST(serial_shared_lane)
 		kb_error err;
 		char hex[2][65], *text[2];
 		uint64_t records[2], lane_t1[SERIAL_LANES] = { 0 }, prev_t1 = 0;
-		uint64_t now = run < 2 ? 1000 : UINT64_C(3800000000) - 3000;
+		uint64_t now = run % 4 < 2 ? 1000 : UINT64_C(3800000000) - 3000;
 		size_t len[2], in_order = 0, late = 0, ties = 0;
 		unsigned prev_lane = 0;
 
@@ -1556,6 +1559,11 @@ START_TEST(serial_shared_lane)
 					ck_abort_msg("kb__oplog_flush: %s", err.message);
 			}
 			now += (h >> 30) % 3 == 0;
+			/* lanes again, then serial again, at uneven points */
+			if (toggle && i % 1500 == 700)
+				kb__oplog_parallel(log[1]);
+			if (toggle && i % 1500 == 1400)
+				ck_assert_int_eq(kb__oplog_serial(log[1]), 0);
 		}
 		ck_assert_uint_gt(late, SERIAL_RECORDS / 50);
 		ck_assert_uint_gt(in_order, SERIAL_RECORDS / 2);

@@ -49,6 +49,9 @@ typedef struct figures {
 	uint64_t sim_time_ps, events, records, commands, dispatch_ps, tiles;
 	uint32_t pes;
 	double max_abs_err, max_rel_err;
+	/* how it ran (not compared) */
+	unsigned workers;
+	uint64_t alone_events, switches;
 } figures;
 
 static void run_model(const model *m, int threads, int data, figures *f)
@@ -69,6 +72,9 @@ static void run_model(const model *m, int threads, int data, figures *f)
 	f->pes = r.pes;
 	f->max_abs_err = r.max_abs_err;
 	f->max_rel_err = r.max_rel_err;
+	f->workers = r.workers;
+	f->alone_events = r.alone_events;
+	f->switches = r.exec_switches;
 	ck_assert_int_eq(r.threads, threads);
 	ck_assert_uint_eq(strlen(f->sha), 64);
 	ck_assert_uint_gt(f->records, 0);
@@ -157,6 +163,49 @@ START_TEST(data_mode_x_executors)
 }
 END_TEST
 
+/* Auto's choice between windows and one thread hands the run over both
+ * ways mid-run (KB_EXEC_TRIAL_EVENTS: every ~N events, whatever is
+ * faster): the same bytes and figures as --threads 1, in timing and in
+ * data mode, with stretches of one event and of hundreds. */
+START_TEST(auto_hands_over)
+{
+	static const model dm[] = {
+		{ "opt2-4pe-data", "gqa_decode_opt2", { "H_kv=2", "P=2", "C=2", "S_kv=2048", NULL } },
+	};
+	static const char *const every[] = { "1", "97", "700" };
+	int asserted = 0;
+	const model *m = _i < N_MODELS ? &models[_i] : &dm[0];
+	int data = _i >= N_MODELS;
+	figures ref, f;
+	char what[64];
+
+	run_model(m, 1, data, &ref);
+	for (size_t k = 0; k < sizeof(every) / sizeof(every[0]); k++) {
+		setenv("KB_EXEC_TRIAL_EVENTS", every[k], 1);
+		run_model(m, KB_THREADS_AUTO, data, &f);
+		unsetenv("KB_EXEC_TRIAL_EVENTS");
+		snprintf(what, sizeof(what), "auto, a stretch every %s events", every[k]);
+		expect_same(m, what, &ref, &f);
+		/* Both ways, at least once each, where the run is long enough
+		 * (a stretch on one thread is at least one loop of the
+		 * sequential executor, 1024 events). synthetic's 1 ns windows
+		 * starve first: auto goes sequential for good
+		 * (auto_gathers_starved_windows). */
+		if (f.workers > 1 && strcmp(m->name, "synthetic") &&
+		    f.events >= 4 * (strtoull(every[k], NULL, 10) + 1024)) {
+			ck_assert_msg(f.switches >= 2, "%s, %s: %llu switches", m->name, what,
+				      (unsigned long long)f.switches);
+			ck_assert_uint_gt(f.alone_events, 0);
+			ck_assert_uint_lt(f.alone_events, f.events);
+			asserted++;
+		}
+	}
+	/* the long models hand over at every stretch length (one core: none) */
+	if (ref.events >= 20000 && strcmp(m->name, "synthetic") && f.workers > 1)
+		ck_assert_int_eq(asserted, 3);
+}
+END_TEST
+
 /* Short stress: random models, random thread counts 1..8 (seeded). */
 START_TEST(short_stress)
 {
@@ -215,8 +264,15 @@ START_TEST(workers_used)
 			ck_assert_uint_eq(r.workers, cores * 4 < 16 ? (unsigned)cores * 4 : 16u);
 		ck_assert_uint_le(r.exec.threads, (unsigned)cores);
 		ck_assert_uint_le(r.exec.threads, r.workers);
+		/* windows, or a run short enough for auto's first trial, on
+		 * one thread, to hold all of it */
 		if (r.workers > 1)
-			ck_assert_uint_gt(r.windows, 0);
+			ck_assert_msg(r.windows > 0 || r.alone_events == r.events,
+				      "%llu windows, %llu of %llu events alone",
+				      (unsigned long long)r.windows, (unsigned long long)r.alone_events,
+				      (unsigned long long)r.events);
+		else
+			ck_assert_uint_eq(r.alone_events, 0);
 	}
 	kb_result_clear(&r);
 }
@@ -231,6 +287,7 @@ Suite *parallel_suite(void)
 	tcase_set_timeout(table, 120);
 	tcase_add_loop_test(table, model_x_executors, 0, N_MODELS);
 	tcase_add_test(table, data_mode_x_executors);
+	tcase_add_loop_test(table, auto_hands_over, 0, N_MODELS + 1);
 	tcase_add_test(table, workers_used);
 	suite_add_tcase(s, table);
 

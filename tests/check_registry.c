@@ -730,6 +730,8 @@ START_TEST(result_text_by_hand)
 	r.exec.threads = 2;
 	r.exec.ns_oplog_serial = 7;
 	r.exec.gathered = 2;
+	r.alone_events = 6;
+	r.exec_switches = 3;
 	r.wall_s = 0.00012345;
 	r.events_per_s = 123456789012.0;
 	r.busy = busy;

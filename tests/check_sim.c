@@ -840,10 +840,18 @@ START_TEST(horizon_lie_caught)
 			ck_assert_msg(rc == 0, "sequential: %s", err.message);  /* no windows to break */
 			continue;
 		}
+		/* Auto runs its first stretch on one thread (its choice), where
+		 * a horizon breaks nothing: the lie is caught at the first send
+		 * that a window sees, or never where no window ran. */
+		if (executors[e] == KB_SIM_THREADS_AUTO && rc == 0) {
+			ck_assert_uint_eq(windows, 0);
+			continue;
+		}
 		ck_assert_msg(rc == KB_ELOOKAHEAD, "threads %d: rc %d (%s)", executors[e], rc,
 			      err.message);
 		ck_assert_msg(strstr(err.message, "horizon") && strstr(err.message, "pe0.tick") &&
-				      strstr(err.message, "t=1000 ps"),
+				      (executors[e] == KB_SIM_THREADS_AUTO ||
+				       strstr(err.message, "t=1000 ps")),
 			      "threads %d: '%s'", executors[e], err.message);
 	}
 }

@@ -43,8 +43,9 @@ figures() {
 		tr '\n' ' '
 }
 
-run_model() { # index threads [regroup-every]
+run_model() { # index threads [regroup-every] [auto's stretch in events]
 	adapt=${3:-}
+	trial=${4:-}
 	line=$(printf '%s\n' "$models" | sed -n "$1p")
 	set -- $line "$2"
 	bench=$1
@@ -57,6 +58,8 @@ run_model() { # index threads [regroup-every]
 	# shellcheck disable=SC2086
 	if [ -n "$adapt" ]; then
 		KB_EXEC_ADAPT_WINDOWS=$adapt "$kb" run "$bench" $args --threads "$1" --json 2>"$tmp/err" | figures
+	elif [ -n "$trial" ]; then
+		KB_EXEC_TRIAL_EVENTS=$trial "$kb" run "$bench" $args --threads "$1" --json 2>"$tmp/err" | figures
 	else
 		"$kb" run "$bench" $args --threads "$1" --json 2>"$tmp/err" | figures
 	fi
@@ -96,10 +99,17 @@ while [ "$n" -le "$runs" ]; do
 	[ "$r" -eq 1 ] && a=1
 	[ "$r" -eq 2 ] && a=4
 	[ "$r" -eq 3 ] && a=32
-	got=$(run_model "$m" "$t" "$a")
+	# auto hands the run between windows and one thread every 1, 50 or
+	# 500 events in half of the other runs (KB_EXEC_TRIAL_EVENTS)
+	rnd 6
+	e=
+	[ -z "$a" ] && [ "$r" -eq 1 ] && e=1
+	[ -z "$a" ] && [ "$r" -eq 2 ] && e=50
+	[ -z "$a" ] && [ "$r" -eq 3 ] && e=500
+	got=$(run_model "$m" "$t" "$a" "$e")
 	if [ "$got" != "$(cat "$tmp/ref.$m")" ]; then
 		bad=$((bad + 1))
-		echo "MISMATCH run $n: model $m ($(printf '%s\n' "$models" | sed -n "${m}p")) --threads $t${a:+ KB_EXEC_ADAPT_WINDOWS=$a}"
+		echo "MISMATCH run $n: model $m ($(printf '%s\n' "$models" | sed -n "${m}p")) --threads $t${a:+ KB_EXEC_ADAPT_WINDOWS=$a}${e:+ KB_EXEC_TRIAL_EVENTS=$e}"
 		echo "  threads 1: $(cat "$tmp/ref.$m")"
 		echo "  threads $t: $got"
 		cat "$tmp/err"

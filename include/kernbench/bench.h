@@ -118,12 +118,17 @@ typedef struct kb_result {
 	char *meta_json;         /* provenance (kb_provenance_json) of kb_bench_run; NULL otherwise */
 	kb_exec_figures exec;    /* the executor's breakdown */
 	/* Later fields go here, and KB_RESULT_SIZE_V1 stays the end of exec. */
+	/* Of events, those a threaded run ran on one thread with every LP
+	 * on it: auto's stretches where that measured faster than windows,
+	 * and the rest of a run whose windows were too small (gathered 2). */
+	uint64_t alone_events;
+	uint64_t exec_switches;  /* auto's changes between windows and one thread */
 } kb_result;
 /* The size of the first layout with a size field: the least size accepted. */
 #define KB_RESULT_SIZE_V1 (offsetof(kb_result, exec) + sizeof(kb_exec_figures))
 #define KB_RESULT_INIT \
 	{ sizeof(kb_result), { 0 }, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0, { 0 }, \
-	  0.0, 0.0, 0, NULL, 0, NULL, NULL, { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 } }
+	  0.0, 0.0, 0, NULL, 0, NULL, NULL, { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }, 0, 0 }
 
 /* Frees what a kb_result owns (not the struct; the fields within its size).
  * Accepts NULL. */

@@ -487,6 +487,11 @@ json_t *kb__result_json(const kb_result *r)
 		json_object_set_new(x, "ns_oplog_serial",
 				    json_integer((json_int_t)r->exec.ns_oplog_serial));
 		json_object_set_new(x, "gathered", json_integer(r->exec.gathered));
+		if (KB__RESULT_HAS(r, exec_switches)) {
+			json_object_set_new(x, "alone_events",
+					    json_integer((json_int_t)r->alone_events));
+			json_object_set_new(x, "switches", json_integer((json_int_t)r->exec_switches));
+		}
 		json_object_set_new(o, "executor", x);
 	}
 	json_object_set_new(o, "wall_s", json_real(r->wall_s));

@@ -25,6 +25,7 @@
 
 #include "bench/bench_impl.h"
 #include "bench/json_text.h"
+#include "runtime/result.h"
 
 /* A real member, or nothing when it is not finite (json_real refuses it,
  * and the object is left without the member). */
@@ -134,6 +135,10 @@ static char *result_text(const kb_result *r, kb__jtext *b)
 		int_member(b, "ns_wall", (json_int_t)r->exec.ns_wall);
 		int_member(b, "ns_oplog_serial", (json_int_t)r->exec.ns_oplog_serial);
 		int_member(b, "gathered", r->exec.gathered);
+		if (KB__RESULT_HAS(r, exec_switches)) {
+			int_member(b, "alone_events", (json_int_t)r->alone_events);
+			int_member(b, "switches", (json_int_t)r->exec_switches);
+		}
 		kb__jt_put(b, "}", 1);
 	}
 	real_member(b, "wall_s", r->wall_s);

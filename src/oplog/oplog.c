@@ -239,6 +239,10 @@ struct kb_oplog {
 	 * their final order, lie there as the op_log's bytes with nothing to
 	 * merge (issue 13). */
 	kb_oplog_lane *shared;
+	/* The shared lane, made once and kept while records come from
+	 * several threads again (kb__oplog_parallel), as a lane like the
+	 * others, for a later kb__oplog_serial. */
+	kb_oplog_lane *serial_lane;
 	/* The shared lane's flushed bytes not hashed yet, and the buffer it
 	 * writes into next (the one that held them before, once hashed). */
 	oplog_pend pend;
@@ -516,32 +520,51 @@ static inline __attribute__((always_inline)) int lane_reserve(lane_buf *lane, si
  * and unmapped per run. Untouched pages cost a short run nothing. */
 #define SHARED_TEXT (120u << 10)
 
+static inline void shared_empty(kb_oplog_lane *l);
+static void pend_drain(kb_oplog *log);
+
 int kb__oplog_serial(kb_oplog *log)
 {
 	kb_oplog_lane *sh;
 
 	if (!log || log->shared)
 		return KB_OK;
-	if (!(sh = kb__oplog_lane(log, KB_OPLOG_MAX_ORDER)))   /* its order is never read */
-		return KB_ENOMEM;
-	/* The entries for it too (MIN_RECORD); without memory, lane_grow's
-	 * sizes as in any lane. */
-	if ((sh->cur.text = malloc(SHARED_TEXT))) {
-		sh->cur.text_cap = SHARED_TEXT;
-		if (lane_grow(&sh->cur, 0, sh->keep_fields)) {
-			free(sh->cur.text);
-			sh->cur.text = NULL;
-			sh->cur.text_cap = 0;
+	if ((sh = log->serial_lane)) {
+		if (buf_n(&sh->cur) == sh->cur.head)
+			shared_empty(sh);   /* its last record's key is gone */
+	} else {
+		if (!(sh = kb__oplog_lane(log, KB_OPLOG_MAX_ORDER)))   /* its order is never read */
+			return KB_ENOMEM;
+		/* The entries for it too (MIN_RECORD); without memory,
+		 * lane_grow's sizes as in any lane. */
+		if ((sh->cur.text = malloc(SHARED_TEXT))) {
+			sh->cur.text_cap = SHARED_TEXT;
+			if (lane_grow(&sh->cur, 0, sh->keep_fields)) {
+				free(sh->cur.text);
+				sh->cur.text = NULL;
+				sh->cur.text_cap = 0;
+			}
 		}
+		sh->pend = &log->pend;
+		log->serial_lane = sh;
 	}
 	for (size_t i = 0; i < log->n_lanes; i++) {
 		kb_oplog_lane *l = log->lanes[i];
 
 		l->shared = l == sh || buf_n(&l->cur) > l->cur.head ? &never_takes : sh;
 	}
-	sh->pend = &log->pend;
 	log->shared = sh;
 	return KB_OK;
+}
+
+void kb__oplog_parallel(kb_oplog *log)
+{
+	if (!log || !log->shared)
+		return;
+	pend_drain(log);
+	for (size_t i = 0; i < log->n_lanes; i++)
+		log->lanes[i]->shared = &never_takes;
+	log->shared = NULL;
 }
 
 /* The record builder: formatting records is the hot path of the log, so

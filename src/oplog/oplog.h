@@ -51,6 +51,12 @@ kb_oplog_lane *kb__oplog_lane(kb_oplog *log, uint32_t order);
  * lanes, whose text a flush hashes and writes as it is, with no merge.
  * Bytes as without it. KB_ENOMEM (nothing changes) when out of memory. */
 int kb__oplog_serial(kb_oplog *log);
+/* Records come from several threads again (a parallel executor after a
+ * stretch run by one; between windows, on the thread that flushes): the
+ * shared buffer takes no more records and its own stay, merged as any
+ * lane's by their keys; its flushed bytes not hashed yet are hashed now.
+ * kb__oplog_serial may follow again. Bytes as without either. */
+void kb__oplog_parallel(kb_oplog *log);
 /* A serial run's flushed bytes that the hash has not taken yet, as the
  * sequential executor's spread work (kb_sim_config.step_n, on_step,
  * step_ctx): *n is nonzero while there are some (read through the

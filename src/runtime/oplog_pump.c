@@ -57,9 +57,10 @@ static void pump_share(void *ctx)
 }
 
 /* More threads merge a window's records: cut them finer. One thread runs
- * every LP (--threads 1, or auto on one PE or one core): the records come
- * in their final order, into one buffer that is hashed as it is. Without
- * memory for it, the lanes are merged as in any run. */
+ * every LP (--threads 1, auto on one PE or one core, or a stretch of
+ * auto's run): the records come in their final order, into one buffer
+ * that is hashed as it is. Without memory for it, the lanes are merged as
+ * in any run. Several again: each LP's records into its own lane. */
 static void pump_threads(void *ctx, unsigned threads)
 {
 	kb_oplog_pump *p = ctx;
@@ -67,6 +68,8 @@ static void pump_threads(void *ctx, unsigned threads)
 	kb__oplog_threads(p->log, threads);
 	if (threads == 1)
 		(void)kb__oplog_serial(p->log);
+	else
+		kb__oplog_parallel(p->log);
 }
 
 void kb__oplog_pump_attach(kb_oplog_pump *p, kb_oplog *log, kb_sim_config *cfg)

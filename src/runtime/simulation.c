@@ -307,6 +307,8 @@ void kb__result_exec(kb_result *res, const kb_sim_stats *st)
 	res->exec.ns_oplog = st->ns_oplog;
 	res->exec.ns_wall = st->ns_wall;
 	res->exec.gathered = st->gathered;
+	res->alone_events = st->alone_events;
+	res->exec_switches = st->switches;
 }
 
 /* Fails with KB_ERANGE when a summed figure would pass 2^63 (it is written

@@ -1782,12 +1782,13 @@ static int rehome_events(kb_sim *sim)
 }
 
 /* Re-partitions the LPs between windows, every inbox drained (messages
- * wait in heaps only): each PE whole on a worker of its own (the first
- * n_pes workers; the others stay empty), with the links and horizons of
- * that partition, or every LP on worker 0 (per_pe 0), for the rest of
- * the run to go on as the sequential executor does. Workers keep their
- * counts and node pools. Which worker runs an LP never changes results. */
-int kb__sim_regroup(kb_sim *sim, int per_pe)
+ * wait in heaps only), bands closed: PEs whole, spread over the first
+ * `groups` workers as place_lps spreads them (groups = n_pes: a worker
+ * each; the others stay empty), with the links and horizons of that
+ * partition; or every LP on worker 0 (groups 1), for the run to go on as
+ * the sequential executor does. Workers keep their counts and node
+ * pools. Which worker runs an LP never changes results. */
+int kb__sim_regroup(kb_sim *sim, unsigned groups)
 {
 	for (unsigned i = 0; i < sim->n_workers; i++) {
 		sim->workers[i].n_lps = 0;
@@ -1796,7 +1797,7 @@ int kb__sim_regroup(kb_sim *sim, int per_pe)
 	}
 	for (size_t i = 0; i < sim->n_lps; i++) {
 		kb_lp *lp = sim->lps[i];
-		kb_worker *w = &sim->workers[per_pe ? sim->pe_index[i] : 0];
+		kb_worker *w = &sim->workers[groups > 1 ? sim->pe_index[i] * groups / sim->n_pes : 0];
 
 		if (worker_room(w))
 			return KB_ENOMEM;
@@ -1805,7 +1806,7 @@ int kb__sim_regroup(kb_sim *sim, int per_pe)
 	}
 	if (rehome_events(sim))
 		return KB_ENOMEM;
-	/* Workers of one LP had small rings; each now holds a PE or all. */
+	/* Workers of one LP had small rings; each now holds a PE or more. */
 	for (unsigned i = 0; i < sim->n_workers; i++)
 		if (sim->workers[i].n_lps && sim->workers[i].room != KB_RING - 1 &&
 		    ring_init(&sim->workers[i], KB_RING))
@@ -1813,7 +1814,7 @@ int kb__sim_regroup(kb_sim *sim, int per_pe)
 	set_shortcuts(sim);
 	sim->per_lp = 0;
 	sim->horizons = 0;
-	if (!per_pe)
+	if (groups <= 1)
 		return KB_OK;
 	link_latencies(sim);
 	return collect_horizons(sim, sim->pe_index);

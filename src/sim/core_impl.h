@@ -277,7 +277,7 @@ void kb__worker_drain(kb_worker *w);
 kb_time kb__worker_min(const kb_worker *w);
 size_t kb__worker_count_below(const kb_worker *w, kb_time bound, size_t cap);
 int kb__worker_pool_init(kb_worker *w);
-int kb__sim_regroup(kb_sim *sim, int per_pe);
+int kb__sim_regroup(kb_sim *sim, unsigned groups);
 void kb__worker_pool_free(kb_worker *w);
 
 /* executors */

@@ -22,6 +22,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "base/err.h"
@@ -93,8 +94,13 @@ static int finish(kb_sim *sim, kb_error *err)
 	return rc;
 }
 
-/* run_alone's loop. */
-static int run_windows(kb_sim *sim, kb_worker *w, kb_error *err)
+typedef struct auto_choice auto_choice;
+static int stretch_over(const kb_sim *sim, const auto_choice *c);
+
+/* run_alone's loop; with c, until auto's stretch is over (*over), at a
+ * time boundary: every event before the returned bound has run, none
+ * after it, and the hook has had every record before it. */
+static int run_windows(kb_sim *sim, kb_worker *w, const auto_choice *c, int *over, kb_error *err)
 {
 	while (!w->err && !atomic_load_explicit(&sim->stop, memory_order_relaxed)) {
 		kb_time t;
@@ -104,6 +110,16 @@ static int run_windows(kb_sim *sim, kb_worker *w, kb_error *err)
 		t = kb__worker_min(w);
 		if (w->err || t == KB_TIME_INF)
 			break;
+		if (c && stretch_over(sim, c)) {
+			/* The rest of time t too, so that windows start clean. */
+			kb__worker_close(w);
+			kb__worker_window(w, t + 1, UINT64_MAX);
+			t = kb__worker_min(w);
+			if (w->err || t == KB_TIME_INF)
+				break;
+			*over = 1;
+			return window_hook(sim, t, 0, err);
+		}
 		rc = window_hook(sim, t, 0, err);
 		if (rc)
 			return rc;
@@ -111,10 +127,11 @@ static int run_windows(kb_sim *sim, kb_worker *w, kb_error *err)
 	return KB_OK;
 }
 
-/* One worker with every LP runs everything in order. */
-static int run_alone(kb_sim *sim, kb_worker *w, kb_error *err)
+/* One worker with every LP runs everything in order (with c: until auto's
+ * stretch is over, *over). */
+static int run_alone(kb_sim *sim, kb_worker *w, const auto_choice *c, int *over, kb_error *err)
 {
-	int rc = run_windows(sim, w, err);
+	int rc = run_windows(sim, w, c, over, err);
 
 	kb__worker_close(w);
 	return rc;
@@ -127,7 +144,7 @@ int kb__exec_sequential(kb_sim *sim, kb_error *err)
 	if (sim->cfg.on_threads)
 		sim->cfg.on_threads(sim->cfg.hook_ctx, 1);
 	kb__worker_drain(&sim->workers[0]);
-	rc = run_alone(sim, &sim->workers[0], err);
+	rc = run_alone(sim, &sim->workers[0], NULL, NULL, err);
 	return rc ? rc : finish(sim, err);
 }
 
@@ -661,7 +678,7 @@ static int adapt(kb_sim *sim, int *alone)
 {
 	int per_pe = sim->per_lp && sim->n_pes > 1 && sim->n_pes < sim->n_lps;
 
-	if (kb__sim_regroup(sim, per_pe))
+	if (kb__sim_regroup(sim, per_pe ? sim->n_pes : 1))
 		return KB_ENOMEM;
 	*alone = !per_pe;
 	sim->stats.gathered = per_pe ? 1 : 2;
@@ -757,10 +774,172 @@ static int share_last(kb_sim *sim, kb_error *err)
 	return rc;
 }
 
+/* ---- auto: windows, or one thread ----
+ *
+ * The default is the fastest correct choice (ARCHITECTURE.md), and which
+ * is faster, windows on several threads or the sequential loop on one,
+ * depends on the machine as much as on the model: on two cores a
+ * multi-PE decode run's windows pay for barriers, and for merging the
+ * op_log's lanes before the hash, which the sequential loop (its bands,
+ * its records already in order) does not, and ran 4-17% slower after
+ * stop 22 (and 2x slower while the VM's second core was slow); on 16
+ * cores the windows win. So auto measures both, as events per wall ns
+ * with the op_log's work in them: a trial stretch each way (one thread
+ * first: kb__exec_parallel says why), then the faster for KEEP_NS, four
+ * times longer each time a trial of the other confirms it (a shared
+ * machine's load moves), then a trial of the other again. Stretches end
+ * between windows, or at a time boundary of the sequential loop. Speed
+ * only: the bytes never change.
+ * KB_EXEC_TRIAL_EVENTS=N (tests): stretches of about N events, each the
+ * other way, so that both hand-overs run many times in a run. */
+#define TRIAL_NS 2000000u
+#define KEEP_NS (4 * (uint64_t)TRIAL_NS)
+#define KEEP_MAX_NS (512 * (uint64_t)TRIAL_NS)
+
+struct auto_choice {
+	int on;              /* auto, with more than one worker */
+	int alone;           /* this stretch runs on one thread */
+	int trial;           /* this stretch is a trial */
+	uint64_t t0, e0;     /* its start: wall ns, events run */
+	uint64_t until;      /* its end (wall ns) */
+	uint64_t keep;       /* the next kept stretch (ns) */
+	uint64_t every;      /* KB_EXEC_TRIAL_EVENTS, or 0 */
+	double rate[2];      /* events per ns measured last: windows, alone (0: none yet) */
+};
+
+static uint64_t events_run(const kb_sim *sim)
+{
+	uint64_t n = 0;
+
+	for (unsigned i = 0; i < sim->n_workers; i++)
+		n += sim->workers[i].events;
+	return n;
+}
+
+static int stretch_over(const kb_sim *sim, const auto_choice *c)
+{
+	return c->every ? events_run(sim) - c->e0 >= c->every : kb__now_ns() >= c->until;
+}
+
+/* The stretch that ends now: its rate, and the next one's way and length. */
+static void next_stretch(kb_sim *sim, auto_choice *c)
+{
+	uint64_t now = kb__now_ns(), ev = events_run(sim);
+	int m = c->alone, next = !m;
+
+	c->rate[m] = now > c->t0 ? (double)(ev - c->e0) / (double)(now - c->t0) : 0;
+	if (!c->every && c->trial && c->rate[!m] > 0) {
+		/* A trial: the faster way is kept, the longer the more often
+		 * it is confirmed. */
+		next = c->rate[m] > c->rate[!m] ? m : !m;
+		c->keep = next == m ? KEEP_NS : (4 * c->keep < KEEP_MAX_NS ? 4 * c->keep : KEEP_MAX_NS);
+		c->trial = 0;
+	} else {
+		c->trial = 1;   /* the other way, for a trial */
+	}
+	if (next != m)
+		sim->stats.switches++;
+	c->alone = next;
+	c->t0 = now;
+	c->e0 = ev;
+	c->until = now + (c->trial ? TRIAL_NS : c->keep);
+}
+
+static void auto_start(kb_sim *sim, auto_choice *c)
+{
+	const char *every = getenv("KB_EXEC_TRIAL_EVENTS");
+
+	memset(c, 0, sizeof(*c));
+	c->on = sim->cfg.threads == KB_SIM_THREADS_AUTO && sim->n_workers > 1 && !sim->profile &&
+		!sim->adapt_every;
+	c->every = every ? strtoull(every, NULL, 10) : 0;
+	c->alone = 1;
+	c->trial = 1;
+	c->keep = KEEP_NS;
+	c->t0 = kb__now_ns();
+	c->until = c->t0 + TRIAL_NS;
+}
+
+/* One thread runs every LP from here (the others wait for a window): the
+ * hook may take the records in order, as a sequential run's (no merge). */
+static void go_serial(kb_sim *sim)
+{
+	sim->solo = 1;
+	sim->bound = KB_TIME_INF;
+	if (sim->cfg.on_threads)
+		sim->cfg.on_threads(sim->cfg.hook_ctx, 1);
+}
+
+/* From windows to one thread, between windows (every inbox drained):
+ * every LP on worker 0. */
+static int gather(kb_sim *sim)
+{
+	if (kb__sim_regroup(sim, 1))
+		return KB_ENOMEM;
+	sim->stats.gathered = 2;
+	sim->sparse_run = 0;
+	go_serial(sim);
+	return KB_OK;
+}
+
+/* Back to windows, at a time boundary of the sequential loop: the LPs
+ * spread over the workers as place_lps spread them, each LP's records in
+ * its own lane again, and the window state of that partition. */
+static int spread(kb_sim *sim)
+{
+	if (kb__sim_regroup(sim, sim->n_workers))
+		return KB_ENOMEM;
+	sim->stats.gathered = 0;
+	sim->sparse_run = 0;
+	sim->adapt_windows = sim->stats.windows;
+	sim->adapt_next = sim->stats.ns_next + atomic_load(&sim->ns_drain);
+	sim->adapt_events = atomic_load(&sim->ns_events);
+	sim->min_out_lat = KB_TIME_INF;
+	for (unsigned i = 0; i < sim->n_workers; i++) {
+		if (sim->workers[i].out_lat < sim->min_out_lat)
+			sim->min_out_lat = sim->workers[i].out_lat;
+		sim->workers[i].hz_ok = 0;
+	}
+	wheap_build(sim);
+	set_homes(sim);
+	if (sim->cfg.on_threads)
+		sim->cfg.on_threads(sim->cfg.hook_ctx, sim->ncpu);
+	return KB_OK;
+}
+
+/* Runs the gathered LPs on one thread, for good (c NULL) or for auto's
+ * stretches until it goes back to windows (*ended 0) or the run is over
+ * (*ended 1). */
+static int alone_stretches(kb_sim *sim, auto_choice *c, int *ended, kb_error *err)
+{
+	kb_worker *w0 = &sim->workers[0];
+	uint64_t t0 = kb__now_ns(), log0 = sim->stats.ns_oplog, e0 = events_run(sim);
+	int rc = KB_OK, over;
+
+	*ended = 1;
+	for (;;) {
+		over = 0;
+		rc = run_alone(sim, w0, c, &over, err);
+		if (rc || !over)
+			break;
+		next_stretch(sim, c);
+		if (!c->alone) {
+			*ended = 0;
+			break;
+		}
+	}
+	sim->stats.alone_events += events_run(sim) - e0;
+	atomic_fetch_add(&sim->ns_events, kb__now_ns() - t0 - (sim->stats.ns_oplog - log0));
+	if (!rc && !*ended && spread(sim))
+		rc = kb__err(err, KB_ENOMEM, "out of memory regrouping the LPs");
+	return rc;
+}
+
 int kb__exec_parallel(kb_sim *sim, kb_error *err)
 {
 	unsigned started = 1, threads;
 	uint64_t wall0 = kb__now_ns();
+	auto_choice ac;
 	int rc = KB_OK;
 
 	if (sim->ncpu > sim->n_workers)
@@ -794,6 +973,7 @@ int kb__exec_parallel(kb_sim *sim, kb_error *err)
 	if (getenv("KB_EXEC_ADAPT_WINDOWS"))
 		sim->adapt_every = strtoull(getenv("KB_EXEC_ADAPT_WINDOWS"), NULL, 10);
 	sim->threshold = sim->cfg.par_threshold;
+	auto_start(sim, &ac);
 	if (sim->cfg.on_threads)
 		sim->cfg.on_threads(sim->cfg.hook_ctx, threads);
 	for (; started < threads; started++)
@@ -808,6 +988,21 @@ int kb__exec_parallel(kb_sim *sim, kb_error *err)
 	for (unsigned i = 0; i < sim->n_workers; i++)
 		kb__worker_drain(&sim->workers[i]);
 	wheap_build(sim);
+	if (ac.on) {
+		int ended;
+
+		/* The first trial on one thread, the second in windows: the
+		 * run's start (each PE's first commands lowered) is slower per
+		 * event whatever runs it, which favours the later trial, and
+		 * windows are the better guess where there are cores to spare. */
+		if (gather(sim)) {
+			rc = kb__err(err, KB_ENOMEM, "out of memory regrouping the LPs");
+			goto stop;
+		}
+		rc = alone_stretches(sim, &ac, &ended, err);
+		if (rc || ended)
+			goto stop;
+	}
 	while (!any_error(sim) && !atomic_load_explicit(&sim->stop, memory_order_relaxed)) {
 		uint64_t t0 = kb__now_ns(), t1, ns_next, log0 = sim->stats.ns_oplog, events, ns;
 		uint64_t share0 = atomic_load_explicit(&sim->ns_share, memory_order_relaxed);
@@ -850,7 +1045,7 @@ int kb__exec_parallel(kb_sim *sim, kb_error *err)
 		if (rc)
 			goto stop;
 		if (starved(sim)) {
-			int alone;
+			int alone, ended;
 
 			if (adapt(sim, &alone)) {
 				rc = kb__err(err, KB_ENOMEM, "out of memory regrouping the LPs");
@@ -858,20 +1053,29 @@ int kb__exec_parallel(kb_sim *sim, kb_error *err)
 			}
 			if (!alone)
 				continue;
-			/* The sequential executor's loop, for the rest of the run.
-			 * From here one thread emits every record and the others
-			 * wait for a window that never comes, so the hook may take
-			 * them in order as a sequential run's (no merge). */
-			sim->solo = 1;
-			if (sim->cfg.on_threads)
-				sim->cfg.on_threads(sim->cfg.hook_ctx, 1);
-			sim->bound = KB_TIME_INF;
-			t0 = kb__now_ns();
-			log0 = sim->stats.ns_oplog;
-			rc = run_alone(sim, &sim->workers[0], err);
-			atomic_fetch_add(&sim->ns_events,
-					 kb__now_ns() - t0 - (sim->stats.ns_oplog - log0));
+			/* The sequential executor's loop, for the rest of the run. */
+			go_serial(sim);
+			rc = alone_stretches(sim, NULL, &ended, err);
 			break;
+		}
+		if (ac.on && stretch_over(sim, &ac)) {
+			int ended;
+
+			/* What the sink has not done of this stretch's records
+			 * is its cost too, not the next one's. */
+			rc = overlap_hook(sim, NULL, err);
+			if (rc)
+				goto stop;
+			next_stretch(sim, &ac);
+			if (!ac.alone)
+				continue;
+			if (gather(sim)) {
+				rc = kb__err(err, KB_ENOMEM, "out of memory regrouping the LPs");
+				goto stop;
+			}
+			rc = alone_stretches(sim, &ac, &ended, err);
+			if (rc || ended)
+				break;
 		}
 	}
 stop:

@@ -113,10 +113,11 @@ typedef struct kb_sim_config {
 	 * runs on the coordinating one, before they run LPs: a share of the
 	 * work set aside, which on_overlap waits for. May be NULL. */
 	void (*on_share)(void *ctx);
-	/* Told once, before the first window of a parallel run or the first
-	 * event of a sequential one (1), how many threads run windows (the
-	 * hook may cut shared work finer for more, or take the records of one
-	 * thread in order). May be NULL. */
+	/* Told before the first window of a parallel run or the first event
+	 * of a sequential one (1), and again whenever auto changes between
+	 * them, how many threads run windows (the hook may cut shared work
+	 * finer for more, or take the records of one thread in order). May
+	 * be NULL. */
 	void (*on_threads)(void *ctx, unsigned threads);
 	void *hook_ctx;
 	/* Work the owner spreads over a sequential run's events (the
@@ -140,7 +141,10 @@ typedef struct kb_sim_stats {
 	kb_time window;         /* smallest window: the shortest link between workers
 				 * (KB_TIME_INF when sequential); horizons stretch it */
 	unsigned threads;       /* busy threads at most (never more than cores) */
-	int gathered;           /* windows too small: 1 PEs regrouped whole, 2 went sequential */
+	int gathered;           /* windows too small: 1 PEs regrouped whole, 2 went sequential
+				 * (or auto's last stretch ran on one thread) */
+	uint64_t alone_events;  /* events a threaded executor ran on one thread, every LP on it */
+	uint64_t switches;      /* auto's changes between windows and one thread */
 	/* Where the executor's wall time went (nanoseconds, summed over the
 	 * threads; threaded executors only). */
 	uint64_t ns_events;     /* running events (workers' windows) */
