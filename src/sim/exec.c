@@ -37,6 +37,10 @@
  * decode S_kv=262144 (~2 us each here) for ~1,400 instructions a window. */
 #define SEQ_BUDGET (1u << 10)
 #define WINDOW_EVENTS (1u << 15)
+/* The same in auto's stretches on one thread, which end on time: at a
+ * run's start (each PE's first commands lowered, its memory touched) 1024
+ * events took 4 ms on 64 PEs, twice a trial. */
+#define STRETCH_BUDGET (1u << 8)
 
 /* Everything before bound is final and no LP runs (kb_sim_config). */
 static int window_hook(kb_sim *sim, kb_time bound, unsigned flags, kb_error *err)
@@ -106,7 +110,7 @@ static int run_windows(kb_sim *sim, kb_worker *w, const auto_choice *c, int *ove
 		kb_time t;
 		int rc;
 
-		kb__worker_run(w, SEQ_BUDGET);
+		kb__worker_run(w, c ? STRETCH_BUDGET : SEQ_BUDGET);
 		t = kb__worker_min(w);
 		if (w->err || t == KB_TIME_INF)
 			break;
@@ -784,22 +788,30 @@ static int share_last(kb_sim *sim, kb_error *err)
  * its records already in order) does not, and ran 4-17% slower after
  * stop 22 (and 2x slower while the VM's second core was slow); on 16
  * cores the windows win. So auto measures both, as events per wall ns
- * with the op_log's work in them: a trial stretch each way (one thread
- * first: kb__exec_parallel says why), then the faster for KEEP_NS, four
- * times longer each time a trial of the other confirms it (a shared
- * machine's load moves), then a trial of the other again. Stretches end
+ * with the op_log's work in them: a trial stretch in windows, one on one
+ * thread, and the faster for KEEP_NS, four times longer each time a
+ * trial of the other confirms it (a shared machine's load moves), then a
+ * trial of the other again. The run's start (each PE's first commands
+ * lowered, its memory touched, ~500 events a PE) is slower per event
+ * whatever runs it, and on 64 PEs it is half of a short run: judged, it
+ * made whichever trial came second look faster, and the choice flip at
+ * every stretch. It runs in windows, as before auto chose (they share
+ * it out where there are cores), and is not judged. Stretches end
  * between windows, or at a time boundary of the sequential loop. Speed
  * only: the bytes never change.
- * KB_EXEC_TRIAL_EVENTS=N (tests): stretches of about N events, each the
- * other way, so that both hand-overs run many times in a run. */
+ * KB_EXEC_TRIAL_EVENTS=N (tests): no start, and stretches of about N
+ * events, each the other way, so that both hand-overs run many times in a
+ * run. */
 #define TRIAL_NS 2000000u
-#define KEEP_NS (4 * (uint64_t)TRIAL_NS)
+#define KEEP_NS (2 * (uint64_t)TRIAL_NS)
 #define KEEP_MAX_NS (512 * (uint64_t)TRIAL_NS)
+#define WARM_EVENTS_PER_PE 512
 
 struct auto_choice {
 	int on;              /* auto, with more than one worker */
 	int alone;           /* this stretch runs on one thread */
 	int trial;           /* this stretch is a trial */
+	uint64_t warm;       /* events of the run's start (0: over) */
 	uint64_t t0, e0;     /* its start: wall ns, events run */
 	uint64_t until;      /* its end (wall ns) */
 	uint64_t keep;       /* the next kept stretch (ns) */
@@ -818,6 +830,8 @@ static uint64_t events_run(const kb_sim *sim)
 
 static int stretch_over(const kb_sim *sim, const auto_choice *c)
 {
+	if (c->warm)
+		return events_run(sim) >= c->warm;
 	return c->every ? events_run(sim) - c->e0 >= c->every : kb__now_ns() >= c->until;
 }
 
@@ -827,6 +841,14 @@ static void next_stretch(kb_sim *sim, auto_choice *c)
 	uint64_t now = kb__now_ns(), ev = events_run(sim);
 	int m = c->alone, next = !m;
 
+	if (c->warm) {
+		/* the start is over: the trial in windows begins */
+		c->warm = 0;
+		c->t0 = now;
+		c->e0 = ev;
+		c->until = now + TRIAL_NS;
+		return;
+	}
 	c->rate[m] = now > c->t0 ? (double)(ev - c->e0) / (double)(now - c->t0) : 0;
 	if (!c->every && c->trial && c->rate[!m] > 0) {
 		/* A trial: the faster way is kept, the longer the more often
@@ -853,7 +875,7 @@ static void auto_start(kb_sim *sim, auto_choice *c)
 	c->on = sim->cfg.threads == KB_SIM_THREADS_AUTO && sim->n_workers > 1 && !sim->profile &&
 		!sim->adapt_every;
 	c->every = every ? strtoull(every, NULL, 10) : 0;
-	c->alone = 1;
+	c->warm = c->every ? 0 : (uint64_t)WARM_EVENTS_PER_PE * sim->n_pes;
 	c->trial = 1;
 	c->keep = KEEP_NS;
 	c->t0 = kb__now_ns();
@@ -988,21 +1010,6 @@ int kb__exec_parallel(kb_sim *sim, kb_error *err)
 	for (unsigned i = 0; i < sim->n_workers; i++)
 		kb__worker_drain(&sim->workers[i]);
 	wheap_build(sim);
-	if (ac.on) {
-		int ended;
-
-		/* The first trial on one thread, the second in windows: the
-		 * run's start (each PE's first commands lowered) is slower per
-		 * event whatever runs it, which favours the later trial, and
-		 * windows are the better guess where there are cores to spare. */
-		if (gather(sim)) {
-			rc = kb__err(err, KB_ENOMEM, "out of memory regrouping the LPs");
-			goto stop;
-		}
-		rc = alone_stretches(sim, &ac, &ended, err);
-		if (rc || ended)
-			goto stop;
-	}
 	while (!any_error(sim) && !atomic_load_explicit(&sim->stop, memory_order_relaxed)) {
 		uint64_t t0 = kb__now_ns(), t1, ns_next, log0 = sim->stats.ns_oplog, events, ns;
 		uint64_t share0 = atomic_load_explicit(&sim->ns_share, memory_order_relaxed);
