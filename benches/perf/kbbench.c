@@ -131,15 +131,19 @@ static void breakdown(const char *label, const kb_result *r)
 	const kb_exec_figures *x = &r->exec;
 	double all = (double)(x->ns_events + x->ns_barrier + x->ns_next + x->ns_drain + x->ns_oplog);
 
-	if (!r->windows || all <= 0)
-		return;
-	printf("    %-30s %u thr, %llu windows (%llu parallel, %.0f events each): events %.0f%%, "
-	       "barrier %.0f%%, next window %.1f%%, drain %.1f%%, op_log %.0f%%\n",
-	       label, x->threads, (unsigned long long)r->windows,
-	       (unsigned long long)r->parallel_windows, (double)r->events / (double)r->windows,
-	       100.0 * (double)x->ns_events / all, 100.0 * (double)x->ns_barrier / all,
-	       100.0 * (double)x->ns_next / all, 100.0 * (double)x->ns_drain / all,
-	       100.0 * (double)x->ns_oplog / all);
+	if (r->windows && all > 0)
+		printf("    %-30s %u thr, %llu windows (%llu parallel, %.0f events each): events %.0f%%, "
+		       "barrier %.0f%%, next window %.1f%%, drain %.1f%%, op_log %.0f%%\n",
+		       label, x->threads, (unsigned long long)r->windows,
+		       (unsigned long long)r->parallel_windows, (double)r->events / (double)r->windows,
+		       100.0 * (double)x->ns_events / all, 100.0 * (double)x->ns_barrier / all,
+		       100.0 * (double)x->ns_next / all, 100.0 * (double)x->ns_drain / all,
+		       100.0 * (double)x->ns_oplog / all);
+	/* auto's choice: how much of the run it gave to one thread */
+	if (r->alone_events && r->events)
+		printf("    %-30s %.0f%% of the events on one thread, %llu switches\n", "",
+		       100.0 * (double)r->alone_events / (double)r->events,
+		       (unsigned long long)r->exec_switches);
 }
 
 /* One row: every thread count once per round, rounds interleaved so that
