@@ -121,31 +121,45 @@ typedef struct model {
 	kb_time lat;
 } model;
 
-static void model_init(model *m, int threads, kb_time lat)
+/* A model whose links within a PE, within a cluster and between clusters
+ * take lat_pe, lat_cluster and lat_global. */
+static void model_init_links(model *m, int threads, kb_time lat_pe, kb_time lat_cluster,
+			     kb_time lat_global)
 {
-	kb_sim_config cfg = { .threads = threads, .lat_pe = lat, .lat_cluster = lat, .lat_global = lat,
-			      .par_threshold = 1 };
+	kb_sim_config cfg = { .threads = threads, .lat_pe = lat_pe, .lat_cluster = lat_cluster,
+			      .lat_global = lat_global, .par_threshold = 1 };
 	kb_error err;
 
 	memset(m, 0, sizeof(*m));
-	m->lat = lat;
+	m->lat = lat_pe;
 	m->sim = kb__sim_create(&cfg, &err);
 	ck_assert_msg(m->sim != NULL, "kb__sim_create: %s", err.message);
 }
 
-/* Adds an LP on its own PE (pe = id), so error messages name it peID.TYPE. */
-static tlp *model_add(model *m, const kb_lp_type *type)
+static void model_init(model *m, int threads, kb_time lat)
+{
+	model_init_links(m, threads, lat, lat, lat);
+}
+
+/* Adds an LP on PE pe of cluster cluster (add them PE-major). */
+static tlp *model_add_at(model *m, const kb_lp_type *type, uint32_t pe, uint32_t cluster)
 {
 	tlp *s;
 	uint32_t id;
 
 	ck_assert_uint_lt(m->n, MAX_LPS);
 	s = &m->st[m->n];
-	id = kb__sim_add_lp(m->sim, type, s, m->n, 0);
+	id = kb__sim_add_lp(m->sim, type, s, pe, cluster);
 	ck_assert_uint_eq(id, m->n);
 	s->id = id;
 	m->n++;
 	return s;
+}
+
+/* Adds an LP on its own PE (pe = id), so error messages name it peID.TYPE. */
+static tlp *model_add(model *m, const kb_lp_type *type)
+{
+	return model_add_at(m, type, m->n, 0);
 }
 
 /* Threads of this process (entries of /proc/self/task). */
@@ -958,6 +972,212 @@ START_TEST(lookahead_violation_at_start)
 }
 END_TEST
 
+/* ---- the send shortcut (core.c set_shortcuts, kb_lp local_lo/local_n) ---- */
+
+/* kb__lp_send skips the look at the destination for a send within the
+ * range of LPs set_shortcuts gave the sender (every LP, on one worker with
+ * no link longer than lat_pe; else its PE, where one worker holds it whole)
+ * and a delay of at least lat_pe. These models have sends on both sides of
+ * that line, which must deliver as the sequential run does and as the
+ * order of the core says; and sends below their link's latency, which must
+ * be refused wherever a shortcut of the wrong range or without its latency
+ * test would let them through. */
+
+#define SC_HOPS 8           /* a token's last hop */
+#define SC_PES 4
+
+typedef struct sc_model {
+	const char *name;
+	kb_time lat_pe, lat_cluster, lat_global;
+	uint32_t pe_lps[SC_PES];     /* LPs of each PE (0: no such PE) */
+	uint32_t pe_cluster[SC_PES];
+} sc_model;
+
+static uint32_t sc_n;                           /* LPs of the model running */
+static uint32_t sc_lo[MAX_LPS], sc_len[MAX_LPS]; /* each LP's PE: first LP, LPs */
+static kb_time sc_lat_pe;
+
+/* Where hop `hop` of a token at lp goes, by the hop and the LP: to the next
+ * LP of its PE with exactly lat_pe, to itself with lat_pe, to that next LP
+ * with a longer delay, to the next PE's first LP (a higher id) or to the
+ * previous PE's last (a lower one: below the PE's local_lo) with their
+ * link's latency. */
+static void sc_route(kb_lp *lp, uint64_t hop, uint32_t *dst, kb_time *delay)
+{
+	uint32_t id = kb__lp_id(lp), lo = sc_lo[id], len = sc_len[id];
+	uint32_t next = lo + (id - lo + 1) % len;
+
+	switch ((id + hop) % 5) {
+	case 0:
+		*dst = next;
+		*delay = sc_lat_pe;
+		return;
+	case 1:
+		*dst = id;
+		*delay = sc_lat_pe;
+		return;
+	case 2:
+		*dst = next;
+		*delay = sc_lat_pe + 3;
+		return;
+	case 3:
+		*dst = (lo + len) % sc_n;
+		break;
+	default:
+		*dst = (lo + sc_n - 1) % sc_n;
+		break;
+	}
+	*delay = *dst == id ? sc_lat_pe : kb__lp_link_latency(lp, *dst);
+}
+
+/* A token: w[0] its hop, w[1] the time it is due. */
+static int sc_send(kb_lp *lp, uint64_t hop)
+{
+	kb_event ev = { .type = 1 };
+	uint32_t dst;
+	kb_time delay;
+
+	sc_route(lp, hop, &dst, &delay);
+	ev.w[0] = hop;
+	ev.w[1] = kb__lp_now(lp) + delay;
+	return kb__lp_send(lp, dst, delay, &ev);
+}
+
+/* Two tokens from every LP, at time 0: many arrive at equal times. */
+static int sc_start(kb_lp *lp)
+{
+	int rc = sc_send(lp, 0);
+
+	return rc ? rc : sc_send(lp, 1);
+}
+
+static int sc_event(kb_lp *lp, const kb_event *ev)
+{
+	record(lp, ev);
+	ck_assert_uint_eq(ev->time, ev->w[1]);
+	return ev->w[0] < SC_HOPS ? sc_send(lp, ev->w[0] + 1) : KB_OK;
+}
+
+static const kb_lp_type sc_type = { "chat", sc_start, sc_event, NULL, NULL, 0, NULL, NULL, NULL };
+
+/* Adds the LPs of model c PE-major, of type type but LP odd_id, of type
+ * odd; notes each one's PE. */
+static void sc_build(model *m, const sc_model *c, int threads, const kb_lp_type *type,
+		     uint32_t odd_id, const kb_lp_type *odd)
+{
+	model_init_links(m, threads, c->lat_pe, c->lat_cluster, c->lat_global);
+	for (uint32_t p = 0; p < SC_PES; p++) {
+		uint32_t lo = m->n;
+
+		for (uint32_t i = 0; i < c->pe_lps[p]; i++) {
+			model_add_at(m, m->n == odd_id ? odd : type, p, c->pe_cluster[p]);
+			sc_lo[lo + i] = lo;
+			sc_len[lo + i] = c->pe_lps[p];
+		}
+	}
+	sc_n = m->n;
+	sc_lat_pe = c->lat_pe;
+}
+
+/* Each LP's events in the core's order: (time, source, source seq) rising. */
+static void sc_assert_ordered(const model *m, const char *name, int threads)
+{
+	for (uint32_t i = 0; i < m->n; i++)
+		for (int k = 1; k < m->st[i].n_log; k++) {
+			const seen *a = &m->st[i].log[k - 1], *b = &m->st[i].log[k];
+
+			ck_assert_msg(burst_before(&(burst_rec){ a->time, i, a->src, a->seq },
+						   &(burst_rec){ b->time, i, b->src, b->seq }),
+				      "%s, threads %d: LP %u's events %d and %d out of order", name,
+				      threads, i, k - 1, k);
+		}
+}
+
+START_TEST(short_sends_deliver_as_sequential)
+{
+	static const sc_model models[] = {
+		{ "one PE", 10, 40, 100, { 4 }, { 0 } },
+		{ "equal links", 10, 10, 10, { 2, 3, 1, 2 }, { 0, 0, 0, 0 } },
+		{ "one cluster, a longer global link", 10, 10, 100, { 2, 2, 2, 2 }, { 0, 0, 0, 0 } },
+		{ "longer links between PEs", 10, 40, 100, { 2, 3, 1, 2 }, { 0, 0, 1, 1 } },
+	};
+	static seen ref[MAX_LPS][MAX_LOG];
+	static int n_ref[MAX_LPS];
+
+	for (size_t c = 0; c < sizeof(models) / sizeof(models[0]); c++)
+		for (size_t e = 0; e < N_EXEC; e++) {
+			model m;
+			kb_error err;
+			int rc;
+
+			sc_build(&m, &models[c], executors[e], &sc_type, UINT32_MAX, NULL);
+			rc = kb__sim_run(m.sim, &err);
+			ck_assert_msg(rc == 0, "%s, threads %d: %s", models[c].name, executors[e],
+				      err.message);
+			/* 2 tokens of SC_HOPS + 1 and SC_HOPS hops from each LP */
+			ck_assert_uint_eq(kb__sim_stats(m.sim)->messages, m.n * (2 * SC_HOPS + 1));
+			sc_assert_ordered(&m, models[c].name, executors[e]);
+			for (uint32_t i = 0; i < m.n; i++) {
+				if (e == 0) {
+					n_ref[i] = m.st[i].n_log;
+					memcpy(ref[i], m.st[i].log, sizeof(ref[i]));
+					continue;
+				}
+				ck_assert_msg(m.st[i].n_log == n_ref[i] &&
+						      memcmp(ref[i], m.st[i].log,
+							     sizeof(seen) * (size_t)n_ref[i]) == 0,
+					      "%s, threads %d: LP %u's events differ from threads 1",
+					      models[c].name, executors[e], i);
+			}
+			kb__sim_destroy(m.sim);
+		}
+}
+END_TEST
+
+/* Sends below their link's latency, each where a shortcut could take it:
+ * within the PE (the short path's latency test), to another PE of the
+ * cluster with lat_pe (a shortcut over the cluster), to another cluster
+ * with lat_cluster, and with every LP on one worker (a shortcut over all
+ * LPs, which holds only where no link is longer than lat_pe). */
+START_TEST(short_sends_keep_lookahead)
+{
+	/* PEs of two LPs, the third in a cluster of its own; LP 3 (PE 1's
+	 * second) sends, to a lower id (below its PE's local_lo) or a higher. */
+	static const struct {
+		sc_model c;
+		uint32_t dst;
+		kb_time delay;
+	} cases[] = {
+		{ { "within the PE", 10, 40, 100, { 2, 2, 2 }, { 0, 0, 1 } }, 2, 9 },
+		{ { "to the cluster with lat_pe", 10, 40, 100, { 2, 2, 2 }, { 0, 0, 1 } }, 0, 10 },
+		{ { "to another cluster with lat_cluster", 10, 40, 100, { 2, 2, 2 }, { 0, 0, 1 } },
+		  4, 40 },
+		{ { "equal links", 10, 10, 10, { 2, 2, 2 }, { 0, 0, 1 } }, 1, 9 },
+		{ { "only lat_global longer", 10, 10, 100, { 2, 2, 2 }, { 0, 0, 1 } }, 5, 10 },
+	};
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+		for (size_t e = 0; e < N_EXEC; e++) {
+			model m;
+			kb_error err;
+			tlp *bad;
+			int rc;
+
+			sc_build(&m, &cases[c].c, executors[e], &recv_type, 3, &bad_type);
+			bad = &m.st[3];
+			bad->at = 777;
+			bad->dst = cases[c].dst;
+			bad->delay = cases[c].delay;
+			rc = kb__sim_run(m.sim, &err);
+			ck_assert_msg(rc == KB_ELOOKAHEAD && strstr(err.message, "below the link latency"),
+				      "%s, threads %d: rc %d (%s)", cases[c].c.name, executors[e], rc,
+				      rc ? err.message : "");
+			ck_assert_int_eq(m.st[cases[c].dst].n_log, 0);
+			kb__sim_destroy(m.sim);
+		}
+}
+END_TEST
+
 /* ---- deadlock --------------------------------------------------------- */
 
 /* "stuck" handles one self event at t=500 and then still reports work. */
@@ -1682,6 +1902,7 @@ Suite *sim_suite(void)
 	tcase_add_test(order, ring_keeps_order);
 	tcase_add_test(order, bands_keep_order);
 	tcase_add_test(order, senders_meet_in_one_inbox);
+	tcase_add_test(order, short_sends_deliver_as_sequential);
 	suite_add_tcase(s, order);
 
 	tcase_set_timeout(errors, 60);
@@ -1690,6 +1911,7 @@ Suite *sim_suite(void)
 	tcase_add_test(errors, horizon_lie_caught);
 	tcase_add_test(errors, lookahead_violation_no_threads_left);
 	tcase_add_test(errors, lookahead_violation_at_start);
+	tcase_add_test(errors, short_sends_keep_lookahead);
 	tcase_add_test(errors, deadlock_detected);
 	tcase_add_test(errors, quiescence_clean);
 	tcase_add_test(errors, empty_simulation);
