@@ -244,17 +244,59 @@ int kb__plan_create(kb_plan **out, kb_cmd *cmd, const kb_machine *m, kb_error *e
 /* (kb_cost_block and kb_plan_memo: plan.h, for kb__plan_recycle's inline
  * path.) */
 
-/* A cost block for pool's next key: a spare one, or a new one. */
-static kb_cost_block *cost_new(kb_plan_pool *pool)
+/* Where a key's costs lie in its cost block, in entries: the loop's
+ * n_steps * n_last from 0, then pre's and post's, each from a multiple of
+ * 8 where it has any (its first cost on a line of its own, 8 costs being
+ * 5 lines); the entries in all. */
+static uint32_t cost_layout(const kb_plan *p, uint32_t *pre_at, uint32_t *post_at)
 {
-	kb_cost_block *b = pool->spare_cost;
+	uint32_t loop = (uint32_t)p->n_steps * p->n_last;   /* costs_fit: at most 40 */
+
+	*pre_at = p->n_pre ? (loop + 7) & ~7u : loop;
+	*post_at = p->n_post ? (*pre_at + p->n_pre + 7) & ~7u : *pre_at + p->n_pre;
+	return *post_at + p->n_post;
+}
+
+/* The costs of block b. */
+static kb_stage_cost *cost_of(kb_cost_block *b)
+{
+	return (kb_stage_cost *)(void *)((char *)b + b->c_off);
+}
+
+/* A new cost block with room for n entries (st and costs), 64-byte
+ * aligned and a multiple of 64 bytes (aligned_alloc's rule). */
+static kb_cost_block *cost_alloc(uint32_t n)
+{
+	size_t c_off = (offsetof(kb_cost_block, st) + n * sizeof(kb_stage_ref) + 63) & ~(size_t)63;
+	size_t size = (c_off + n * sizeof(kb_stage_cost) + 63) & ~(size_t)63;
+	kb_cost_block *b = aligned_alloc(64, size);
+	size_t st_room = (c_off - offsetof(kb_cost_block, st)) / sizeof(kb_stage_ref);
+	size_t c_room = (size - c_off) / sizeof(kb_stage_cost);
 
 	if (b) {
-		/* the link is where cost_put left it, in the unused block */
-		memcpy(&pool->spare_cost, b->st, sizeof(b));
-		return b;
+		b->c_off = (uint16_t)c_off;
+		b->cap = (uint16_t)(st_room < c_room ? st_room : c_room);
 	}
-	return aligned_alloc(64, sizeof(*b));   /* a multiple of 64 (c's alignment) */
+	return b;
+}
+
+/* A cost block of n entries for pool's next key: the first spare one
+ * with room, or a new one. A spare too small goes back to malloc then,
+ * so that a pool keeps no more blocks than it had in use at once. */
+static kb_cost_block *cost_new(kb_plan_pool *pool, uint32_t n)
+{
+	kb_cost_block **at, *b;
+
+	for (at = &pool->spare_cost; (b = *at); at = &b->next)
+		if (b->cap >= n) {
+			*at = b->next;
+			return b;
+		}
+	if ((b = pool->spare_cost)) {
+		pool->spare_cost = b->next;
+		free(b);
+	}
+	return cost_alloc(n);
 }
 
 /* Gives b, no longer used, to pool's spares (NULL: back to malloc). A
@@ -265,7 +307,7 @@ static void cost_put(kb_plan_pool *pool, kb_cost_block *b)
 		free(b);
 		return;
 	}
-	memcpy(b->st, &pool->spare_cost, sizeof(b));
+	b->next = pool->spare_cost;
 	pool->spare_cost = b;
 }
 
@@ -296,28 +338,31 @@ static void cost_compute(const kb_plan *p, kb_phase ph, uint64_t step, const kb_
  * into p->cost. */
 static int cost_all(kb_plan *p, kb_plan_pool *pool)
 {
-	kb_cost_block *b = cost_new(pool);
+	uint32_t pre_at, post_at;
+	kb_cost_block *b = cost_new(pool, cost_layout(p, &pre_at, &post_at));
+	kb_stage_cost *c;
 
 	if (!b)
 		return -1;
 	b->refs = 1;
+	c = cost_of(b);
 	for (uint32_t i = 0; i < p->n_pre; i++)
-		cost_compute(p, KB_PH_PRE, i, &p->pre[i], &b->c[KB_PLAN_PRE_AT + i]);
+		cost_compute(p, KB_PH_PRE, i, &p->pre[i], &c[pre_at + i]);
 	for (uint32_t i = 0; i < p->n_post; i++)
-		cost_compute(p, KB_PH_POST, i, &p->post[i], &b->c[KB_PLAN_POST_AT + i]);
+		cost_compute(p, KB_PH_POST, i, &p->post[i], &c[post_at + i]);
 	/* each step's as if it were a last k-step (see kb__plan_cost_index) */
 	for (uint64_t s = 0; s < p->n_steps; s++)
 		for (uint32_t i = 0; i < p->n_last; i++)
-			cost_compute(p, KB_PH_LOOP, s, &p->last[i], &b->c[s * p->n_last + i]);
+			cost_compute(p, KB_PH_LOOP, s, &p->last[i], &c[s * p->n_last + i]);
 	/* the stage lists move to the block, shared with the key's plans */
 	memcpy(b->st, p->last, p->n_last * sizeof(*p->last));
-	memcpy(b->st + KB_PLAN_PRE_AT, p->pre, p->n_pre * sizeof(*p->pre));
-	memcpy(b->st + KB_PLAN_POST_AT, p->post, p->n_post * sizeof(*p->post));
-	p->pre = b->st + KB_PLAN_PRE_AT;
-	p->post = b->st + KB_PLAN_POST_AT;
+	memcpy(b->st + pre_at, p->pre, p->n_pre * sizeof(*p->pre));
+	memcpy(b->st + post_at, p->post, p->n_post * sizeof(*p->post));
+	p->pre = b->st + pre_at;
+	p->post = b->st + post_at;
 	p->mid = p->last = b->st;
 	p->cost_blk = b;
-	p->cost = b->c;
+	p->cost = c;
 	p->cost_ok = 1;
 	return 0;
 }
@@ -329,7 +374,7 @@ static void plan_copy(kb_plan *p, const kb_plan_memo *mo, uint32_t i)
 {
 	memcpy(&p->gemm, mo->geo[i].b, KB_PLAN_GEO_BYTES);
 	p->cost_blk->refs++;
-	p->cost = p->cost_blk->c;
+	p->cost = cost_of(p->cost_blk);
 	p->cost_ok = 1;
 }
 
@@ -576,8 +621,12 @@ void kb__plan_free_pool(kb_plan_pool *pool)
 		pool->spare = p->next;
 		free(p);
 	}
-	while (pool->spare_cost)
-		free(cost_new(pool));
+	while (pool->spare_cost) {
+		kb_cost_block *b = pool->spare_cost;
+
+		pool->spare_cost = b->next;
+		free(b);
+	}
 }
 
 void kb__plan_step_tile(const kb_plan *p, uint64_t step, uint32_t *mi, uint32_t *ni, uint32_t *ki)

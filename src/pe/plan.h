@@ -59,9 +59,9 @@ typedef struct kb_plan {
 	const kb_stage_ref *pre, *post, *mid, *last;
 	int last_op;             /* op of the latest MATH stage pushed */
 	/* With few steps: every stage's cost, each loop step's n_last
-	 * entries apart, then pre's and post's (KB_PLAN_COSTS entries), worked
-	 * out once for a digest key and shared by its plans (cost_blk,
-	 * counted; cost is its c); cost_ok says they are. */
+	 * entries apart, then pre's and post's (kb_cost_block), worked out
+	 * once for a digest key and shared by its plans (cost_blk, counted;
+	 * cost is its costs); cost_ok says they are. */
 	struct kb_cost_block *cost_blk;
 	uint32_t pe;
 	kb_cmd *cmd;
@@ -279,8 +279,6 @@ static inline uint32_t kb__stage_chan(const kb_stage_ref *st)
 	return st->kind == KB_ST_DMA_WRITE;
 }
 
-#define KB_PLAN_COSTS (2 * KB_PLAN_MAX_STEPS + KB_PLAN_MAX_STAGES)
-
 /* A STAGE message's aux for stage st with `after` stages after it in its
  * step: the engine needs no look-up of the step's list to start it or to
  * pass the step on. */
@@ -299,22 +297,24 @@ typedef struct kb_stage_cost {
 } kb_stage_cost;
 
 /* A digest key's stage lists and their costs, which the memo's entry and
- * the plans of that key share (plan.c's memo). */
+ * the plans of that key share (plan.c's memo). Sized to the key (plan.c's
+ * cost_layout): most keys of a decode run have one stage, and a block
+ * with room for any plan's (136 entries, ~6 KB) was a third of a
+ * multi-PE run's page faults (issue 13). */
 typedef struct kb_cost_block {
 	uint32_t refs;           /* the memo's entry and the plans using it */
+	uint16_t cap;            /* entries st and the costs have room for */
+	uint16_t c_off;          /* where the costs start, a multiple of 64 */
+	struct kb_cost_block *next;   /* a pool's spare blocks (kb_plan_pool) */
 	/* The key's stage lists, last (and mid, its first n_mid) at 0, pre
-	 * at KB_PLAN_MAX_STAGES, post KB_PLAN_MAX_STEPS further: a stage's
-	 * place here is its cost's in c, a loop step's n_last further a step.
-	 * last first: the count a plan takes and the stages every plan reads
-	 * share a line. */
-	kb_stage_ref st[KB_PLAN_COSTS];
-	/* on a line of its own (the block is 64-byte aligned): a one-stage
-	 * step's cost is then one line, not two */
-	_Alignas(64) kb_stage_cost c[KB_PLAN_COSTS];
+	 * and post after the loop's costs: a stage's place here is its
+	 * cost's among the costs, a loop step's n_last further a step. last
+	 * first: the count a plan takes and the stages every plan reads
+	 * share a line. The costs (kb_stage_cost) follow on a line of their
+	 * own (the block is 64-byte aligned): a one-stage step's cost is
+	 * then one line, not two. */
+	kb_stage_ref st[];
 } kb_cost_block;
-
-#define KB_PLAN_PRE_AT KB_PLAN_MAX_STAGES
-#define KB_PLAN_POST_AT (KB_PLAN_MAX_STAGES + KB_PLAN_MAX_STEPS)
 
 /* kb__plan_recycle's path for a plan with data buffers or the last use of
  * its cost block. */
@@ -351,21 +351,21 @@ const char *kb__stage_keys(int kind) __attribute__((const));
 /*
  * Where stage st of phase ph (loop step `step`) keeps its cost in p->cost,
  * whose plan's stage lists are its cost block's (cost_ok): by st's place
- * there, last (and mid, last's first n_mid) at 0, pre at KB_PLAN_PRE_AT,
- * post at KB_PLAN_POST_AT; a loop step keeps n_last entries, so no step %
- * kt tells a k-step's list apart. -1: st is not one of the plan's stages.
+ * there, last (and mid, last's first n_mid) at 0, pre and post where the
+ * block puts them; a loop step keeps n_last entries, so no step % kt
+ * tells a k-step's list apart. -1: st is not one of the plan's stages.
  */
 static inline int kb__plan_cost_index(const kb_plan *p, kb_phase ph, uint64_t step,
 				      const kb_stage_ref *st)
 {
-	/* by address, unsigned: below the block wraps to a huge index */
+	/* by address, unsigned: below the list wraps to a huge index */
 	uintptr_t i = ((uintptr_t)st - (uintptr_t)p->last) / sizeof(*st);
 
 	if (ph == KB_PH_LOOP)
 		return step < p->n_steps && i < p->n_last ? (int)i + (int)step * (int)p->n_last : -1;
 	if (ph == KB_PH_PRE)
-		return i - KB_PLAN_PRE_AT < p->n_pre ? (int)i : -1;
-	return i - KB_PLAN_POST_AT < p->n_post ? (int)i : -1;
+		return ((uintptr_t)st - (uintptr_t)p->pre) / sizeof(*st) < p->n_pre ? (int)i : -1;
+	return ((uintptr_t)st - (uintptr_t)p->post) / sizeof(*st) < p->n_post ? (int)i : -1;
 }
 
 /* The memoised cost of st, the first stage of step `step` of phase ph
