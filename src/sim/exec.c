@@ -132,7 +132,13 @@ static int run_windows(kb_sim *sim, kb_worker *w, const auto_choice *c, int *ove
 }
 
 /* One worker with every LP runs everything in order (with c: until auto's
- * stretch is over, *over). */
+ * stretch is over, *over). The close is not redundant: a loop stopped for
+ * its budget keeps its bands (kb__worker_run), and run_windows leaves
+ * after one when a stop is asked for or the hook fails; band events are
+ * in no heap key, which kb__sim_destroy's discard and auto's windows
+ * read. Where the loop ran dry or failed, or a stretch ended (closed
+ * there, before its bounded loop), the bands are closed already and this
+ * costs one test (bands_close with nb 0). */
 static int run_alone(kb_sim *sim, kb_worker *w, const auto_choice *c, int *over, kb_error *err)
 {
 	int rc = run_windows(sim, w, c, over, err);
