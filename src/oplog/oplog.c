@@ -1777,17 +1777,17 @@ static int queue_reserve(kb_oplog *log, size_t n)
 	return 0;
 }
 
-/* Notes the lanes whose cur or ready buffers hold records with t1 <
- * bound (active), and the first and last such t1 (*lo, *hi); returns how
- * many records that is. */
-static size_t scan_lanes(kb_oplog *log, int ready, kb_time bound, kb_time *lo_out, kb_time *hi_out)
+/* Notes the lanes whose cur buffers hold records with t1 < bound
+ * (active), and the first and last such t1 (*lo, *hi); returns how many
+ * records that is. (A seal plans on cur too, before the buffers swap.) */
+static size_t scan_lanes(kb_oplog *log, kb_time bound, kb_time *lo_out, kb_time *hi_out)
 {
 	kb_time lo = KB_TIME_INF, hi = 0;
 	size_t records = 0;
 
 	log->n_active = 0;
 	for (size_t i = 0; i < log->n_lanes; i++) {
-		const lane_buf *b = lane_of(log, i, ready);
+		const lane_buf *b = &log->lanes[i]->cur;
 		size_t z;
 
 		if (b->head == buf_n(b) || b->ent[b->head].t1 >= bound)
@@ -2050,7 +2050,7 @@ static int pend_keep(kb_oplog *log, lane_buf *b, size_t z, size_t from, size_t l
 static int flush_cur(kb_oplog *log, kb_time bound, kb_error *err)
 {
 	kb_time lo, hi;
-	size_t records = scan_lanes(log, 0, bound, &lo, &hi);
+	size_t records = scan_lanes(log, bound, &lo, &hi);
 	int n = 0, oom = 0;
 
 	if (records && log->n_active == 1 && !log->want_recs) {
@@ -2122,20 +2122,21 @@ int kb__oplog_seal(kb_oplog *log)
 	if (!log)
 		return KB_OK;
 	batch_done(log);
-	for (size_t i = 0; i < log->n_lanes; i++) {
-		kb_oplog_lane *l = log->lanes[i];
-
-		if (buf_n(&l->cur) > l->cur.head) {
-			lane_buf t = l->ready;
-
-			l->ready = l->cur;
-			l->cur = t;
-			if (buf_n(&l->cur) == l->cur.head)
-				cur_emptied(log, l);
-		}
-	}
-	records = scan_lanes(log, 1, KB_TIME_INF, &lo, &hi);
+	/* The slices are planned on the cur buffers, which become the ready
+	 * ones unchanged: where that fails, nothing has moved, and a flush
+	 * writes the records from cur. So every ready buffer is empty here
+	 * (batch_done emptied the last batch's), and a lane's cur is empty
+	 * once swapped. */
+	records = scan_lanes(log, KB_TIME_INF, &lo, &hi);
 	n = cut_slices(log, 1, KB_TIME_INF, records, lo, hi);
+	for (size_t k = 0; n > 0 && k < log->n_active; k++) {
+		kb_oplog_lane *l = log->lanes[log->active[k]];
+		lane_buf t = l->ready;
+
+		l->ready = l->cur;
+		l->cur = t;
+		cur_emptied(log, l);
+	}
 	if (n <= 0)
 		log->n_slices = 0;
 	log->sealed = n > 0;
