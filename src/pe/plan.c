@@ -72,28 +72,28 @@ static int plan_gemm_stages(kb_plan *p, const kb_cmd_dig *d, int g)
 	int rc = 0;
 
 	for (int i = 0; i < g; i++)
-		rc |= push(p, p->a_pre, &p->n_pre, KB_PLAN_MAX_STEPS, stage(KB_ST_MATH, KB_ENG_MATH, i, -1));
+		rc |= push(p, p->own->pre, &p->n_pre, KB_PLAN_MAX_STEPS, stage(KB_ST_MATH, KB_ENG_MATH, i, -1));
 	for (uint32_t i = (uint32_t)g + 1; i < n_ops; i++)
 		if (ops[i].scope == KB_SCOPE_KERNEL)
-			rc |= push(p, p->a_post, &p->n_post, KB_PLAN_MAX_STEPS,
+			rc |= push(p, p->own->post, &p->n_post, KB_PLAN_MAX_STEPS,
 				   stage(KB_ST_MATH, KB_ENG_MATH, (int)i, -1));
 	/* Where a handle lives decides DMA: HBM streams in, TCM is used in place. */
 	for (int o = 0; o < 2; o++)
 		if (gm->hbm & (1u << o))
-			rc |= push(p, p->a_mid, &p->n_mid, KB_PLAN_MAX_STAGES, stage(KB_ST_DMA_READ, KB_ENG_DMA, g, o));
-	rc |= push(p, p->a_mid, &p->n_mid, KB_PLAN_MAX_STAGES, stage(KB_ST_FETCH, KB_ENG_TCM, g, -1));
-	rc |= push(p, p->a_mid, &p->n_mid, KB_PLAN_MAX_STAGES, stage(KB_ST_GEMM, KB_ENG_GEMM, g, -1));
+			rc |= push(p, p->own->mid, &p->n_mid, KB_PLAN_MAX_STAGES, stage(KB_ST_DMA_READ, KB_ENG_DMA, g, o));
+	rc |= push(p, p->own->mid, &p->n_mid, KB_PLAN_MAX_STAGES, stage(KB_ST_FETCH, KB_ENG_TCM, g, -1));
+	rc |= push(p, p->own->mid, &p->n_mid, KB_PLAN_MAX_STAGES, stage(KB_ST_GEMM, KB_ENG_GEMM, g, -1));
 	for (uint32_t i = (uint32_t)g + 1; i < n_ops; i++)
 		if (ops[i].scope == KB_SCOPE_K_TILE)
-			rc |= push(p, p->a_mid, &p->n_mid, KB_PLAN_MAX_STAGES, stage(KB_ST_MATH, KB_ENG_MATH, (int)i, -1));
-	memcpy(p->a_last, p->a_mid, p->n_mid * sizeof(*p->a_mid));
+			rc |= push(p, p->own->mid, &p->n_mid, KB_PLAN_MAX_STAGES, stage(KB_ST_MATH, KB_ENG_MATH, (int)i, -1));
+	memcpy(p->own->last, p->own->mid, p->n_mid * sizeof(*p->own->mid));
 	p->n_last = p->n_mid;
 	for (uint32_t i = (uint32_t)g + 1; i < n_ops; i++)
 		if (ops[i].scope == KB_SCOPE_OUTPUT_TILE)
-			rc |= push(p, p->a_last, &p->n_last, KB_PLAN_MAX_STAGES, stage(KB_ST_MATH, KB_ENG_MATH, (int)i, -1));
-	rc |= push(p, p->a_last, &p->n_last, KB_PLAN_MAX_STAGES, stage(KB_ST_STORE, KB_ENG_TCM, g, -1));
+			rc |= push(p, p->own->last, &p->n_last, KB_PLAN_MAX_STAGES, stage(KB_ST_MATH, KB_ENG_MATH, (int)i, -1));
+	rc |= push(p, p->own->last, &p->n_last, KB_PLAN_MAX_STAGES, stage(KB_ST_STORE, KB_ENG_TCM, g, -1));
 	if (gm->hbm & KB_OPDIG_OUT_HBM)
-		rc |= push(p, p->a_last, &p->n_last, KB_PLAN_MAX_STAGES, stage(KB_ST_DMA_WRITE, KB_ENG_DMA, g, -1));
+		rc |= push(p, p->own->last, &p->n_last, KB_PLAN_MAX_STAGES, stage(KB_ST_DMA_WRITE, KB_ENG_DMA, g, -1));
 	return rc;
 }
 
@@ -137,13 +137,13 @@ static int plan_math(kb_plan *p, const kb_cmd_dig *d)
 
 		for (int o = 0; o < op->n_operands; o++)
 			if (op->hbm & (1u << o))
-				rc |= push(p, p->a_last, &p->n_last, KB_PLAN_MAX_STAGES, stage(KB_ST_DMA_READ, KB_ENG_DMA, (int)i, o));
-		rc |= push(p, p->a_last, &p->n_last, KB_PLAN_MAX_STAGES, stage(KB_ST_MATH, KB_ENG_MATH, (int)i, -1));
+				rc |= push(p, p->own->last, &p->n_last, KB_PLAN_MAX_STAGES, stage(KB_ST_DMA_READ, KB_ENG_DMA, (int)i, o));
+		rc |= push(p, p->own->last, &p->n_last, KB_PLAN_MAX_STAGES, stage(KB_ST_MATH, KB_ENG_MATH, (int)i, -1));
 		if (op->has_out)
 			cur = (int)i;
 		if (cur >= 0 && (i + 1 == n_ops || ops[i + 1].has_out) &&
 		    (ops[cur].hbm & KB_OPDIG_OUT_HBM))
-			rc |= push(p, p->a_last, &p->n_last, KB_PLAN_MAX_STAGES, stage(KB_ST_DMA_WRITE, KB_ENG_DMA, cur, -1));
+			rc |= push(p, p->own->last, &p->n_last, KB_PLAN_MAX_STAGES, stage(KB_ST_DMA_WRITE, KB_ENG_DMA, cur, -1));
 	}
 	return rc;
 }
@@ -159,7 +159,7 @@ static int plan_simple(kb_plan *p, const kb_cmd *c)
 	};
 
 	p->n_steps = 1;
-	return push(p, p->a_last, &p->n_last, KB_PLAN_MAX_STAGES, stage(map[c->kind].st, map[c->kind].eng, -1, 0));
+	return push(p, p->own->last, &p->n_last, KB_PLAN_MAX_STAGES, stage(map[c->kind].st, map[c->kind].eng, -1, 0));
 }
 
 static int alloc_data(kb_plan *p)
@@ -200,9 +200,9 @@ _Static_assert(offsetof(kb_plan, gemm) < offsetof(kb_plan, last_op) &&
 		       offsetof(kb_plan, dig) < offsetof(kb_plan, key) &&
 		       offsetof(kb_plan, memo_i) < offsetof(kb_plan, next) &&
 		       offsetof(kb_plan, next) < offsetof(kb_plan, stage_buf) &&
-		       offsetof(kb_plan, stage_buf) < offsetof(kb_plan, a_pre),
+		       offsetof(kb_plan, stage_buf) < offsetof(kb_plan, own),
 	       "kb_plan: gemm..last_op, cost_blk in the first two lines, dig..next, "
-	       "stage_buf..a_pre in this order");
+	       "stage_buf..own in this order");
 
 /* Zeroes what the scheduler reads of a plan before writing it (not the
  * stage arrays, read only below their counts: zeroing the whole ~1.4 KB
@@ -212,20 +212,40 @@ static void plan_zero(kb_plan *p, int mem)
 {
 	kb__zero(&p->dig, offsetof(kb_plan, next) - offsetof(kb_plan, dig));
 	p->cost_blk = NULL;   /* plan_copy's or cost_all's */
+	p->own = NULL;        /* plan_fresh's */
 	if (mem)
-		kb__zero(&p->stage_buf, offsetof(kb_plan, a_pre) - offsetof(kb_plan, stage_buf));
+		kb__zero(&p->stage_buf, offsetof(kb_plan, own) - offsetof(kb_plan, stage_buf));
 }
 
-/* A plan about to be laid out here (no memo): no stages, its own lists. */
-static void plan_fresh(kb_plan *p)
+/* Gives p's own stage lists (none: nothing) to pool's spare (NULL: back
+ * to malloc): its lists are now elsewhere, or it ends. */
+static void lists_put(kb_plan *p, kb_plan_pool *pool)
 {
+	if (pool && !pool->spare_lists)
+		pool->spare_lists = p->own;
+	else
+		free(p->own);
+	p->own = NULL;
+}
+
+/* A plan about to be laid out here (no memo): no stages, its own lists
+ * (pool's spare, or new). -1: no memory for them. */
+static int plan_fresh(kb_plan *p, kb_plan_pool *pool)
+{
+	if (pool && pool->spare_lists) {
+		p->own = pool->spare_lists;
+		pool->spare_lists = NULL;
+	} else if (!(p->own = malloc(sizeof(*p->own)))) {
+		return -1;
+	}
 	kb__zero(&p->gemm, offsetof(kb_plan, last_op) - offsetof(kb_plan, gemm));
 	p->gemm = -1;
 	p->last_op = -1;
-	p->pre = p->a_pre;
-	p->post = p->a_post;
-	p->mid = p->a_mid;
-	p->last = p->a_last;
+	p->pre = p->own->pre;
+	p->post = p->own->post;
+	p->mid = p->own->mid;
+	p->last = p->own->last;
+	return 0;
 }
 
 int kb__plan_create(kb_plan **out, kb_cmd *cmd, const kb_machine *m, kb_error *err)
@@ -361,6 +381,7 @@ static int cost_all(kb_plan *p, kb_plan_pool *pool)
 	p->pre = b->st + pre_at;
 	p->post = b->st + post_at;
 	p->mid = p->last = b->st;
+	lists_put(p, pool);
 	p->cost_blk = b;
 	p->cost = c;
 	p->cost_ok = 1;
@@ -491,8 +512,9 @@ static __attribute__((noinline)) int create_slow(kb_plan **out, kb_plan_pool *po
 		key = pool ? d->key : 0;
 		if (key && memo_has(pool->memo, key, m))
 			plan_copy_keyed(p, pool->memo, key);
-		else {
-			plan_fresh(p);
+		else if (plan_fresh(p, pool)) {
+			rc = -2;
+		} else {
 			p->gemm = d->gemm;
 			rc = p->gemm >= 0 ? plan_gemm(p, d, p->gemm) : plan_math(p, d);
 			/* a key's first plan: its costs now, for the others */
@@ -501,8 +523,9 @@ static __attribute__((noinline)) int create_slow(kb_plan **out, kb_plan_pool *po
 		}
 	} else if ((key = pool ? kb__plan_simple_key(cmd) : 0) && memo_has(pool->memo, key, m)) {
 		plan_copy_keyed(p, pool->memo, key);
+	} else if (plan_fresh(p, pool)) {
+		rc = -2;
 	} else {
-		plan_fresh(p);
 		rc = plan_simple(p, cmd);
 		if (!rc && key && !cost_all(p, pool))
 			memo_keep(pool, key, p);
@@ -552,6 +575,7 @@ static int within_limits(const kb_opdig *ops, uint32_t n_ops, int g)
 int kb__plan_check_ops(const kb_cmd_dig *d, int *op, uint32_t *max)
 {
 	kb_plan p;
+	kb_plan_lists own;
 	int g = d->gemm, rc;
 
 	/* Every composite emitted is checked: one this small passes without
@@ -564,6 +588,7 @@ int kb__plan_check_ops(const kb_cmd_dig *d, int *op, uint32_t *max)
 	}
 	/* The stage planners read only these: the rest of a ~1.4 KB plan
 	 * need not be cleared for every composite emitted. */
+	p.own = &own;
 	p.n_pre = p.n_post = p.n_mid = p.n_last = p.over_max = 0;
 	p.over_op = p.last_op = -1;
 	rc = g >= 0 ? plan_gemm_stages(&p, d, g) : plan_math(&p, d);
@@ -593,6 +618,7 @@ void kb__plan_free(kb_plan *p)
 		return;
 	free_data(p);
 	cost_release(p, NULL);
+	lists_put(p, NULL);
 	free(p);
 }
 
@@ -602,6 +628,7 @@ void kb__plan_recycle_slow(kb_plan *p, kb_plan_pool *pool)
 		return;
 	free_data(p);
 	cost_release(p, pool);
+	lists_put(p, pool);
 	p->next = pool->spare;
 	pool->spare = p;
 }
@@ -621,6 +648,8 @@ void kb__plan_free_pool(kb_plan_pool *pool)
 		pool->spare = p->next;
 		free(p);
 	}
+	free(pool->spare_lists);
+	pool->spare_lists = NULL;
 	while (pool->spare_cost) {
 		kb_cost_block *b = pool->spare_cost;
 

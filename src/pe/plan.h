@@ -110,10 +110,20 @@ typedef struct kb_plan {
 	float *scratch[2];       /* fp32 scratch of the GEMM (0) and MATH (1) engine, grown on use */
 	size_t scratch_n[2];     /* their sizes in floats */
 	uint64_t stage_stride;   /* bytes per staging slot */
-	/* the plan's own stage lists (read only below their counts) */
-	kb_stage_ref a_pre[KB_PLAN_MAX_STEPS], a_post[KB_PLAN_MAX_STEPS];
-	kb_stage_ref a_mid[KB_PLAN_MAX_STAGES], a_last[KB_PLAN_MAX_STAGES];
+	/* The plan's own stage lists while pre..last are them (planned
+	 * anew, its costs in no cost block), NULL: none (plan.c). */
+	struct kb_plan_lists *own;
 } kb_plan;
+
+/* A plan's own stage lists (read only below their counts): where a plan
+ * is laid out anew. Apart from kb_plan, and only while used: a plan of a
+ * digest key shares its key's cost block's lists, and these ~700 bytes in
+ * each of a scheduler's plans were a tenth of a multi-PE run's page
+ * faults (issue 13). */
+typedef struct kb_plan_lists {
+	kb_stage_ref pre[KB_PLAN_MAX_STEPS], post[KB_PLAN_MAX_STEPS];
+	kb_stage_ref mid[KB_PLAN_MAX_STAGES], last[KB_PLAN_MAX_STAGES];
+} kb_plan_lists;
 
 /* Builds the plan of a command (the scheduler calls it on admission). */
 int kb__plan_create(kb_plan **out, kb_cmd *cmd, const kb_machine *m, kb_error *err);
@@ -173,6 +183,9 @@ typedef struct kb_plan_pool {
 	 * on one PE), a block a command was ~930 instructions of
 	 * aligned_alloc and free. */
 	struct kb_cost_block *spare_cost;
+	/* Stage lists a plan laid out anew gave back (one is enough: they
+	 * are given back as soon as that plan's costs are worked out). */
+	kb_plan_lists *spare_lists;
 } kb_plan_pool;
 
 /* kb__plan_create from a pool. */
