@@ -127,11 +127,7 @@ int kb__tl_emit(kb_tl *tl, kb_cmd *c)
 		tl->dispatch_ps += c->disp_ps;
 	}
 	tl->next_cmd++;
-	if (kb__tl_push(tl, c)) {
-		tl->cancelled = 1;
-		return KB_ESTATE;
-	}
-	return KB_OK;
+	return kb__tl_push_or_cancel(tl, c);
 }
 
 KB_API kb_tl_tensor *kb_tl_ref_at(kb_tl *tl, uint64_t addr, kb_dtype dt, int rank,
@@ -325,11 +321,7 @@ KB_API int kb_tl_wait_at(kb_tl *tl, kb_tl_tensor *t, const char *file, int line)
 	}
 	/* A wait is not a hardware command: it keeps no id of its own. */
 	c->id = UINT64_MAX;
-	if (kb__tl_push(tl, c)) {
-		tl->cancelled = 1;
-		return KB_ESTATE;
-	}
-	return KB_OK;
+	return kb__tl_push_or_cancel(tl, c);
 }
 
 KB_API int kb_tl_cpu_overhead_at(kb_tl *tl, double cycles, const char *file, int line)

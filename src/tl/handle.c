@@ -44,8 +44,7 @@ int kb__tl_fail(kb_tl *tl, int detail, const char *fmt, ...)
 			c->pe = tl->cfg.pe;
 			c->id = tl->next_cmd;
 			c->error = e;
-			if (kb__tl_push(tl, c))
-				tl->cancelled = 1;
+			(void)kb__tl_push_or_cancel(tl, c);
 		} else {
 			free(c);
 			free(e);

@@ -345,6 +345,17 @@ static inline int kb__tl_push(kb_tl *tl, kb_cmd *c)
 		return 0;
 	return tl->cfg.emit(tl->cfg.emit_ctx, c);
 }
+/* kb__tl_push; where nobody will consume commands any more, the tl is
+ * cancelled: KB_ESTATE. Inline, it is the code its callers had each
+ * written out (a replay's and emit's hot path among them). */
+static inline int kb__tl_push_or_cancel(kb_tl *tl, kb_cmd *c)
+{
+	if (kb__tl_push(tl, c)) {
+		tl->cancelled = 1;
+		return KB_ESTATE;
+	}
+	return KB_OK;
+}
 /* kb__tl_emit of such a command whose dispatch ps the caller knows (a
  * replay keeps its template's: the same logical bytes), without its
  * look-up by logical bytes. */
@@ -354,11 +365,7 @@ static inline int kb__tl_emit_ps(kb_tl *tl, kb_cmd *c, uint64_t disp_ps)
 	c->has_disp_ps = 1;
 	tl->dispatch_ps += disp_ps;
 	tl->next_cmd++;
-	if (kb__tl_push(tl, c)) {
-		tl->cancelled = 1;
-		return KB_ESTATE;
-	}
-	return KB_OK;
+	return kb__tl_push_or_cancel(tl, c);
 }
 /* Frees composite.c's scratch (tl->lowering). Accepts NULL. */
 void kb__tl_lowering_free(void *lowering);
