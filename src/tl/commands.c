@@ -193,11 +193,13 @@ static inline int emit_move(kb_tl *tl, kb_cmd *c)
 	int i = c->kind == KB_CMD_STORE;
 
 	if (!tl->move_ps[i]) {
+		/* The first of its kind: kb__tl_disp_ps reads its lbytes. */
 		tl->move_lbytes[i] = kb__cmd_lbytes(c);
 		c->lbytes = tl->move_lbytes[i];
 		tl->move_ps[i] = kb__tl_disp_ps(tl, c);
+	} else {
+		c->lbytes = tl->move_lbytes[i];
 	}
-	c->lbytes = tl->move_lbytes[i];
 	return kb__tl_emit_ps(tl, c, tl->move_ps[i]);
 }
 
