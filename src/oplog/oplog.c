@@ -89,17 +89,25 @@ typedef struct rec_form {
  * of two by a hash of op's address evicted forms that met a third in
  * their set, so that ~4 in 10 decode runs (by where the loader put the
  * library) formatted 10% of their records whole (issue 13). A record
- * looks at its slot and the next (a free one has op NULL); further on,
- * the slow path looks. The slot after the last is one more (FORM_SLOTS
- * + 1 in all, which probes wrap past), so that the next is always the
- * one after in memory (the common path found it by a second multiply).
+ * looks at its slot and the two after it (a free one has op NULL);
+ * further on, the slow path looks. The two slots after the last are two
+ * more (FORM_ROOM in all, which probes wrap past), so that the next is
+ * always the one after in memory (the common path found it by a second
+ * multiply). 32 slots, not 64: a decode lane keeps 1 to 12 forms, and a
+ * table is then 4.4 KB, not 8.3, two pages a lane of fresh memory where
+ * it was three (a 64-PE run makes ~390 tables, issue 13); the third
+ * look, made only when the first two miss, keeps the odds of a form
+ * beyond the common path's reach where 64 slots and two looks had them
+ * (decode opt3 at 65,536 tokens, its op strings moved over 316 places:
+ * 4 and 2 layouts with a form out of reach; 32 slots and two looks: 26).
  * An optimisation: without memory for them, every record is formatted
  * whole. */
 enum { FORM_PLAIN, FORM_FIELDS, FORM_STAGE, FORM_KINDS };
-#define FORM_MAX 32
-#define FORM_SLOTS 64
+#define FORM_MAX 16
+#define FORM_SLOTS 32
+#define FORM_ROOM (FORM_SLOTS + 2)
 typedef struct form_tab {
-	rec_form f[FORM_SLOTS + 1];
+	rec_form f[FORM_ROOM];
 	uint32_t n;                 /* forms kept */
 } form_tab;
 
@@ -111,7 +119,7 @@ static form_tab no_forms;
 _Static_assert(FORM_MID + FORM_TAIL <= sizeof(rec_form), "a form's copies stay inside it");
 
 /* A lane's records formatted whole before its forms are made: a lane
- * of a few records never pays for them (8 KB a lane and kind: page
+ * of a few records never pays for them (4 KB a lane and kind: page
  * faults). Whole, a record costs ~450 instructions, ~125 from a form:
  * with 32 here, a 32-PE run's 192 tables cost 1.6 M instructions more,
  * and a 64-token decode run saves ~5 page faults of ~110 (issue 13). */
@@ -1092,7 +1100,7 @@ static inline unsigned form_slot(const char *op, const uint64_t k[3])
 {
 	uint64_t x = ((uint64_t)(uintptr_t)op & 0xfff) + k[0] + 3 * k[1] + k[2];
 
-	return (unsigned)(x * UINT64_C(0x9e3779b97f4a7c15) >> 58);   /* FORM_SLOTS */
+	return (unsigned)(x * UINT64_C(0x9e3779b97f4a7c15) >> 59);   /* FORM_SLOTS */
 }
 
 /* Whether f is the form of a record of op and key k (of the lane's
@@ -1111,7 +1119,7 @@ static inline int form_lane(const kb_oplog_lane *lane, const kb_oplog_record *r)
 /* A lane's forms of one kind, every slot free (NULL: no memory). Only
  * what a free slot is read by is cleared: its op (free), and what emit's
  * common path compares and tests before it reads a slot's text (the key,
- * the lengths), not the whole 8 KB (a 32-PE run makes 192 tables: its
+ * the lengths), not the whole 4 KB (a 32-PE run makes 192 tables: its
  * memsets were 1.6 M instructions, issue 13). */
 static form_tab *form_tab_new(void)
 {
@@ -1119,7 +1127,7 @@ static form_tab *form_tab_new(void)
 
 	if (!tab)
 		return NULL;
-	for (unsigned i = 0; i <= FORM_SLOTS; i++) {
+	for (unsigned i = 0; i < FORM_ROOM; i++) {
 		rec_form *f = &tab->f[i];
 
 		f->op = NULL;
@@ -1199,7 +1207,7 @@ static inline __attribute__((always_inline)) int format_record(kb_oplog_lane *la
 	if (lane->form_eng && !form_lane(lane, r)) {
 		tab = NULL;   /* no forms for it (and none made) */
 	} else if (tab) {
-		for (h = form_slot(r->op, k); tab->f[h].op; h = (h + 1) % (FORM_SLOTS + 1)) {
+		for (h = form_slot(r->op, k); tab->f[h].op; h = (h + 1) % FORM_ROOM) {
 			f = &tab->f[h];
 			if (!form_is(f, r->op, k))
 				continue;
@@ -1213,7 +1221,7 @@ static inline __attribute__((always_inline)) int format_record(kb_oplog_lane *la
 			return p ? (int)(p - buf) : -1;
 		}
 		if (tab->n == FORM_MAX) {   /* full: start again */
-			for (unsigned i = 0; i <= FORM_SLOTS; i++)
+			for (unsigned i = 0; i < FORM_ROOM; i++)
 				tab->f[i].op = NULL;
 			tab->n = 0;
 			h = form_slot(r->op, k);
@@ -1372,7 +1380,7 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 	size_t n;
 
 	/* The form first: what the record needs of fields or st is read
-	 * here, and then only the times and the cmd are left to it. Two
+	 * here, and then only the times and the cmd are left to it. Three
 	 * slots of the index are looked at; a form further on (rare: the
 	 * index is at most half full) is found by emit_slow. */
 	if (__builtin_expect(!form_lane(lane, rec), 0))
@@ -1381,8 +1389,8 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 	h = form_slot(REC_V(op, op), k);
 	f = &tab->f[h];
 	if (__builtin_expect(!form_is(f, REC_V(op, op), k), 0)) {
-		f++;   /* h + 1 <= FORM_SLOTS */
-		if (!form_is(f, REC_V(op, op), k))
+		f++;   /* h + 2 < FORM_ROOM */
+		if (!form_is(f, REC_V(op, op), k) && !form_is(++f, REC_V(op, op), k))
 			return emit_rare(lane, rec, fields, n_fields, v, kind);
 	}
 	if (__builtin_expect(!f->tail_len, 0))
