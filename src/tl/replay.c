@@ -171,6 +171,23 @@ struct kb_replay {
 	uint32_t n_retired;
 };
 
+/* A context's replay state, made at its first template or one-op MATH
+ * call: zeroed but for the MATH calls (m), each written when made, so
+ * that a kernel's first calls touch only their own: a decode kernel
+ * makes 7 to 12 of the 32, and calloc's zeroes were ~7 KB of fresh
+ * memory a PE more (issue 13). An entry is read only below mfills. */
+static kb_replay *replay_new(void)
+{
+	kb_replay *r = malloc(sizeof(*r));
+	size_t end_m = offsetof(kb_replay, m) + sizeof(r->m);
+
+	if (r) {
+		memset(r, 0, offsetof(kb_replay, m));
+		memset((char *)r + end_m, 0, sizeof(*r) - end_m);
+	}
+	return r;
+}
+
 /* Frees p, the memory of an evicted template or MATH call, or keeps it
  * to the end when a command pointed at it. */
 static void retire(kb_replay *r, void *p, int shared)
@@ -950,7 +967,7 @@ void kb__replay_save(kb_replay **rp, const kb_rkey *k, const kb_replay_src *s)
 	if (!k->ok || s->alloc_over || !s->cmd->dig || s->cmd->n_ops > TPL_MAX_OPS ||
 	    k->nh + s->n_alloc > TPL_MAX_ALL)
 		return;
-	if (!r && !(r = *rp = calloc(1, sizeof(*r))))
+	if (!r && !(r = *rp = replay_new()))
 		return;
 	if (r->fills >= MAX_THRASH && r->hits < 4 * r->fills)
 		return;
@@ -1164,15 +1181,14 @@ int kb__replay_math_save(kb_replay **rp, const kb_tl_composite_desc *d, const kb
 	if (!op || op->kind == KB_OP_GEMM || !c->dig || c->n_rw || op->n_extras ||
 	    op->n_operands != (d->b ? 2 : 1))
 		return 0;
-	if (!r && !(r = *rp = calloc(1, sizeof(*r))))
+	if (!r && !(r = *rp = replay_new()))
 		return 1;
 	/* as templates (kb__replay_save): no more once they thrash */
 	if (r->mfills >= MAX_THRASH && r->mhits < 4 * r->mfills)
 		return 1;
-	r->mfills++;
 	i = r->mnext++ % N_MATH;
 	m = &r->m[i];
-	if (m->ref)
+	if (r->mfills++ >= N_MATH && m->ref)   /* an entry made before */
 		retire(r, m->ref, m->shared);
 	m->ref = NULL;
 	m->shared = 0;
@@ -1211,7 +1227,7 @@ void kb__replay_free(kb_replay *r)
 		return;
 	for (int i = 0; i < N_TPL; i++)
 		free(r->t[i]);
-	for (int i = 0; i < N_MATH; i++)
+	for (uint64_t i = 0; i < N_MATH && i < r->mfills; i++)
 		free(r->m[i].ref);
 	for (uint32_t i = 0; i < r->n_retired; i++)
 		free(r->retired[i]);
