@@ -34,21 +34,17 @@ int kb__tl_fail(kb_tl *tl, int detail, const char *fmt, ...)
 		tl->op_line, tl->cfg.pe, (unsigned long long)tl->op_count, tl->op_name, msg,
 		kb_validation_name(detail));
 	/* Tell PE_CPU where the kernel stopped; it fails the run when it gets there. */
-	if (!tl->cancelled) {
-		kb_cmd *c = calloc(1, sizeof(*c));
-		kb_error *e = malloc(sizeof(*e));
+	if (!tl->cancelled && tl->fail_cmd) {
+		kb_cmd *c = tl->fail_cmd;
 
-		if (c && e) {
-			*e = tl->error;
-			c->kind = KB_CMD_ERROR;
-			c->pe = tl->cfg.pe;
-			c->id = tl->next_cmd;
-			c->error = e;
-			(void)kb__tl_push_or_cancel(tl, c);
-		} else {
-			free(c);
-			free(e);
-		}
+		*tl->fail_err = tl->error;
+		c->kind = KB_CMD_ERROR;
+		c->pe = tl->cfg.pe;
+		c->id = tl->next_cmd;
+		c->error = tl->fail_err;
+		tl->fail_cmd = NULL;
+		tl->fail_err = NULL;
+		(void)kb__tl_push_or_cancel(tl, c);
 	}
 	return KB_EVALIDATE;
 }

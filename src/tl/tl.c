@@ -24,7 +24,11 @@ kb_tl *kb__tl_create(const kb_tl_config *cfg)
 	for (int i = 0; i < 8; i++)
 		tl->disp_lbytes[i] = UINT64_MAX;
 	tl->free_slot = UINT32_MAX;
-	if (kb__tcm_init(&tl->tcm, cfg->tcm_bytes)) {
+	tl->fail_cmd = calloc(1, sizeof(*tl->fail_cmd));
+	tl->fail_err = malloc(sizeof(*tl->fail_err));
+	if (!tl->fail_cmd || !tl->fail_err || kb__tcm_init(&tl->tcm, cfg->tcm_bytes)) {
+		free(tl->fail_cmd);
+		free(tl->fail_err);
 		free(tl);
 		return NULL;
 	}
@@ -47,6 +51,8 @@ void kb__tl_destroy(kb_tl *tl)
 	free(tl->chunks);
 	kb__tcm_fini(&tl->tcm);
 	kb__tl_lowering_free(tl->lowering);
+	free(tl->fail_cmd);
+	free(tl->fail_err);
 	free(tl);
 }
 

@@ -74,6 +74,12 @@ struct kb_tl {
 	uint64_t move_lbytes[2], move_ps[2];
 	int failed, cancelled;
 	kb_error error;
+	/* The ERROR command kb__tl_fail pushes and its error, allocated with
+	 * the context: a failure for want of host memory must still reach
+	 * PE_CPU, which would otherwise find the kernel's commands ending
+	 * with neither END nor ERROR. NULL once pushed. */
+	kb_cmd *fail_cmd;
+	kb_error *fail_err;
 	/* the operation in progress, for error messages */
 	uint64_t op_count;
 	const char *op_name, *op_file;
