@@ -316,7 +316,7 @@ int cli_split_assignment(const char *s, char **key, const char **value)
 		return -1;
 	*key = malloc(n + 1);
 	if (!*key)
-		return -1;
+		return cli_error("out of memory");
 	memcpy(*key, s, n);
 	(*key)[n] = '\0';
 	*value = eq + 1;

@@ -83,7 +83,9 @@ int cli_take_plugins(int argc, char **argv, char **rest, int *n_rest, const char
 
 /* Parses a whole decimal integer in [min, max]; 0 on success, -1 otherwise. */
 int cli_parse_long(const char *s, long min, long max, long *out);
-/* Splits "KEY=VALUE" at the first '='; both parts must be non-empty. */
+/* Splits "KEY=VALUE" at the first '='; both parts must be non-empty.
+ * 0 on success, -1 when s is not KEY=VALUE, CLI_FAIL (reported) when
+ * there is no memory for the key. */
 int cli_split_assignment(const char *s, char **key, const char **value);
 /* Nonzero when name ends with suffix. */
 int cli_ends_with(const char *name, const char *suffix);

@@ -51,8 +51,8 @@ static int build_params(const cli_args *a, const kb_bench_info **bench, kb_param
 		const char *value;
 		char *name;
 
-		if (cli_split_assignment(pv->list[i], &name, &value))
-			return cli_usage("run", "--param '%s': expected NAME=VALUE", pv->list[i]);
+		if ((rc = cli_split_assignment(pv->list[i], &name, &value)))
+			return rc > 0 ? rc : cli_usage("run", "--param '%s': expected NAME=VALUE", pv->list[i]);
 		rc = cli_find_param(*bench, name) ? kb_params_set(*out, name, value, &err) : -100;
 		if (rc == -100) {
 			char hint[96];

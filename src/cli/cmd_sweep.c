@@ -168,7 +168,9 @@ static int add_keys(sweep_cmd *c, size_t opt, int is_set)
 		kb_error err;
 		char *name;
 
-		if (cli_split_assignment(v->list[i], &name, &values))
+		if ((rc = cli_split_assignment(v->list[i], &name, &values)) > 0)
+			return rc;
+		if (rc)
 			return cli_usage("sweep", "%s '%s': expected %s=V1,V2,...",
 					 is_set ? "--set" : "--param", v->list[i],
 					 is_set ? "KEY" : "NAME");
