@@ -319,7 +319,7 @@ static __attribute__((noinline)) int dispatched(kb_lp *lp, kb_cpu *c)
 		c->rec.lbytes = (int64_t)cmd->lbytes;
 		rc = kb__oplog_emit(c->lane, &c->rec, NULL, 0);
 		if (rc)
-			return kb__lp_fail(lp, rc, "cannot buffer an op_log record");
+			return kb__lp_fail(lp, rc, "%s buffering an op_log record", kb_strerror(rc));
 	}
 	c->fig->commands++;
 	c->fig->dispatch_ps += now - c->dispatch_t0;

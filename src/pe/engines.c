@@ -201,7 +201,7 @@ static __attribute__((noinline)) int finish(kb_lp *lp, kb_engine *e, chan *c)
 		return rc;
 	rc = log_stage(now, e, c);
 	if (rc)
-		return kb__lp_fail(lp, rc, "cannot buffer an op_log record");
+		return kb__lp_fail(lp, rc, "%s buffering an op_log record", kb_strerror(rc));
 	rc = kb__lp_send(lp, e->lp0 + c->dst, e->lat, &c->run);
 	if (!c->n) {
 		c->busy = 0;

@@ -73,7 +73,7 @@ static int step_done(kb_lp *lp, kb_ipcq *q, const kb_event *ev, kb_time t0)
 	kb__busy_stop(&q->busy, kb__lp_now(lp), &q->ps->fig.busy_ps[KB_ENG_IPCQ]);
 	rc = kb__pe_log(q->ps, KB_ENG_IPCQ, c.op, p->cmd->id, t0, kb__lp_now(lp), c.bytes, f, 2);
 	if (rc)
-		return kb__lp_fail(lp, rc, "cannot buffer an op_log record");
+		return kb__lp_fail(lp, rc, "%s buffering an op_log record", kb_strerror(rc));
 	done.type = KB_EV_STEP_DONE;
 	return kb__lp_send(lp, kb__pe_lp(q->ps->pe, KB_ENG_SCHED), q->ps->m->lat_pe, &done);
 }

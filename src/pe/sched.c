@@ -383,7 +383,7 @@ static int try_admit(kb_lp *lp, kb_sched *s)
 			s->wait_rec.cmd = cmd->id;
 			rc = kb__oplog_emit(s->lane, &s->wait_rec, NULL, 0);
 			if (rc)
-				return kb__lp_fail(lp, rc, "cannot buffer an op_log record");
+				return kb__lp_fail(lp, rc, "%s buffering an op_log record", kb_strerror(rc));
 		}
 		rc = admit_plan(lp, s, cmd, &p);
 		if (rc)
