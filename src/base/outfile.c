@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/err.h"
+
 /* Tells apart the temporaries of one process (several runs at once). */
 static atomic_uint counter;
 
@@ -111,4 +113,11 @@ int kb__outfile_close(kb_outfile *o, int keep)
 	if (rc)
 		errno = e;
 	return rc;
+}
+
+int kb__outfile_open_error(kb_error *err, const char *what, const char *path)
+{
+	if (errno == ENOMEM)
+		return kb__err(err, KB_ENOMEM, "out of memory opening %s '%s'", what, path);
+	return kb__err(err, KB_EIO, "cannot write %s '%s': %s", what, path, strerror(errno));
 }

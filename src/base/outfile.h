@@ -12,6 +12,8 @@
 
 #include <stdio.h>
 
+#include "kernbench/common.h"   /* kb_error */
+
 typedef struct kb_outfile {
 	FILE *f;
 	char *path;  /* the name the user gave */
@@ -21,6 +23,10 @@ typedef struct kb_outfile {
 /* Opens path for writing (mode "w" or "wb"); -1 with errno on failure
  * (nothing created). */
 int kb__outfile_open(kb_outfile *o, const char *path, const char *mode);
+/* The error of an output (what: "op_log", "trace") that could not be
+ * opened, from errno: KB_ENOMEM "out of memory opening ..." where there was
+ * no memory for a name (errno ENOMEM), else KB_EIO "cannot write ...". */
+int kb__outfile_open_error(kb_error *err, const char *what, const char *path);
 /* Closes the stream (if still open) and, when keep, renames the temporary
  * into place; otherwise, or when closing or renaming fails, removes it.
  * Returns 0, or -1 with errno (a write, close or rename error). Safe to

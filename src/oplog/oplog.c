@@ -381,8 +381,7 @@ int kb__oplog_create(kb_oplog **out, const kb_oplog_options *opt, kb_error *err)
 		if (log->path && kb__outfile_open(&log->outfile, opt->path, "w") == 0)
 			log->file = log->outfile.f;
 		if (!log->path || !log->file) {
-			rc = kb__err(err, KB_EIO, "cannot write op_log '%s': %s", opt->path,
-				     strerror(errno));
+			rc = kb__outfile_open_error(err, "op_log", opt->path);
 			goto fail;
 		}
 		setvbuf(log->file, NULL, _IOFBF, 1 << 20);
