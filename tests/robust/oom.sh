@@ -1,0 +1,143 @@
+#!/bin/bash
+# Allocation-failure injection (doc/robustness.md), in the manner of sqlite's
+# and jansson's malloc-failure tests: for a few small runs, count the
+# allocations kernbench's own code makes (tests/robust/failmalloc.c,
+# preloaded), then run again failing the Nth for every N from 1 to that
+# count. Each run must end by itself (no signal: no crash, no abort),
+# with status 0 or 1, and when it fails its standard error says it was out
+# of (host) memory. A run that succeeds despite a failed allocation (a cache
+# that did not grow, a fallback) prints what the run without failures
+# printed, figures and op_log hash alike. With --op-log the file is whole or
+# not there (doc/oplog.md): a failed run leaves the earlier file as it was
+# and no temporary behind, a successful one the reference's bytes.
+#
+# Two modes: "once" fails only the Nth allocation (the run goes on after
+# it), "from" fails the Nth and every later one (the error paths must not
+# need memory). The single-PE runs try every N in both modes; the
+# multi-PE ones (~1100-1600 allocations, most of them the same few sites
+# over again, per PE and per command) every third N, in one mode and the
+# other by turns, which keeps the whole script under a minute on 2 cores.
+# Runs with two threads are not repeatable allocation for allocation (the
+# threads' allocations interleave differently): what fails at N may
+# differ from run to run, never the rules above.
+#
+# Skipped in sanitizer builds (an LD_PRELOAD malloc does not mix with the
+# sanitizers' runtimes) and where the module counts nothing (not glibc).
+# To see which allocation an N fails:
+#   gdb -ex 'set env LD_PRELOAD .../libfailmalloc.so' -ex 'set env KB_FAILMALLOC_N N' \
+#       -ex 'break failmalloc_hit' -ex run --args ./kernbench run ...
+set -u
+. "$(dirname "$0")/../cli/lib.sh"
+
+FM=${abs_top_builddir:-.}/tests/robust/.libs/libfailmalloc.so
+if [ -n "${KB_SAN_FLAGS:-}" ] || ldd "$KB" 2>/dev/null | grep -q 'lib[a-z]*san\.so'; then
+	echo "SKIP: a sanitizer build (${KB_SAN_FLAGS:-libasan/libtsan linked}): an LD_PRELOAD malloc does not mix with its runtime" >&2
+	exit 77
+fi
+[ -f "$FM" ] || { echo "SKIP: $FM not built (make check builds it)" >&2; exit 77; }
+
+# jansson, linked into the command (configure), allocates through
+# jsonp_malloc: its calls are not ours.
+skip=
+if command -v nm >/dev/null 2>&1; then
+	set -- $(nm -S --defined-only "$KB" 2>/dev/null | awk '$4 == "jsonp_malloc" { print $1, $2 }')
+	[ $# -ne 2 ] || skip=$(printf '%x-%x' $((0x$1)) $((0x$1 + 0x$2)))
+fi
+
+# Runs the command with allocation N failing (0: none) in mode M, the
+# count written to $TMP/count; stdout and stderr to $TMP/out and $TMP/err.
+fm_run() {
+	local n=$1 from=$2
+	shift 2
+	LD_PRELOAD=$FM KB_FAILMALLOC_N=$n KB_FAILMALLOC_FROM=$from KB_FAILMALLOC_SKIP=$skip \
+		KB_FAILMALLOC_REPORT=$TMP/count "$@" >"$TMP/out" 2>"$TMP/err"
+}
+
+# What a run prints that must not depend on a failed allocation.
+figures() {
+	grep -v -e '^wall time' -e '^events/s' -e '^threads' "$1"
+}
+
+OL=$TMP/ol
+mkdir -p "$OL"
+bad=0
+note() {
+	echo "FAIL: $*" >&2
+	sed 's/^/    /' "$TMP/err" | head -n 5 >&2
+	bad=$((bad + 1))
+}
+
+# check NAME N MODE RC: the rules for one run.
+check() {
+	local name=$1 n=$2 mode=$3 rc=$4 tmps
+	if [ "$rc" -ge 128 ]; then
+		note "$name N=$n $mode: killed by signal $((rc - 128))"
+	elif [ "$rc" -ne 0 ] && [ "$rc" -ne 1 ]; then
+		note "$name N=$n $mode: status $rc"
+	elif [ "$rc" -eq 1 ] && ! grep -q 'out of \(host \)\?memory' "$TMP/err"; then
+		note "$name N=$n $mode: failed without saying 'out of memory'"
+	elif [ "$rc" -eq 0 ] && ! figures "$TMP/out" | cmp -s - "$TMP/ref.out"; then
+		note "$name N=$n $mode: succeeded with other figures"
+	fi
+	if [ -n "$oplog" ]; then
+		tmps=$(find "$OL" -name '.*kbtmp*' | head -n 1)
+		[ -z "$tmps" ] || note "$name N=$n $mode: left $tmps"
+		if [ "$rc" -eq 0 ]; then
+			cmp -s "$OL/o.jsonl" "$TMP/ref.jsonl" || note "$name N=$n $mode: op_log not the reference's"
+		elif [ "$rc" -eq 1 ]; then
+			[ "$(cat "$OL/o.jsonl" 2>/dev/null)" = earlier ] ||
+				note "$name N=$n $mode: the earlier op_log was not left as it was"
+		fi
+		rm -f "$OL"/.*kbtmp* "$OL/o.jsonl"
+	fi
+}
+
+# config NAME STRIDE ENV... -- ARGS...: a reference run, its count, then
+# N = 1, 1 + STRIDE, ...: with stride 1 in both modes, else in one mode
+# or the other, by turns.
+config() {
+	local name=$1 stride=$2 envs=() count n rc i=0 modes
+	shift 2
+	while [ "$1" != -- ]; do envs+=("$1"); shift; done
+	shift
+	oplog=
+	case " $* " in *" --op-log "*) oplog=1 ;; esac
+	rm -f "$OL/o.jsonl"
+	fm_run 0 0 env ${envs[@]+"${envs[@]}"} "$KB" run "$@" || fail "$name: the run without failures: $(cat "$TMP/err")"
+	count=$(cat "$TMP/count" 2>/dev/null)
+	if [ -z "$count" ] || [ "$count" -eq 0 ]; then
+		echo "SKIP: $name: the module counted no allocation (glibc only)" >&2
+		exit 77
+	fi
+	figures "$TMP/out" > "$TMP/ref.out"
+	[ -z "$oplog" ] || mv "$OL/o.jsonl" "$TMP/ref.jsonl"
+	echo "$name: $count allocations"
+	for n in $(seq 1 "$stride" "$count"); do
+		modes='once from'
+		if [ "$stride" -gt 1 ]; then
+			modes=$([ $((i % 2)) = 0 ] && echo once || echo from)
+			i=$((i + 1))
+		fi
+		for mode in $modes; do
+			[ -z "$oplog" ] || echo earlier > "$OL/o.jsonl"
+			fm_run "$n" "$([ $mode = from ] && echo 1 || echo 0)" env ${envs[@]+"${envs[@]}"} "$KB" run "$@"
+			rc=$?
+			check "$name" "$n" "$mode" "$rc"
+		done
+	done
+}
+
+D2='gqa_decode_opt2 --param S_kv=512'
+D3='gqa_decode_opt3 --param H_kv=4 --param P=2 --param C=2 --param S_kv=1024'
+# shellcheck disable=SC2086
+{
+config decode 1 -- $D2
+config data 1 -- $D2 --data
+config decode-oplog 1 -- $D2 --op-log "$OL/o.jsonl"
+config opt3-threads1 3 -- $D3 --threads 1
+config opt3-threads2 3 -- $D3 --threads 2
+# auto, handing over between parallel windows and one thread many times
+config opt3-auto-oplog 3 KB_EXEC_TRIAL_EVENTS=50 -- $D3 --op-log "$OL/o.jsonl"
+}
+[ "$bad" -eq 0 ] || fail "$bad runs broke the rules above"
+exit 0
