@@ -781,7 +781,7 @@ static __attribute__((noinline)) lowering *lowering_new(kb_tl *tl)
 	lowering *lw = malloc(sizeof(*lw));
 
 	if (!lw) {
-		kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory");
+		kb__tl_fail_oom(tl, "a composite's scratch");
 		return NULL;
 	}
 	memset(lw->names, 0, sizeof(lw->names));

@@ -15,24 +15,18 @@
 
 /* ---- errors ---- */
 
-int kb__tl_fail(kb_tl *tl, int detail, const char *fmt, ...)
+/* Records the kernel's error (code, detail; msg, and the detail's name
+ * unless KB_V_NONE) and queues the ERROR command; the first failure only. */
+static int fail_as(kb_tl *tl, int code, int detail, const char *msg)
 {
-	char msg[600];
-	va_list ap;
-
-	if (tl->failed)
-		return KB_EVALIDATE;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	tl->failed = 1;
 	kb_error_clear(&tl->error);
 	tl->error.detail = detail;
 	snprintf(tl->error.source, sizeof(tl->error.source), "%s:%d", tl->op_file, tl->op_line);
 	tl->error.line = tl->op_line;
-	kb__err(&tl->error, KB_EVALIDATE, "%s:%d: pe%u: tl op #%llu %s: %s (%s)", tl->op_file,
+	kb__err(&tl->error, code, "%s:%d: pe%u: tl op #%llu %s: %s%s%s%s", tl->op_file,
 		tl->op_line, tl->cfg.pe, (unsigned long long)tl->op_count, tl->op_name, msg,
-		kb_validation_name(detail));
+		detail ? " (" : "", detail ? kb_validation_name(detail) : "", detail ? ")" : "");
 	/* Tell PE_CPU where the kernel stopped; it fails the run when it gets there. */
 	if (!tl->cancelled && tl->fail_cmd) {
 		kb_cmd *c = tl->fail_cmd;
@@ -47,6 +41,29 @@ int kb__tl_fail(kb_tl *tl, int detail, const char *fmt, ...)
 		(void)kb__tl_push_or_cancel(tl, c);
 	}
 	return KB_EVALIDATE;
+}
+
+int kb__tl_fail(kb_tl *tl, int detail, const char *fmt, ...)
+{
+	char msg[600];
+	va_list ap;
+
+	if (tl->failed)
+		return KB_EVALIDATE;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return fail_as(tl, KB_EVALIDATE, detail, msg);
+}
+
+int kb__tl_fail_oom(kb_tl *tl, const char *what)
+{
+	char msg[64];
+
+	if (tl->failed)
+		return KB_EVALIDATE;
+	snprintf(msg, sizeof(msg), "out of memory for %s", what);
+	return fail_as(tl, KB_ENOMEM, KB_V_NONE, msg);
 }
 
 /* Every public operation starts here: counts it, remembers the call site. */
@@ -138,7 +155,7 @@ kb_hslot *kb__tl_handle_oom(kb_tl *tl, kb_hslot *h, uint32_t slot)
 		h->next_free = tl->free_slot;
 		tl->free_slot = slot;
 	}
-	kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory for handles");
+	kb__tl_fail_oom(tl, "handles");
 	return NULL;
 }
 
@@ -199,7 +216,7 @@ kb_hslot *kb__tl_new_tcm_temp(kb_tl *tl, const kb_tview *proto, uint64_t size, k
 	if (__builtin_expect(s->cap - s->n < 2, 0) &&
 	    (kb__scope_grow(s) || (s->cap - s->n < 2 && kb__scope_grow(s)))) {
 		kb__tcm_free(&tl->tcm, off, size, tl->next_cmd);
-		kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory for handles");
+		kb__tl_fail_oom(tl, "handles");
 		return NULL;
 	}
 	/* kb__tcm_free rounds as kb__tcm_alloc does: the units give it

@@ -109,6 +109,11 @@ struct kb_tl {
 #define KB_SLOT(tl, i) (&(tl)->chunks[(i) / KB_TL_CHUNK][(i) % KB_TL_CHUNK])
 
 int kb__tl_fail(kb_tl *tl, int detail, const char *fmt, ...) KB_PRINTF(3, 4);
+/* The kernel fails for want of host memory (for what: "a command",
+ * "handles"): KB_ENOMEM and "out of memory for WHAT" at the call site, no
+ * validation detail, for it is not the kernel's mistake. Returns
+ * KB_EVALIDATE, as kb__tl_fail (what the public operations say). */
+int kb__tl_fail_oom(kb_tl *tl, const char *what);
 int kb__tl_begin(kb_tl *tl, const char *name, const char *file, int line);
 kb_hslot *kb__tl_slot(kb_tl *tl, const kb_tl_tensor *t, const char *what);
 
@@ -305,7 +310,7 @@ kb_cmd *kb__tl_cmd_new(kb_tl *tl, kb_cmd_kind kind);
 static inline kb_cmd *kb__tl_cmd_here(kb_tl *tl, kb_cmd *c, kb_cmd_kind kind)
 {
 	if (!c) {
-		kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory for a command");
+		kb__tl_fail_oom(tl, "a command");
 		return NULL;
 	}
 	c->kind = kind;
