@@ -854,18 +854,12 @@ START_TEST(horizon_lie_caught)
 			ck_assert_msg(rc == 0, "sequential: %s", err.message);  /* no windows to break */
 			continue;
 		}
-		/* Auto runs its first stretch on one thread (its choice), where
-		 * a horizon breaks nothing: the lie is caught at the first send
-		 * that a window sees, or never where no window ran. */
-		if (executors[e] == KB_SIM_THREADS_AUTO && rc == 0) {
-			ck_assert_uint_eq(windows, 0);
-			continue;
-		}
+		/* (auto: the run's start, 512 events a PE, runs in windows
+		 * before auto tries one thread, so it meets the lie too) */
 		ck_assert_msg(rc == KB_ELOOKAHEAD, "threads %d: rc %d (%s)", executors[e], rc,
 			      err.message);
 		ck_assert_msg(strstr(err.message, "horizon") && strstr(err.message, "pe0.tick") &&
-				      (executors[e] == KB_SIM_THREADS_AUTO ||
-				       strstr(err.message, "t=1000 ps")),
+				      strstr(err.message, "t=1000 ps"),
 			      "threads %d: '%s'", executors[e], err.message);
 	}
 }
@@ -1413,6 +1407,76 @@ START_TEST(handler_error_first_wins)
 }
 END_TEST
 
+/* "ticker": a self event every ps and a message to the next LP every 7 ps
+ * until t=20000; fails at t=`at` (unless 0), and counts in `count` the
+ * events it is given after that (none in any executor). */
+static int ticker_start(kb_lp *lp)
+{
+	return self_tag(lp, 1, 0);
+}
+
+static int ticker_event(kb_lp *lp, const kb_event *ev)
+{
+	tlp *s = kb__lp_state(lp);
+	kb_time now = kb__lp_now(lp);
+	int rc;
+
+	if (s->at && now > s->at)
+		s->count++;
+	if (ev->type == 1 || now > 20000)
+		return KB_OK;
+	if (s->at && now == s->at)
+		return kb__lp_fail(lp, KB_EINVAL, "boom from LP %u", s->id);
+	rc = self_tag(lp, 1, 0);
+	if (!rc && now % 7 == 0)
+		rc = send_tag(lp, s->dst, LAT, now);
+	return rc;
+}
+
+static const kb_lp_type ticker_type = { "ticker", ticker_start, ticker_event, NULL, NULL,
+	0, NULL, NULL, NULL };
+
+/* An LP that fails in a window stops the run there, also where auto would
+ * next hand the run to one thread (KB_EXEC_TRIAL_EVENTS: after every
+ * window): the failed LP is given no event after its error, and the
+ * error is the one a sequential run meets. */
+START_TEST(handler_error_stops_auto)
+{
+	static const char *const every[] = { NULL, "1", "50" };
+
+	for (size_t e = 0; e < N_EXEC; e++)
+		for (size_t k = 0; k < sizeof(every) / sizeof(every[0]); k++) {
+			model m;
+			kb_error err;
+			tlp *bad = NULL;
+			int rc;
+
+			if (every[k] && executors[e] != KB_SIM_THREADS_AUTO)
+				continue;
+			model_init(&m, executors[e], LAT);
+			for (uint32_t i = 0; i < 8; i++) {
+				tlp *s = model_add(&m, &ticker_type);
+
+				s->dst = (i + 1) % 8;
+				if (i == 5)
+					bad = s;
+			}
+			bad->at = 2501;
+			if (every[k])
+				setenv("KB_EXEC_TRIAL_EVENTS", every[k], 1);
+			rc = kb__sim_run(m.sim, &err);
+			unsetenv("KB_EXEC_TRIAL_EVENTS");
+			ck_assert_msg(rc == KB_EINVAL, "threads %d, every %s: rc %d (%s)", executors[e],
+				      every[k] ? every[k] : "-", rc, err.message);
+			ck_assert_msg(strstr(err.message, "pe5.ticker") && strstr(err.message, "t=2501 ps"),
+				      "threads %d: message '%s'", executors[e], err.message);
+			ck_assert_msg(bad->count == 0, "threads %d, every %s: %d events after the error",
+				      executors[e], every[k] ? every[k] : "-", bad->count);
+			kb__sim_destroy(m.sim);
+		}
+}
+END_TEST
+
 /* A handler returning an error code without kb__lp_fail still stops the run. */
 START_TEST(handler_error_plain_return)
 {
@@ -1919,6 +1983,7 @@ Suite *sim_suite(void)
 	tcase_add_test(errors, request_stop);
 	tcase_add_test(errors, handler_error_first_wins);
 	tcase_add_test(errors, handler_error_plain_return);
+	tcase_add_test(errors, handler_error_stops_auto);
 	tcase_add_test(errors, start_error_plain_return);
 	tcase_add_test(errors, lp_type_owns_state);
 	suite_add_tcase(s, errors);

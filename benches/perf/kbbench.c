@@ -135,7 +135,8 @@ static void breakdown(const char *label, const kb_result *r)
 		printf("    %-30s %u thr, %llu windows (%llu parallel, %.0f events each): events %.0f%%, "
 		       "barrier %.0f%%, next window %.1f%%, drain %.1f%%, op_log %.0f%%\n",
 		       label, x->threads, (unsigned long long)r->windows,
-		       (unsigned long long)r->parallel_windows, (double)r->events / (double)r->windows,
+		       (unsigned long long)r->parallel_windows,
+		       (double)(r->events - r->alone_events) / (double)r->windows,
 		       100.0 * (double)x->ns_events / all, 100.0 * (double)x->ns_barrier / all,
 		       100.0 * (double)x->ns_next / all, 100.0 * (double)x->ns_drain / all,
 		       100.0 * (double)x->ns_oplog / all);

@@ -106,7 +106,10 @@ static int stretch_over(const kb_sim *sim, const auto_choice *c);
  * after it, and the hook has had every record before it. */
 static int run_windows(kb_sim *sim, kb_worker *w, const auto_choice *c, int *over, kb_error *err)
 {
-	while (!w->err && !atomic_load_explicit(&sim->stop, memory_order_relaxed)) {
+	/* failed: an LP failed in a window before auto's stretch on one
+	 * thread (no LP may run after its error, as in any executor) */
+	while (!w->err && !atomic_load_explicit(&sim->stop, memory_order_relaxed) &&
+	       !atomic_load_explicit(&sim->failed, memory_order_relaxed)) {
 		kb_time t;
 		int rc;
 
@@ -883,7 +886,7 @@ static void auto_start(kb_sim *sim, auto_choice *c)
 	c->every = every ? strtoull(every, NULL, 10) : 0;
 	c->warm = c->every ? 0 : (uint64_t)WARM_EVENTS_PER_PE * sim->n_pes;
 	c->trial = 1;
-	c->keep = KEEP_NS;
+	c->keep = KEEP_NS / 4;   /* the first choice keeps KEEP_NS, whichever wins */
 	c->t0 = kb__now_ns();
 	c->until = c->t0 + TRIAL_NS;
 }
@@ -918,6 +921,7 @@ static int spread(kb_sim *sim)
 	if (kb__sim_regroup(sim, sim->n_workers))
 		return KB_ENOMEM;
 	sim->stats.gathered = 0;
+	sim->stats.window = sim->window;
 	sim->sparse_run = 0;
 	sim->adapt_windows = sim->stats.windows;
 	sim->adapt_next = sim->stats.ns_next + atomic_load(&sim->ns_drain);
@@ -1057,6 +1061,10 @@ int kb__exec_parallel(kb_sim *sim, kb_error *err)
 		rc = window_hook(sim, bound, KB_WINDOW_OVERLAP, err);
 		if (rc)
 			goto stop;
+		/* An LP failed in this window: nothing more runs (not even on
+		 * one thread, below); finish reports the first error. */
+		if (any_error(sim))
+			break;
 		if (starved(sim)) {
 			int alone, ended;
 
