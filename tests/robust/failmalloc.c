@@ -16,6 +16,10 @@
  *   KB_FAILMALLOC_SKIP=A-B   an offset range (hex, in the command's
  *                            file) whose calls are not ours: jansson's
  *                            jsonp_malloc, linked into the command
+ *   KB_FAILMALLOC_SITES=F    write each counted call's return address to
+ *                            file F, as an offset in the command's file
+ *                            (addr2line -f -e kernbench < F: which
+ *                            allocation sites a run reaches)
  *
  * The allocator underneath is glibc's __libc_malloc family, so nothing
  * here resolves symbols (no dlsym bootstrapping, which itself allocates).
@@ -53,6 +57,8 @@ static unsigned long fail_at;
 static int fail_from;
 static const char *report_path;
 static atomic_ulong counted;
+static uintptr_t exe_base;
+static int sites_fd = -1;
 
 static int is_kernbench_exe(void)
 {
@@ -77,6 +83,8 @@ static int add_object(struct dl_phdr_info *info, size_t size, void *data)
 	(void)size;
 	if (exe ? !*(int *)data : !strstr(name, "/libkernbench.so"))
 		return 0;
+	if (exe)
+		exe_base = info->dlpi_addr;
 	if (exe && skip_hi) {
 		skip_lo += info->dlpi_addr;
 		skip_hi += info->dlpi_addr;
@@ -107,6 +115,18 @@ __attribute__((constructor)) static void failmalloc_init(void)
 	if (s && exe && sscanf(s, "%lx-%lx", &skip_lo, &skip_hi) != 2)
 		skip_lo = skip_hi = 0;
 	dl_iterate_phdr(add_object, &exe);
+	if ((s = getenv("KB_FAILMALLOC_SITES")))
+		sites_fd = open(s, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+}
+
+/* One line a counted call: write(2) only, no allocation. */
+static void note_site(uintptr_t a)
+{
+	char line[24];
+	int len = snprintf(line, sizeof(line), "%lx\n", (unsigned long)(a - exe_base - 1));
+
+	if (write(sites_fd, line, (size_t)len) != len)
+		(void)0;
 }
 
 __attribute__((destructor)) static void failmalloc_report(void)
@@ -144,6 +164,9 @@ static int should_fail(const void *caller)
 	if (!mine || (a >= skip_lo && a < skip_hi))
 		return 0;
 	unsigned long k = atomic_fetch_add(&counted, 1) + 1;
+
+	if (sites_fd >= 0)
+		note_site(a);
 
 	if (!fail_at || !(k == fail_at || (fail_from && k > fail_at)))
 		return 0;

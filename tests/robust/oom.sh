@@ -13,10 +13,12 @@
 #
 # Two modes: "once" fails only the Nth allocation (the run goes on after
 # it), "from" fails the Nth and every later one (the error paths must not
-# need memory). The single-PE runs try every N in both modes; the
-# multi-PE ones (~1100-1600 allocations, most of them the same few sites
-# over again, per PE and per command) every third N, in one mode and the
-# other by turns, which keeps the whole script under a minute on 2 cores.
+# need memory). The single-PE runs try every N in both modes. The
+# multi-PE ones (~1100-1600 allocations, most of them the same few call
+# sites over and over, per PE and per command) try the first two
+# allocations of every call site in both modes (the run without failures
+# tells which call made each) and every eighth N besides, in one mode or
+# the other by turns: the whole script stays under a minute on 2 cores.
 # Runs with two threads are not repeatable allocation for allocation (the
 # threads' allocations interleave differently): what fails at N may
 # differ from run to run, never the rules above.
@@ -92,18 +94,28 @@ check() {
 	fi
 }
 
-# config NAME STRIDE ENV... -- ARGS...: a reference run, its count, then
-# N = 1, 1 + STRIDE, ...: with stride 1 in both modes, else in one mode
-# or the other, by turns.
+# The Ns to try and their modes, from the call sites of the run without
+# failures ($TMP/sites, one return address a line): every N in both modes
+# (EVERY 1), or the first two allocations of each call site in both modes
+# and every EVERY-th N besides, in one mode or the other by turns.
+pick() {
+	awk -v every="$1" '{ c[$1]++ }
+		every == 1 || c[$1] <= 2 { print NR, "once"; print NR, "from"; next }
+		NR % every == 0 { print NR, (t++ % 2 ? "from" : "once") }' "$TMP/sites"
+}
+
+# config NAME EVERY ENV... -- ARGS...: a reference run, its count and call
+# sites, then the Ns pick chooses.
 config() {
-	local name=$1 stride=$2 envs=() count n rc i=0 modes
+	local name=$1 every=$2 envs=() count n rc mode
 	shift 2
 	while [ "$1" != -- ]; do envs+=("$1"); shift; done
 	shift
 	oplog=
 	case " $* " in *" --op-log "*) oplog=1 ;; esac
 	rm -f "$OL/o.jsonl"
-	fm_run 0 0 env ${envs[@]+"${envs[@]}"} "$KB" run "$@" || fail "$name: the run without failures: $(cat "$TMP/err")"
+	KB_FAILMALLOC_SITES=$TMP/sites fm_run 0 0 env ${envs[@]+"${envs[@]}"} "$KB" run "$@" ||
+		fail "$name: the run without failures: $(cat "$TMP/err")"
 	count=$(cat "$TMP/count" 2>/dev/null)
 	if [ -z "$count" ] || [ "$count" -eq 0 ]; then
 		echo "SKIP: $name: the module counted no allocation (glibc only)" >&2
@@ -111,20 +123,14 @@ config() {
 	fi
 	figures "$TMP/out" > "$TMP/ref.out"
 	[ -z "$oplog" ] || mv "$OL/o.jsonl" "$TMP/ref.jsonl"
-	echo "$name: $count allocations"
-	for n in $(seq 1 "$stride" "$count"); do
-		modes='once from'
-		if [ "$stride" -gt 1 ]; then
-			modes=$([ $((i % 2)) = 0 ] && echo once || echo from)
-			i=$((i + 1))
-		fi
-		for mode in $modes; do
-			[ -z "$oplog" ] || echo earlier > "$OL/o.jsonl"
-			fm_run "$n" "$([ $mode = from ] && echo 1 || echo 0)" env ${envs[@]+"${envs[@]}"} "$KB" run "$@"
-			rc=$?
-			check "$name" "$n" "$mode" "$rc"
-		done
-	done
+	pick "$every" > "$TMP/picked"
+	echo "$name: $count allocations from $(sort -u "$TMP/sites" | wc -l) call sites, $(wc -l < "$TMP/picked") runs"
+	while read -r n mode; do
+		[ -z "$oplog" ] || echo earlier > "$OL/o.jsonl"
+		fm_run "$n" "$([ "$mode" = from ] && echo 1 || echo 0)" env ${envs[@]+"${envs[@]}"} "$KB" run "$@" </dev/null
+		rc=$?
+		check "$name" "$n" "$mode" "$rc"
+	done < "$TMP/picked"
 }
 
 D2='gqa_decode_opt2 --param S_kv=512'
@@ -134,10 +140,10 @@ D3='gqa_decode_opt3 --param H_kv=4 --param P=2 --param C=2 --param S_kv=1024'
 config decode 1 -- $D2
 config data 1 -- $D2 --data
 config decode-oplog 1 -- $D2 --op-log "$OL/o.jsonl"
-config opt3-threads1 3 -- $D3 --threads 1
-config opt3-threads2 3 -- $D3 --threads 2
+config opt3-threads1 8 -- $D3 --threads 1
+config opt3-threads2 8 -- $D3 --threads 2
 # auto, handing over between parallel windows and one thread many times
-config opt3-auto-oplog 3 KB_EXEC_TRIAL_EVENTS=50 -- $D3 --op-log "$OL/o.jsonl"
+config opt3-auto-oplog 8 KB_EXEC_TRIAL_EVENTS=50 -- $D3 --op-log "$OL/o.jsonl"
 }
 [ "$bad" -eq 0 ] || fail "$bad runs broke the rules above"
 exit 0
