@@ -115,9 +115,10 @@ int kb__outfile_close(kb_outfile *o, int keep)
 	return rc;
 }
 
-int kb__outfile_open_error(kb_error *err, const char *what, const char *path)
+int kb__outfile_error(kb_error *err, const char *doing, const char *what, const char *path)
 {
 	if (errno == ENOMEM)
-		return kb__err(err, KB_ENOMEM, "out of memory opening %s '%s'", what, path);
-	return kb__err(err, KB_EIO, "cannot write %s '%s': %s", what, path, strerror(errno));
+		return kb__err(err, KB_ENOMEM, "out of memory %s %s '%s'", doing, what, path);
+	return kb__err(err, KB_EIO, "cannot write %s '%s': %s", what, path,
+		       strerror(errno ? errno : EIO));
 }

@@ -24,9 +24,10 @@ typedef struct kb_outfile {
  * (nothing created). */
 int kb__outfile_open(kb_outfile *o, const char *path, const char *mode);
 /* The error of an output (what: "op_log", "trace") that could not be
- * opened, from errno: KB_ENOMEM "out of memory opening ..." where there was
- * no memory for a name (errno ENOMEM), else KB_EIO "cannot write ...". */
-int kb__outfile_open_error(kb_error *err, const char *what, const char *path);
+ * opened or written (doing: "opening", "writing"), from errno: KB_ENOMEM
+ * "out of memory DOING WHAT 'PATH'" where memory ran out (ENOMEM), else
+ * KB_EIO "cannot write WHAT 'PATH': " and errno's text (EIO's if none). */
+int kb__outfile_error(kb_error *err, const char *doing, const char *what, const char *path);
 /* Closes the stream (if still open) and, when keep, renames the temporary
  * into place; otherwise, or when closing or renaming fails, removes it.
  * Returns 0, or -1 with errno (a write, close or rename error). Safe to

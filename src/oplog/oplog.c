@@ -381,7 +381,7 @@ int kb__oplog_create(kb_oplog **out, const kb_oplog_options *opt, kb_error *err)
 		if (log->path && kb__outfile_open(&log->outfile, opt->path, "w") == 0)
 			log->file = log->outfile.f;
 		if (!log->path || !log->file) {
-			rc = kb__outfile_open_error(err, "op_log", opt->path);
+			rc = kb__outfile_error(err, "opening", "op_log", opt->path);
 			goto fail;
 		}
 		setvbuf(log->file, NULL, _IOFBF, 1 << 20);
@@ -1662,8 +1662,7 @@ static void write_error(kb_oplog *log, const char *what, const char *path)
 	if (log->failed)
 		return;
 	log->failed = 1;
-	kb__err(&log->error, KB_EIO, "cannot write %s '%s': %s", what, path,
-		strerror(errno ? errno : EIO));
+	kb__outfile_error(&log->error, "writing", what, path);
 }
 
 /* A sink failed: the run stops with its stop message or a write error. */

@@ -66,7 +66,7 @@ int kb__trace_open(kb_trace **out, const char *path, const char *const *tracks, 
 	if (t->path && kb__outfile_open(&t->out, path, "w") == 0)
 		t->f = t->out.f;
 	if (!t->path || !t->f) {
-		int rc = kb__outfile_open_error(err, "trace", path);
+		int rc = kb__outfile_error(err, "opening", "trace", path);
 
 		kb__outfile_close(&t->out, 0);
 		free(t->path);
