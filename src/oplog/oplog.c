@@ -390,7 +390,7 @@ int kb__oplog_create(kb_oplog **out, const kb_oplog_options *opt, kb_error *err)
 		rc = kb__trace_open(&log->trace, opt->trace_path, opt->tracks, opt->n_tracks,
 				    opt->channel, err);
 		if (!rc && opt->trace_metadata && kb__trace_set_metadata(log->trace, opt->trace_metadata))
-			rc = kb__err(err, KB_ENOMEM, "out of memory");
+			rc = kb__err(err, KB_ENOMEM, "out of memory for the trace's metadata");
 		if (rc)
 			goto fail;
 	}
@@ -404,6 +404,10 @@ int kb__oplog_create(kb_oplog **out, const kb_oplog_options *opt, kb_error *err)
 	*out = log;
 	return KB_OK;
 fail:
+	if (log->trace) {   /* opened, then its metadata found no memory */
+		kb__trace_close(log->trace, 0);
+		kb__trace_free(log->trace);
+	}
 	kb__outfile_close(&log->outfile, 0);
 	free(log->path);
 	free(log);

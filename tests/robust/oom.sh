@@ -9,7 +9,8 @@
 # that did not grow, a fallback) prints what the run without failures
 # printed, figures and op_log hash alike. With --op-log the file is whole or
 # not there (doc/oplog.md): a failed run leaves the earlier file as it was
-# and no temporary behind, a successful one the reference's bytes.
+# and no temporary behind, a successful one the reference's bytes; the
+# same for --trace (but its metadata, which has the date).
 #
 # Two modes: "once" fails only the Nth allocation (the run goes on after
 # it), "from" fails the Nth and every later one (the error paths must not
@@ -92,6 +93,20 @@ check() {
 		fi
 		rm -f "$OL"/.*kbtmp* "$OL/o.jsonl"
 	fi
+	if [ -n "$trace" ]; then
+		if [ "$rc" -eq 0 ]; then
+			traced "$OL/t.json" | cmp -s - "$TMP/ref.trace" ||
+				note "$name N=$n $mode: trace not the reference's"
+		elif [ "$rc" -eq 1 ] && [ -e "$OL/t.json" ]; then
+			note "$name N=$n $mode: a failed run left a trace"
+		fi
+		rm -f "$OL/t.json"
+	fi
+}
+
+# A trace but its metadata (the date).
+traced() {
+	grep -v '"metadata"' "$1" 2>/dev/null
 }
 
 # The Ns to try and their modes, from the call sites of the run without
@@ -113,7 +128,9 @@ config() {
 	shift
 	oplog=
 	case " $* " in *" --op-log "*) oplog=1 ;; esac
-	rm -f "$OL/o.jsonl"
+	trace=
+	case " $* " in *" --trace "*) trace=1 ;; esac
+	rm -f "$OL/o.jsonl" "$OL/t.json"
 	KB_FAILMALLOC_SITES=$TMP/sites fm_run 0 0 env ${envs[@]+"${envs[@]}"} "$KB" run "$@" ||
 		fail "$name: the run without failures: $(cat "$TMP/err")"
 	count=$(cat "$TMP/count" 2>/dev/null)
@@ -123,6 +140,7 @@ config() {
 	fi
 	figures "$TMP/out" > "$TMP/ref.out"
 	[ -z "$oplog" ] || mv "$OL/o.jsonl" "$TMP/ref.jsonl"
+	[ -z "$trace" ] || { traced "$OL/t.json" > "$TMP/ref.trace"; rm -f "$OL/t.json"; }
 	pick "$every" > "$TMP/picked"
 	echo "$name: $count allocations from $(sort -u "$TMP/sites" | wc -l) call sites, $(wc -l < "$TMP/picked") runs"
 	while read -r n mode; do
@@ -139,7 +157,7 @@ D3='gqa_decode_opt3 --param H_kv=4 --param P=2 --param C=2 --param S_kv=1024'
 {
 config decode 1 -- $D2
 config data 1 -- $D2 --data
-config decode-oplog 1 -- $D2 --op-log "$OL/o.jsonl"
+config decode-outputs 1 -- $D2 --op-log "$OL/o.jsonl" --trace "$OL/t.json"
 config opt3-threads1 8 -- $D3 --threads 1
 config opt3-threads2 8 -- $D3 --threads 2
 # auto, handing over between parallel windows and one thread many times
