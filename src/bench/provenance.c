@@ -80,9 +80,9 @@ static int gather(const kb_provenance_options *opt, facts *f, kb_error *err)
 json_t *kb__provenance(const kb_provenance_options *opt, json_t *params, kb_error *err)
 {
 	kb_provenance_options dflt = KB_PROVENANCE_OPTIONS_INIT;
-	json_t *o, *argv = json_null();
+	json_t *o, *host, *argv = json_null();
 	facts f;
-	int rc;
+	int rc, bad = 0;
 
 	if (!opt)
 		opt = &dflt;
@@ -100,23 +100,36 @@ json_t *kb__provenance(const kb_provenance_options *opt, json_t *params, kb_erro
 			return NULL;
 		}
 	}
+	/* Each set and append fails (-1) without memory, for the value or
+	 * for the object's room: one missed would drop its key silently. An
+	 * argument or a host name that is not UTF-8 has no JSON string
+	 * (json_string's NULL) and is left out, as it always was. */
 	if (opt->argc > 0 && opt->argv) {
 		argv = json_array();
-		for (int i = 0; i < opt->argc; i++)
-			json_array_append_new(argv, json_string(opt->argv[i] ? opt->argv[i] : ""));
+		bad |= !argv;
+		for (int i = 0; argv && i < opt->argc; i++) {
+			json_t *a = json_string(opt->argv[i] ? opt->argv[i] : "");
+
+			if (a)
+				bad |= json_array_append_new(argv, a);
+		}
 	}
 	o = json_object();
-	json_object_set_new(o, "kernbench_version", json_string(kb_version()));
-	json_object_set_new(o, "git_revision",
-			    *kb_git_revision() ? json_string(kb_git_revision()) : json_null());
-	json_object_set_new(o, "topology_sha256", json_string(f.hex));
-	json_object_set_new(o, "params", params ? params : json_object());
-	json_object_set_new(o, "command_line", argv);
-	json_object_set_new(o, "threads", json_integer(opt->threads));
-	json_object_set_new(o, "host", json_string(f.host));
-	json_object_set_new(o, "date_utc", json_string(f.date));
-	if (!o)
-		kb__err(err, KB_ENOMEM, "out of memory");
+	bad |= json_object_set_new(o, "kernbench_version", json_string(kb_version()));
+	bad |= json_object_set_new(o, "git_revision",
+				   *kb_git_revision() ? json_string(kb_git_revision()) : json_null());
+	bad |= json_object_set_new(o, "topology_sha256", json_string(f.hex));
+	bad |= json_object_set_new(o, "params", params ? params : json_object());
+	bad |= json_object_set_new(o, "command_line", argv);
+	bad |= json_object_set_new(o, "threads", json_integer(opt->threads));
+	if ((host = json_string(f.host)))
+		bad |= json_object_set_new(o, "host", host);
+	bad |= json_object_set_new(o, "date_utc", json_string(f.date));
+	if (bad) {
+		json_decref(o);
+		kb__err(err, KB_ENOMEM, "out of memory writing the provenance");
+		return NULL;
+	}
 	return o;
 }
 

@@ -205,17 +205,34 @@ json_t *kb__param_json(kb_param_type type, const char *text)
 	return json_string(text);
 }
 
+/* Whether kb__param_json has no value for text even with memory: a real
+ * past a double's range (1e999), which jansson does not hold. Such a
+ * parameter has always been left out of the object. */
+static int param_unheld(kb_param_type type, const char *text)
+{
+	char *end = NULL;
+	double v = type == KB_PARAM_REAL ? strtod(text, &end) : 0.0;
+
+	return type == KB_PARAM_REAL && *text && !*end && !isfinite(v);
+}
+
 /* The run's parameters, every one with its value or default, in the
- * bench's order: a new object, or NULL. */
+ * bench's order: a new object, or NULL (no memory, for the object or a
+ * value: never one with a parameter dropped for it). */
 static json_t *params_object(const kb_bench_info *b, const kb_params *p)
 {
 	json_t *o = json_object();
 
 	for (size_t i = 0; o && i < b->n_params; i++) {
 		const kb_param_info *pi = &b->params[i];
-		const char *v = kb__params_get(p, pi->name);
+		const char *t = kb__params_get(p, pi->name);
+		json_t *v = kb__param_json(pi->type, t ? t : pi->default_value);
 
-		json_object_set_new(o, pi->name, kb__param_json(pi->type, v ? v : pi->default_value));
+		if (v ? json_object_set_new(o, pi->name, v) != 0
+		      : !param_unheld(pi->type, t ? t : pi->default_value)) {
+			json_decref(o);
+			return NULL;
+		}
 	}
 	return o;
 }
