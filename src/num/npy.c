@@ -167,7 +167,7 @@ int kb__npy_write(const char *path, kb_dtype dt, int rank, const int64_t *shape,
 		return kb__err(err, KB_EINTERNAL, "npy: header of %s too long", path);
 	/* Written under a temporary name and renamed into place when whole. */
 	if (kb__outfile_open(&out, path, "wb"))
-		return kb__err(err, KB_EIO, "%s: %s", path, strerror(errno));
+		return kb__outfile_error(err, "opening", "tensor", path);
 	if (fwrite(hdr, 1, hlen, out.f) != hlen ||
 	    write_data(out.f, dt, data, (size_t)numel_of(rank, shape)) < 0) {
 		e = errno;
