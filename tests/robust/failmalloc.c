@@ -15,7 +15,7 @@
  *   KB_FAILMALLOC_REPORT=F   at exit, write the count to file F
  *   KB_FAILMALLOC_SKIP=A-B   an offset range (hex, in the command's
  *                            file) whose calls are not ours: jansson's
- *                            jsonp_malloc, linked into the command
+ *                            code, linked into the command (oom.sh)
  *   KB_FAILMALLOC_SITES=F    write each counted call's return address to
  *                            file F, as an offset in the command's file
  *                            (addr2line -f -e kernbench < F: which
