@@ -83,7 +83,7 @@ static int phold_event(kb_lp *lp, const kb_event *ev)
 		kb_oplog_field f = KB_FIELD_U("src", ev->src);
 
 		if (kb__oplog_emit(lane, &r, &f, 1))
-			return kb__lp_fail(lp, KB_ENOMEM, "cannot buffer an op_log record");
+			return kb__lp_fail(lp, KB_ENOMEM, "out of memory buffering an op_log record");
 	}
 	return forward(lp, s);
 }

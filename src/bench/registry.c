@@ -329,14 +329,14 @@ static int write_meta(const char *dir, const json_t *meta, kb_error *err)
 	snprintf(path, n, "%s/meta.json", dir);
 	/* Whole or absent, like every output (base/outfile.h). */
 	if (kb__outfile_open(&out, path, "w") != 0) {
-		rc = KB_EIO;
+		rc = kb__outfile_error(err, "opening", "the dump's provenance", path);
 	} else {
 		int ok = json_dumpf(meta, out.f, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == 0;
 
 		rc = kb__outfile_close(&out, ok) != 0 || !ok ? KB_EIO : KB_OK;
+		if (rc)
+			rc = kb__err(err, KB_EIO, "%s: cannot write the dump's provenance", path);
 	}
-	if (rc)
-		rc = kb__err(err, KB_EIO, "%s: cannot write the dump's provenance", path);
 	free(path);
 	return rc;
 }
