@@ -80,8 +80,17 @@ typedef struct run_ctx {
 	size_t next_deliver;
 	unsigned running;         /* points in progress */
 	int stop;
+	int oom;                  /* stopped for want of memory (a worker's) */
 	slot *slots;
 } run_ctx;
+
+/* A worker out of memory (mu held): no new point starts, and the sweep
+ * fails with KB_ENOMEM rather than as cancelled. */
+static void stop_oom(run_ctx *c)
+{
+	c->stop = 1;
+	c->oom = 1;
+}
 
 static int cancelled(const run_ctx *c)
 {
@@ -268,12 +277,12 @@ static void *serve_worker(void *arg)
 			*c->done_tail = d;
 			c->done_tail = &d->next;
 		} else {
-			c->stop = 1;
+			stop_oom(c);
 		}
 		pthread_cond_signal(&c->cv_ready);
 	}
 	if (!values)
-		c->stop = 1;
+		stop_oom(c);
 	pthread_cond_signal(&c->cv_ready);
 	pthread_mutex_unlock(&c->mu);
 	free(values);
@@ -302,7 +311,7 @@ static void *worker(void *arg)
 		pthread_cond_signal(&c->cv_ready);
 	}
 	if (!values)
-		c->stop = 1;  /* out of memory: the caller reports it */
+		stop_oom(c);  /* the caller reports it */
 	pthread_cond_signal(&c->cv_ready);
 	pthread_mutex_unlock(&c->mu);
 	free(values);
@@ -437,6 +446,9 @@ static int deliver_all(run_ctx *c, const char **values, kb_sweep_cb on_row, void
 			if (c->t_rc) {
 				kb__err_copy(err, &c->t_err);
 				rc = c->t_rc;
+			} else if (c->oom) {
+				rc = kb__err(err, KB_ENOMEM, "out of memory running the sweep, "
+					     "before point %zu of %zu", c->next_deliver, c->total);
 			} else {
 				rc = kb__err(err, KB_ESTATE, "sweep cancelled before point %zu of %zu",
 					     c->next_deliver, c->total);
