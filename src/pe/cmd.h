@@ -419,7 +419,7 @@ static inline kb_cmd *kb__cmd_take(int k)
  * each of deps, reads and writes, in one allocation; zeroed but for the
  * arrays (a composite has no src, dst and the like). NULL: out of
  * memory. The block may be one kb__cmd_free kept on this thread. */
-static inline kb_cmd *kb__cmd_alloc(uint32_t n_ops, uint32_t cap_ids)
+static inline __attribute__((always_inline)) kb_cmd *kb__cmd_alloc(uint32_t n_ops, uint32_t cap_ids)
 {
 	int k = kb__cmd_size_class(kb__cmd_block_size(n_ops, cap_ids));
 	kb_cmd *c = kb__cmd_take(k);

@@ -113,7 +113,7 @@ int kb__tl_fail(kb_tl *tl, int detail, const char *fmt, ...) KB_PRINTF(3, 4);
  * "handles"): KB_ENOMEM and "out of memory for WHAT" at the call site, no
  * validation detail, for it is not the kernel's mistake. Returns
  * KB_EVALIDATE, as kb__tl_fail (what the public operations say). */
-int kb__tl_fail_oom(kb_tl *tl, const char *what);
+__attribute__((cold, noinline)) int kb__tl_fail_oom(kb_tl *tl, const char *what);
 int kb__tl_begin(kb_tl *tl, const char *name, const char *file, int line);
 kb_hslot *kb__tl_slot(kb_tl *tl, const kb_tl_tensor *t, const char *what);
 
@@ -321,7 +321,8 @@ static inline kb_cmd *kb__tl_cmd_here(kb_tl *tl, kb_cmd *c, kb_cmd_kind kind)
 	return c;
 }
 /* A command with room for n_ops ops and cap_ids handle ids per set. */
-static inline kb_cmd *kb__tl_cmd_new_n(kb_tl *tl, kb_cmd_kind kind, uint32_t n_ops, uint32_t cap_ids)
+static inline __attribute__((always_inline)) kb_cmd *kb__tl_cmd_new_n(kb_tl *tl, kb_cmd_kind kind, uint32_t n_ops,
+								 uint32_t cap_ids)
 {
 	/* inline: a replay's command is a few stores around kb__cmd_alloc */
 	return kb__tl_cmd_here(tl, kb__cmd_alloc(n_ops, cap_ids), kind);
