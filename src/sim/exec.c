@@ -687,27 +687,43 @@ static int starved(const kb_sim *sim)
 }
 
 /* Regroups after starved windows; *alone: the rest runs sequentially. */
-static int adapt(kb_sim *sim, int *alone)
+/* The shortest link out of any worker (horizon_bound's pruning). */
+static void set_min_out_lat(kb_sim *sim)
 {
-	int per_pe = sim->per_lp && sim->n_pes > 1 && sim->n_pes < sim->n_lps;
-
-	if (kb__sim_regroup(sim, per_pe ? sim->n_pes : 1))
-		return KB_ENOMEM;
-	*alone = !per_pe;
-	sim->stats.gathered = per_pe ? 1 : 2;
-	sim->sparse_run = 0;
-	sim->adapt_windows = sim->stats.windows;
-	sim->adapt_next = sim->stats.ns_next + atomic_load(&sim->ns_drain);
-	sim->adapt_events = atomic_load(&sim->ns_events);
 	sim->min_out_lat = KB_TIME_INF;
 	for (unsigned i = 0; i < sim->n_workers; i++)
 		if (sim->workers[i].out_lat < sim->min_out_lat)
 			sim->min_out_lat = sim->workers[i].out_lat;
+}
+
+/* kb__sim_regroup between windows (groups as there), and the window
+ * state of the new partition: its links, no horizon worked out, the heap
+ * of worker minima, the threads' homes; starved() judges from here. */
+static int regroup(kb_sim *sim, unsigned groups)
+{
+	if (kb__sim_regroup(sim, groups))
+		return KB_ENOMEM;
+	sim->sparse_run = 0;
+	sim->adapt_windows = sim->stats.windows;
+	sim->adapt_next = sim->stats.ns_next + atomic_load(&sim->ns_drain);
+	sim->adapt_events = atomic_load(&sim->ns_events);
+	set_min_out_lat(sim);
 	sim->stats.window = sim->window;
 	for (unsigned i = 0; i < sim->n_workers; i++)
 		sim->workers[i].hz_ok = 0;
 	wheap_build(sim);
 	set_homes(sim);
+	return KB_OK;
+}
+
+static int adapt(kb_sim *sim, int *alone)
+{
+	int per_pe = sim->per_lp && sim->n_pes > 1 && sim->n_pes < sim->n_lps;
+
+	if (regroup(sim, per_pe ? sim->n_pes : 1))
+		return KB_ENOMEM;
+	*alone = !per_pe;
+	sim->stats.gathered = per_pe ? 1 : 2;
 	return KB_OK;
 }
 
@@ -905,10 +921,9 @@ static void go_serial(kb_sim *sim)
  * every LP on worker 0. */
 static int gather(kb_sim *sim)
 {
-	if (kb__sim_regroup(sim, 1))
+	if (regroup(sim, 1))
 		return KB_ENOMEM;
 	sim->stats.gathered = 2;
-	sim->sparse_run = 0;
 	go_serial(sim);
 	return KB_OK;
 }
@@ -918,22 +933,9 @@ static int gather(kb_sim *sim)
  * its own lane again, and the window state of that partition. */
 static int spread(kb_sim *sim)
 {
-	if (kb__sim_regroup(sim, sim->n_workers))
+	if (regroup(sim, sim->n_workers))
 		return KB_ENOMEM;
 	sim->stats.gathered = 0;
-	sim->stats.window = sim->window;
-	sim->sparse_run = 0;
-	sim->adapt_windows = sim->stats.windows;
-	sim->adapt_next = sim->stats.ns_next + atomic_load(&sim->ns_drain);
-	sim->adapt_events = atomic_load(&sim->ns_events);
-	sim->min_out_lat = KB_TIME_INF;
-	for (unsigned i = 0; i < sim->n_workers; i++) {
-		if (sim->workers[i].out_lat < sim->min_out_lat)
-			sim->min_out_lat = sim->workers[i].out_lat;
-		sim->workers[i].hz_ok = 0;
-	}
-	wheap_build(sim);
-	set_homes(sim);
 	if (sim->cfg.on_threads)
 		sim->cfg.on_threads(sim->cfg.hook_ctx, sim->ncpu);
 	return KB_OK;
@@ -982,10 +984,7 @@ int kb__exec_parallel(kb_sim *sim, kb_error *err)
 	sim->wheap = malloc((sim->n_workers + 1) * sizeof(*sim->wheap));
 	sim->active = malloc((sim->n_workers + 1) * sizeof(*sim->active));
 	sim->dirty = malloc((sim->n_workers + 1) * sizeof(*sim->dirty));
-	sim->min_out_lat = KB_TIME_INF;
-	for (unsigned i = 0; i < sim->n_workers; i++)
-		if (sim->workers[i].out_lat < sim->min_out_lat)
-			sim->min_out_lat = sim->workers[i].out_lat;
+	set_min_out_lat(sim);
 	if (!sim->wheap || !sim->active || !sim->dirty) {
 		rc = kb__err(err, KB_ENOMEM, "out of memory starting the parallel executor");
 		goto stop;
