@@ -1055,7 +1055,10 @@ END_TEST
  * all it depends on reads back wrong. Engine stages, dispatches, records
  * without a kind, records with fields (whose tail is formatted each
  * time), drawn at random so that forms come back after others took their
- * places, times and cmds of every record its own; each against printf. */
+ * places, times and cmds of every record its own; each against printf.
+ * Twice: with a callback (every record through the lane's general path,
+ * which keeps its fields) and into a file (emit's common path, which
+ * must find no form without its tail). */
 typedef struct form_check {
 	char want[8192][192];
 	int n, bad;
@@ -1078,7 +1081,25 @@ static int check_form(const kb_oplog_record *rec, void *payload)
 	return 0;
 }
 
-START_TEST(record_forms)
+/* The file's lines against c's wants: the records of record_forms. */
+static void check_form_file(form_check *c, const char *path)
+{
+	size_t len = 0, at = 0;
+	char *buf = kbt_slurp(path, &len);
+
+	ck_assert_ptr_nonnull(buf);
+	for (int i = 0; i < 8192; i++) {
+		size_t n = strlen(c->want[i]);
+
+		ck_assert_msg(at + n < len && !memcmp(buf + at, c->want[i], n) && buf[at + n] == '\n',
+			      "record_forms, line %d: want %s", i, c->want[i]);
+		at += n + 1;
+	}
+	ck_assert_uint_eq(at, len);
+	free(buf);
+}
+
+static void record_forms_run(int to_file)
 {
 	static form_check c;
 	static char engs[48][8], ops[48][8], kinds[48][8], operands[48][8];
@@ -1088,6 +1109,7 @@ START_TEST(record_forms)
 	kb_oplog_lane *lane;
 	kb_error err;
 	char hex[65];
+	tmpfiles tf = { 0 };
 
 	for (int i = 0; i < 48; i++) {
 		snprintf(engs[i], sizeof(engs[i]), "e%d", i);
@@ -1098,8 +1120,12 @@ START_TEST(record_forms)
 	}
 	snprintf(operands[1], sizeof(operands[1]), "q\"\\");
 	c.n = c.bad = 0;
-	oo.callback = check_form;
-	oo.payload = &c;
+	if (to_file) {
+		oo.path = tmp_path(&tf, "forms.jsonl");
+	} else {
+		oo.callback = check_form;
+		oo.payload = &c;
+	}
 	ck_assert_int_eq(kb__oplog_create(&log, &oo, &err), 0);
 	lane = kb__oplog_lane(log, 0);
 	ck_assert_ptr_nonnull(lane);
@@ -1203,9 +1229,19 @@ START_TEST(record_forms)
 		ck_assert_int_eq(kb__oplog_emit(lane, &r, type == 2 ? fl : NULL, type == 2 ? nf : 0), 0);
 	}
 	ck_assert_int_eq(kb__oplog_finish(log, hex, NULL, &err), 0);
-	ck_assert_int_eq(c.n, 8192);
+	if (to_file)
+		check_form_file(&c, oo.path);
+	else
+		ck_assert_int_eq(c.n, 8192);
 	ck_assert_int_eq(c.bad, 0);
 	kb__oplog_destroy(log);
+	tmp_clean(&tf);
+}
+
+START_TEST(record_forms)
+{
+	record_forms_run(0);
+	record_forms_run(1);
 }
 END_TEST
 

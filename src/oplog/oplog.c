@@ -76,7 +76,7 @@ typedef struct lane_buf {
 typedef struct rec_form {
 	char text[FORM_TEXT];
 	uint8_t mid_len, tail_len;
-	const char *op;          /* NULL: empty */
+	const char *op;          /* NULL: empty; without a tail, op_untailed */
 	uint64_t key[3];         /* form_key */
 } __attribute__((aligned(64))) rec_form;
 
@@ -1113,6 +1113,21 @@ static inline int form_is(const rec_form *f, const char *op, const uint64_t k[3]
 	return f->op == op && f->key[0] == k[0] && f->key[1] == k[1] && f->key[2] == k[2];
 }
 
+/* A form whose tail is not kept holds its op's address with the top bit
+ * flipped where addresses have 64 bits (no other string has that one:
+ * user space lies below 2^63), so that emit's common path, which wants
+ * a tail, does not find it and tests no length per record (issue 13).
+ * Elsewhere the address as it is, and emit tests the length. */
+#if UINTPTR_MAX == UINT64_MAX
+#define FORM_UNTAILED ((uintptr_t)1 << 63)
+#else
+#define FORM_UNTAILED ((uintptr_t)0)
+#endif
+static inline const char *op_untailed(const char *op)
+{
+	return (const char *)((uintptr_t)op ^ FORM_UNTAILED);
+}
+
 /* Whether r may have a form in its lane: the lane's pe and eng. */
 static inline int form_lane(const kb_oplog_lane *lane, const kb_oplog_record *r)
 {
@@ -1178,7 +1193,7 @@ static __attribute__((noinline)) int format_new(kb_oplog_lane *lane, rec_form *f
 			f->tail_len = (uint8_t)(p - tail);
 		}
 		memcpy(f->key, k, sizeof(f->key));
-		f->op = r->op;
+		f->op = f->tail_len ? r->op : op_untailed(r->op);
 	}
 	return (int)(p - buf);
 }
@@ -1212,7 +1227,7 @@ static inline __attribute__((always_inline)) int format_record(kb_oplog_lane *la
 	} else if (tab) {
 		for (h = form_slot(r->op, k); tab->f[h].op; h = (h + 1) % FORM_ROOM) {
 			f = &tab->f[h];
-			if (!form_is(f, r->op, k))
+			if (!form_is(f, r->op, k) && !form_is(f, op_untailed(r->op), k))
 				continue;
 			memcpy(p, f->text, FORM_MID);
 			p = put_cmd(p + f->mid_len, end, lane, r->cmd, 1);
@@ -1396,7 +1411,7 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 		if (!form_is(f, REC_V(op, op), k) && !form_is(++f, REC_V(op, op), k))
 			return emit_rare(lane, rec, fields, n_fields, v, kind);
 	}
-	if (__builtin_expect(!f->tail_len, 0))
+	if (!FORM_UNTAILED && __builtin_expect(!f->tail_len, 0))
 		return emit_rare(lane, rec, fields, n_fields, v, kind);
 	key = lane->key;
 	if (shared_takes(lane->shared, REC_V(t1_ps, t1_ps), key)) {
