@@ -5,7 +5,8 @@ For gqa_decode_opt2 and gqa_decode_opt3 at S_kv=262144 it runs
 `kernbench run BENCH --param S_kv=... --threads 1 --json` (op_log hashed, as
 a user runs it; timed as the whole process) and simpy_decode.py (timed by
 its own wall_s, the simulation alone), alternating them REPS times, and
-prints per bench the median times, the ratio, events/s and CPU/wall of both.
+prints per bench the median times, the ratio, events/s and CPU/wall of both,
+and the ratio of each kernbench run to the peer run after it (median, range).
 Then kernbench alone: opt2 and opt3 at 262144 and 1048576 tokens
 (linearity: wall ratio, goal <= 4.2), and the peak RSS of opt2 and opt3 at both sizes
 (goal: within 1.1x), measured by GNU time (/usr/bin/time, Debian package
@@ -97,6 +98,13 @@ def main():
                      statistics.median(r["cpu"] / r["proc_wall"] for r in p_rows)))
             print("  %s ratio simpy/kernbench: %.1fx (goal >= 100x); sim_time_ps %d vs %d"
                   % (b, pw / kw, p_rows[0]["sim"], k_rows[0]["sim"]))
+            # Each kernbench run against the peer run right after it: a slow
+            # spell that hits both cancels out, one that hits one side shows
+            # as the spread.
+            pairs = sorted(p["wall"] / k["wall"] for k, p in zip(k_rows, p_rows))
+            print("  %s ratio per adjacent pair: median %.1fx, range %.1f-%.1fx, %d of %d >= 100x"
+                  % (b, statistics.median(pairs), pairs[0], pairs[-1],
+                     sum(r >= 100 for r in pairs), len(pairs)))
     for b in ("opt2", "opt3"):
         # Interleaved, so that a slow spell of the machine hits both sizes alike.
         small, big = [], []
