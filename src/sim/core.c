@@ -693,6 +693,20 @@ static __attribute__((noinline)) int put_full(kb_lp *lp, kb_worker *w, kb_time t
 	return KB_OK;
 }
 
+/* put_ring's push between the ring's events, or into a full ring (out
+ * of line: its loop's registers would give put_ring's common push, the
+ * latest, a stack frame). */
+static __attribute__((noinline)) int put_mid(kb_lp *lp, kb_worker *w, kb_time t, uint64_t pair,
+					     uint64_t seq, const kb_event *body)
+{
+	uint32_t n = w->nr;
+
+	if (n > w->room)
+		return put_full(lp, w, t, pair, seq, body);
+	ring_insert(w, n, t, pair, seq, body);
+	return KB_OK;
+}
+
 /* ev_put's other cases with events in the ring, behind its earliest:
  * behind its latest too (there, or into the heap if the heap's first
  * comes before it or the ring is full), or between; or into a full
@@ -723,10 +737,7 @@ static __attribute__((noinline)) int put_ring(kb_lp *lp, kb_worker *w, kb_time t
 		w->nr = n + 1;
 		return KB_OK;
 	}
-	if (n > w->room)
-		return put_full(lp, w, t, pair, seq, body);
-	ring_insert(w, n, t, pair, seq, body);
-	return KB_OK;
+	return put_mid(lp, w, t, pair, seq, body);
 }
 
 /* ---- bands (core_impl.h kb_band): a sequential run of many PEs ---- */
