@@ -1026,10 +1026,8 @@ static __attribute__((noinline)) int send_far(kb_lp *lp, uint32_t dst, kb_time d
 	if (dst >= sim->n_lps)
 		return kb__lp_fail(lp, KB_EINTERNAL, "message to LP %u, which does not exist", dst);
 	d = sim->lps[dst];
-	if (d == lp) { /* a message all the same (kb_sim_stats messages) */
-		lp->worker->messages++;
+	if (d == lp)
 		return kb__lp_self(lp, delay, ev);
-	}
 	lat = kb__lp_link_latency(lp, dst);
 	if (delay < lat) {
 		char name[64];
@@ -1044,7 +1042,6 @@ static __attribute__((noinline)) int send_far(kb_lp *lp, uint32_t dst, kb_time d
 		return time_end(lp, delay);
 	pair = (uint64_t)dst << 32 | lp->id;
 	seq = lp->seq++;
-	lp->worker->messages++;
 	/* One worker, or one thread running every worker this window (solo):
 	 * straight into the heap. Either way the message is due at or after
 	 * the window's bound (below), so no one runs it in this window. */
@@ -1102,7 +1099,6 @@ static inline __attribute__((always_inline)) int send_put(kb_lp *lp, uint32_t ds
 	if (__builtin_expect(dst - lp->local_lo >= lp->local_n || delay < lp->local_lat ||
 			     (t | delay) > KB_TIME_MAX, 0))
 		return send_far(lp, dst, delay, ev);
-	w->messages++;
 	return ev_put_as(lp, w, t, (uint64_t)dst << 32 | lp->id, lp->seq++, ev, whole);
 }
 
@@ -1921,10 +1917,8 @@ int kb__sim_run(kb_sim *sim, kb_error *err)
 	sim->stats.workers = sim->n_workers;
 	sim->stats.window = sim->window;
 	rc = sim->n_workers == 1 ? kb__exec_sequential(sim, err) : kb__exec_parallel(sim, err);
-	for (unsigned i = 0; i < sim->n_workers; i++) {
+	for (unsigned i = 0; i < sim->n_workers; i++)
 		sim->stats.events += sim->workers[i].events;
-		sim->stats.messages += sim->workers[i].messages;
-	}
 	if (!rc)
 		rc = check_quiescence(sim, err);
 	return rc;

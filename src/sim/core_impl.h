@@ -152,7 +152,6 @@ struct __attribute__((aligned(64))) kb_worker {
 	uint32_t nr;             /* events in the ring, or KB_RING_OFF, KB_RING_HOLE */
 	uint32_t room;           /* ring size - 1: KB_RING - 1, or 1 */
 	kb_event *cur;
-	uint64_t messages;
 	/* Every pending event of its LPs in one heap: popped in the order
 	 * a heap of LPs on (earliest time, LP id), each with its own heap on
 	 * (time, source, sequence), gave, at one sift per event instead of

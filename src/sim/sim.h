@@ -134,7 +134,6 @@ typedef struct kb_sim_config {
 typedef struct kb_sim_stats {
 	kb_time end_time;       /* time of the last event */
 	uint64_t events;        /* events processed (messages + self events) */
-	uint64_t messages;      /* events sent by kb__lp_send (also to the LP itself) */
 	uint64_t windows;       /* synchronization windows (threaded executors) */
 	uint64_t parallel_windows; /* windows run by more than one thread */
 	unsigned workers;       /* worker threads used */
