@@ -305,8 +305,9 @@ static __attribute__((noinline)) int advance(kb_lp *lp, kb_cpu *c)
 	return dispatch(lp, c, cmd);
 }
 
-static __attribute__((noinline)) int dispatched(kb_lp *lp, kb_cpu *c)
+static __attribute__((noinline)) int dispatched(kb_lp *lp)
 {
+	kb_cpu *c = kb__lp_state(lp);
 	kb_cmd *cmd = c->cur;
 	kb_time now = kb__lp_now(lp);
 	int rc;
@@ -376,24 +377,26 @@ static __attribute__((noinline)) int cmd_done_slow(kb_lp *lp, kb_cpu *c, uint64_
 /* A CMD_DONE: the command is done (out of line as dispatched is, so that
  * cpu_event needs no stack frame; with tail calls only, it needs none
  * either). */
-static __attribute__((noinline)) int cmd_done(kb_lp *lp, kb_cpu *c, uint64_t id)
+static __attribute__((noinline)) int cmd_done(kb_lp *lp, uint64_t id)
 {
+	kb_cpu *c = kb__lp_state(lp);
+
 	if (__builtin_expect(mark_quick(c, id), 0))
 		return cmd_done_slow(lp, c, id);
 	return cmd_done_rest(lp, c, id);
 }
 
+/* PE_CPU's state is found by each handler, not here: passed on, it cost
+ * a register move an event. */
 static int cpu_event(kb_lp *lp, const kb_event *ev)
 {
-	kb_cpu *c = kb__lp_state(lp);
-
 	switch (ev->type) {
 	case KB_EV_CPU_NEXT:
-		return advance(lp, c);
+		return advance(lp, kb__lp_state(lp));
 	case KB_EV_CPU_DISPATCHED:
-		return dispatched(lp, c);
+		return dispatched(lp);
 	case KB_EV_CMD_DONE:
-		return cmd_done(lp, c, ev->w[0]);
+		return cmd_done(lp, ev->w[0]);
 	default:
 		return kb__lp_fail(lp, KB_EINTERNAL, "PE_CPU got event type %u", ev->type);
 	}

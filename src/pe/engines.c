@@ -191,8 +191,9 @@ static __attribute__((noinline)) int exec_stage(kb_lp *lp, const chan *c)
  * engine of the step's next stage, or back to PE_SCHEDULER; the first
  * waiting stage, if any, starts. Out of line: stage_in's path has no
  * frame for it to pay for. */
-static __attribute__((noinline)) int finish(kb_lp *lp, kb_engine *e, chan *c)
+static __attribute__((noinline)) int finish(kb_lp *lp, chan *c)
 {
+	kb_engine *e = kb__lp_state(lp);
 	kb_time now = kb__lp_now(lp);
 	int rc;
 
@@ -255,8 +256,9 @@ static __attribute__((noinline)) int stage_wait(kb_lp *lp, chan *c, const kb_eve
 /* A STAGE message: it starts at once on an idle channel, else waits in
  * its ring. Out of line as finish is, and with tail calls only: most
  * stages come in without a stack frame. */
-static __attribute__((noinline)) int stage_in(kb_lp *lp, kb_engine *e, const kb_event *ev)
+static __attribute__((noinline)) int stage_in(kb_lp *lp, const kb_event *ev)
 {
+	kb_engine *e = kb__lp_state(lp);
 	chan *c = &e->ch[ev->aux & 1];   /* kb__stage_chan */
 
 	if (c->busy)
@@ -272,14 +274,14 @@ static __attribute__((noinline)) int stage_in(kb_lp *lp, kb_engine *e, const kb_
 	return start(lp, e, c);
 }
 
+/* The engine's state is found by each handler, not here: passed on, it
+ * cost a register move an event. */
 static int engine_event(kb_lp *lp, const kb_event *ev)
 {
-	kb_engine *e = kb__lp_state(lp);
-
 	if (ev->type == KB_EV_ENG_DONE)
-		return finish(lp, e, (chan *)(uintptr_t)ev->w[0]);
+		return finish(lp, (chan *)(uintptr_t)ev->w[0]);
 	if (ev->type == KB_EV_STAGE)
-		return stage_in(lp, e, ev);
+		return stage_in(lp, ev);
 	return kb__lp_fail(lp, KB_EINTERNAL, "engine got event type %u", ev->type);
 }
 

@@ -461,8 +461,9 @@ static inline int may_block(const kb_sched *s, kb_hazard_sig sig)
  * entry kept: admitted here with no call but the tail call, so without
  * a stack frame (six saved registers, ~15 instructions a command); the
  * rest in enqueue_slow, which decides as if this had not looked. */
-static __attribute__((noinline)) int enqueue(kb_lp *lp, kb_sched *s, kb_cmd *cmd)
+static __attribute__((noinline)) int enqueue(kb_lp *lp, kb_cmd *cmd)
 {
+	kb_sched *s = kb__lp_state(lp);
 	kb_hazard_sig sig = cmd_sig(cmd);
 	kb_plan *p;
 
@@ -485,16 +486,19 @@ static __attribute__((noinline)) int cmd_end_admit(kb_lp *lp, kb_sched *s, kb_pl
  * go (out of line: the steps that do not end their command, most of
  * opt2's, need no stack frame). The ends where commands wait apart, so
  * that the common one, whose send is its tail call, has none either. */
-static __attribute__((noinline)) int cmd_end(kb_lp *lp, kb_sched *s, kb_plan *p)
+static __attribute__((noinline)) int cmd_end(kb_lp *lp, kb_plan *p)
 {
+	kb_sched *s = kb__lp_state(lp);
+
 	p->phase = KB_PH_DONE;
 	if (s->q_n)
 		return cmd_end_admit(lp, s, p);
 	return finish_cmd(lp, s, p);
 }
 
-static __attribute__((noinline)) int step_done(kb_lp *lp, kb_sched *s, const kb_event *ev)
+static __attribute__((noinline)) int step_done(kb_lp *lp, const kb_event *ev)
 {
+	kb_sched *s = kb__lp_state(lp);
 	kb_plan *p = (kb_plan *)(uintptr_t)ev->w[0];
 	kb_phase ph = (kb_phase)kb__stage_phase(ev->w[3]);
 	uint64_t n;
@@ -517,21 +521,21 @@ static __attribute__((noinline)) int step_done(kb_lp *lp, kb_sched *s, const kb_
 	 * phase that ends without its command leaves both as they were. */
 	if (phase_after(p) != KB_PH_DONE)
 		return next_phase(lp, s, p);
-	return cmd_end(lp, s, p);
+	return cmd_end(lp, p);
 }
 
+/* The scheduler's state is found by each handler, not here: passed on,
+ * it cost a register move an event. */
 static int sched_event(kb_lp *lp, const kb_event *ev)
 {
-	kb_sched *s = kb__lp_state(lp);
-
 	switch (ev->type) {
 	case KB_EV_CMD:
-		return enqueue(lp, s, (kb_cmd *)(uintptr_t)ev->w[0]);
+		return enqueue(lp, (kb_cmd *)(uintptr_t)ev->w[0]);
 	case KB_EV_STEP_DONE:
 		/* a kept start's whole command (KB_STAGE_ENDS): its end */
 		if (ev->w[3] & KB_STAGE_ENDS)
-			return cmd_end(lp, s, (kb_plan *)(uintptr_t)ev->w[0]);
-		return step_done(lp, s, ev);
+			return cmd_end(lp, (kb_plan *)(uintptr_t)ev->w[0]);
+		return step_done(lp, ev);
 	default:
 		return kb__lp_fail(lp, KB_EINTERNAL, "PE_SCHEDULER got event type %u", ev->type);
 	}
