@@ -1414,11 +1414,11 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 	if (!FORM_UNTAILED && __builtin_expect(!f->tail_len, 0))
 		return emit_rare(lane, rec, fields, n_fields, v, kind);
 	key = lane->key;
-	if (shared_takes(lane->shared, REC_V(t1_ps, t1_ps), key)) {
-		b = &lane->shared->cur;
-	} else {
+	b = &lane->shared->cur;   /* mostly: taken as a fall-through, no jump back */
+	if (__builtin_expect(!shared_takes(lane->shared, REC_V(t1_ps, t1_ps), key), 0)) {
 		lane->shared = &never_takes;   /* until cur is empty again */
 		key |= 1;
+		b = &lane->cur;
 	}
 	if (__builtin_expect(b->text_n + MAX_RECORD + 2 > b->text_cap, 0))   /* entries: MIN_RECORD */
 		return emit_rare(lane, rec, fields, n_fields, v, kind);
