@@ -45,8 +45,24 @@ typedef struct lane_buf {
 	lane_entry *end;
 	size_t cap, head;
 	char *text;
-	size_t text_n, text_cap;
+	/* emit has room for a record while text_n < text_lim (kept with
+	 * text_cap by buf_text_cap): one compare with a field in cur's
+	 * first line, not a sum tested against text_cap (issue 13). */
+	size_t text_n, text_lim, text_cap;
 } lane_buf;
+
+/* The longest record (without its newline): formatting stops (an error)
+ * past it. */
+#define MAX_RECORD 1024
+
+/* b's text has text_cap bytes: emit may write a record (MAX_RECORD and
+ * its newline) at text_n while text_n < text_lim, and, as the entries
+ * match the text (MIN_RECORD), one more entry. */
+static inline void buf_text_cap(lane_buf *b, size_t text_cap)
+{
+	b->text_cap = text_cap;
+	b->text_lim = text_cap > MAX_RECORD + 1 ? text_cap - (MAX_RECORD + 1) : 0;
+}
 
 /* A record's form: its text around the cmd's digits, the middle
  * `,"pe":P,"eng":"E","op":"O","cmd":` before them and the tail after
@@ -510,7 +526,7 @@ static __attribute__((noinline, cold)) int lane_grow(lane_buf *lane, size_t text
 		if (!t)
 			return -1;
 		lane->text = t;
-		lane->text_cap = text_cap;
+		buf_text_cap(lane, text_cap);
 	}
 	return 0;
 }
@@ -549,11 +565,11 @@ int kb__oplog_serial(kb_oplog *log)
 		/* The entries for it too (MIN_RECORD); without memory,
 		 * lane_grow's sizes as in any lane. */
 		if ((sh->cur.text = malloc(SHARED_TEXT))) {
-			sh->cur.text_cap = SHARED_TEXT;
+			buf_text_cap(&sh->cur, SHARED_TEXT);
 			if (lane_grow(&sh->cur, 0, sh->keep_fields)) {
 				free(sh->cur.text);
 				sh->cur.text = NULL;
-				sh->cur.text_cap = 0;
+				buf_text_cap(&sh->cur, 0);
 			}
 		}
 		sh->pend = &log->pend;
@@ -1257,10 +1273,6 @@ static inline __attribute__((always_inline)) int format_record(kb_oplog_lane *la
 	return n;
 }
 
-/* The longest record (without its newline): formatting stops (an error)
- * past it. */
-#define MAX_RECORD 1024
-
 /* The fields of b's record i kept for the trace or the callback: out of
  * line, as most runs keep none (issue 13); KB_OK, so that emit ends in
  * it. */
@@ -1420,7 +1432,7 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 		key |= 1;
 		b = &lane->cur;
 	}
-	if (__builtin_expect(b->text_n + MAX_RECORD + 2 > b->text_cap, 0))   /* entries: MIN_RECORD */
+	if (__builtin_expect(b->text_n >= b->text_lim, 0))
 		return emit_rare(lane, rec, fields, n_fields, v, kind);
 	/* The times in the lane's prefix, or both under 10^8 (a run's
 	 * first 100 us); a new prefix is set where they are formatted. */
@@ -2063,7 +2075,7 @@ static int pend_keep(kb_oplog *log, lane_buf *b, size_t z, size_t from, size_t l
 	b->text = log->spare_text;
 	log->spare_text = t;
 	cap = b->text_cap;
-	b->text_cap = log->spare_cap;
+	buf_text_cap(b, log->spare_cap);
 	log->spare_cap = cap;
 	b->text_n = rest;
 	kb__sha256_spread(&log->sha, &log->pend, t + from, len);
