@@ -859,39 +859,54 @@ void kb__tcm_free(kb_tcm *t, uint64_t off, uint64_t bytes, uint64_t fence)
 	free_one(t, off, bytes, fence);
 }
 
-/* The frees of s[0..n) that go in at the open gap as the one before
- * did: with that block (i) above them and block i - 1 below, as a
- * scope's blocks come back, top down, none merging. put_block's work
- * for each, with what they share (leaf, gap, hints, bound, counts)
- * updated once for the run: ~20 instructions a block, not ~90 (issue
- * 13). Returns how many it freed; free_one takes the next (a merge, a
- * full leaf, another place). */
+/*
+ * The frees of s[0..n) that go in at the place the hint names, as
+ * free_one's fast path puts them (block i of leaf k above them, block
+ * i - 1 below, none merging), with what they share (leaf, gap, hints,
+ * bound, counts) updated once for the run: ~20 instructions a block,
+ * not ~90 (issue 13). They go in below block i at the gap's low side,
+ * lowest first, so that the gap ends up under block i, the cursor's
+ * block in decode: the next scope's frees and, once the cursor has
+ * wrapped, its allocations come there, where the gap already is. Put
+ * at the gap's high side, as put_block does a single free, a decode
+ * tile moved the gap across its last scope's blocks at its first free
+ * (a memmove a tile). Returns how many it freed; free_one takes the next
+ * (a merge, a full leaf, another place).
+ */
 static size_t free_run(kb_tcm *t, const kb_tcm_span *s, size_t n, uint64_t fence)
 {
 	uint32_t k = t->hint[AT_FREE][0], i = t->hint[AT_FREE][1];
 	kb_tcm_leaf *f;
-	kb_tcm_blk *up;
+	const kb_tcm_blk *q;
+	kb_tcm_blk *at;
 	uint64_t low, last, freed = 0, most = 0;
-	size_t j;
+	size_t j, room;
 
-	if (k != t->gk || i == 0 || (f = t->leaf[k])->g != i || i >= f->n)
+	if (i == 0 || k >= t->m || i >= (f = t->leaf[k])->n)
 		return 0;
-	low = f->b[i - 1].last;    /* blocks go in above it... */
-	up = &f->b[i + L - f->n];
-	last = up->last;           /* ...and below block i, the last one in */
-	for (j = 0; j < n; j++) {
-		uint64_t off = s[j].off, size = round_size(s[j].bytes);
+	q = blk(f, i - 1);
+	low = q->last;             /* blocks go in above it... */
+	last = blk(f, i)->last;    /* ...and below block i, the last one in */
+	room = L - f->n;
+	for (j = 0; j < n && j < room; j++) {
+		uint64_t off = s[j].off;
 
-		if (off <= low || off > last || up == &f->b[i] ||
-		    (off == low + 1 && f->b[i - 1].fence == fence))
+		if (off <= low || off > last || (off == low + 1 && q->fence == fence))
 			break;
-		last = off + size - 1;
-		*--up = (kb_tcm_blk){ (uint32_t)off, (uint32_t)last, fence };
-		freed += size;
-		most = size > most ? size : most;
+		last = off + round_size(s[j].bytes) - 1;
 	}
 	if (!j)
 		return 0;
+	f = gap_at(t, k, i);
+	at = &f->b[i];
+	for (size_t x = j; x-- > 0;) {
+		uint64_t size = round_size(s[x].bytes);
+
+		*at++ = (kb_tcm_blk){ (uint32_t)s[x].off, (uint32_t)(s[x].off + size - 1), fence };
+		freed += size;
+		most = size > most ? size : most;
+	}
+	f->g = i + (uint32_t)j;
 	f->n += (uint32_t)j;
 	t->n += j;
 	t->used -= freed;
@@ -904,9 +919,13 @@ static size_t free_run(kb_tcm *t, const kb_tcm_span *s, size_t n, uint64_t fence
 void kb__tcm_free_n(kb_tcm *t, const kb_tcm_span *s, size_t n, uint64_t fence)
 {
 	for (size_t j = 0; j < n;) {
-		free_one(t, s[j].off, s[j].bytes, fence);
-		if (++j < n)
-			j += free_run(t, s + j, n - j, fence);
+		size_t r = free_run(t, s + j, n - j, fence);
+
+		if (!r) {
+			free_one(t, s[j].off, s[j].bytes, fence);
+			r = 1;
+		}
+		j += r;
 	}
 }
 
