@@ -13,6 +13,10 @@
 #include "tl/tcm.h"
 
 #define A KB_TCM_ALIGN
+/* The random runs span as many leaves whatever their size (they were
+ * made for leaves of 64 blocks): TCMs, runs and large requests F times
+ * as large. */
+#define F ((int)(KB_TCM_LEAF / 64))
 
 /* ---- the reference model: a sorted array, linear scans ---- */
 
@@ -423,14 +427,14 @@ START_TEST(test_tcm_scopes_match_reference)
 	kb_tcm t;
 	struct held held[64], kept[16];
 	size_t n_kept = 0, most = 0;
-	uint64_t rng = 777 + (uint64_t)_i, fence = 0, cap = 3000 * A + (uint64_t)_i * 24;
+	uint64_t rng = 777 + (uint64_t)_i, fence = 0, cap = 3000 * F * A + (uint64_t)_i * 24;
 	uint64_t last = 0;
 	int wraps = 0, big_ok = 0, fails = 0;
 
 	memset(&r, 0, sizeof(r));
 	ck_assert_int_eq(kb__tcm_init(&t, cap), 0);
 	ref_insert(&r, 0, 0, cap, 0);
-	for (int scope = 0; scope < 4000; scope++) {
+	for (int scope = 0; scope < 4000 * F; scope++) {
 		size_t n = 0, want;
 
 		rng = rng * 6364136223846793005u + 1442695040888963407u;
@@ -443,8 +447,8 @@ START_TEST(test_tcm_scopes_match_reference)
 			rng = rng * 6364136223846793005u + 1442695040888963407u;
 			big = (rng >> 33) % 50 == 0;
 			bytes = big ? (rng >> 40) % (300 * A) : (rng >> 40) % (3 * A) + 1;
-			if ((rng >> 33) % 150 == 1)   /* huge: fits only in a quiet TCM */
-				bytes = 1000 * A + (rng >> 40) % (2000 * A);
+			if ((rng >> 33) % (150 * F) == 1)   /* huge: fits only in a quiet TCM */
+				bytes = 1000 * F * A + (rng >> 40) % (2000 * F * A);
 			a = kb__tcm_alloc(&t, bytes, &o1, &f1);
 			b = ref_alloc(&r, bytes, &o2, &f2);
 			ck_assert_int_eq(a, b);
@@ -512,7 +516,7 @@ START_TEST(test_tcm_decode_ring_matches_reference)
 	kb_tcm t;
 	struct held held[8], kept[8];
 	size_t n_kept = 0, most = 0;
-	uint64_t rng = 99 + (uint64_t)_i, cap = 3000 * A + (uint64_t)_i * 40, last = 0;
+	uint64_t rng = 99 + (uint64_t)_i, cap = 3000 * F * A + (uint64_t)_i * 40, last = 0;
 	uint64_t o1, f1, o2, f2, fence = 0;
 	int wraps = 0, open = 0;
 
@@ -524,7 +528,7 @@ START_TEST(test_tcm_decode_ring_matches_reference)
 		ck_assert_int_eq(ref_alloc(&r, 40 * A, &o2, &f2), 0);
 		ck_assert_uint_eq(o1, o2);
 	}
-	for (int k = 0; k < 3000; k++) {
+	for (int k = 0; k < 3000 * F; k++) {
 		size_t n = 0;
 
 		rng = rng * 6364136223846793005u + 1442695040888963407u;
@@ -605,7 +609,7 @@ START_TEST(test_tcm_decode_ring_matches_reference)
 	 * ring several times, mostly with a leaf open */
 	ck_assert_uint_gt(most, 4 * KB_TCM_LEAF);
 	ck_assert_int_gt(wraps, 5);
-	ck_assert_int_gt(open, 3000 * 8);
+	ck_assert_int_gt(open, 3000 * F * 8);
 	kb__tcm_fini(&t);
 }
 END_TEST

@@ -31,9 +31,16 @@
  * a neighbour with room, and splits (at the insert's place) only when both
  * are full; an empty leaf goes away. Splits and drops move the leaf index
  * (n / KB_TCM_LEAF entries). Decode at S_kv = 262144 (~10,000 free blocks,
- * 24,580 allocations and as many frees) fills its ~160 leaves to ~63 of
- * 64 blocks. No decision depends on how the blocks are cut into leaves,
- * only on the ordered set of blocks.
+ * 24,580 allocations and as many frees) fills its 39 leaves to ~253 of
+ * 256 blocks. Until its cursor wraps, its frees pile up below the cursor
+ * in the last leaf, which splits each time it is full: with leaves of 64
+ * blocks that was every ~11 tiles, each split and the frees around it
+ * ~800 instructions (a leaf's malloc, the index, the tree), ~0.5% of a
+ * run at S_kv = 65536; decode's own paths move a few blocks at most
+ * whatever a leaf holds (the open gap follows its cursor), so larger
+ * leaves cost it nothing measurable. No decision
+ * depends on how the blocks are cut into leaves, only on the ordered
+ * set of blocks.
  */
 #ifndef KB_TL_TCM_H
 #define KB_TL_TCM_H
@@ -43,7 +50,7 @@
 #include <string.h>
 
 #define KB_TCM_ALIGN 64u
-#define KB_TCM_LEAF 64u
+#define KB_TCM_LEAF 256u
 
 /* A free block [off, end) and its fence. One struct per block, not an
  * array per field: an insert or removal moves the blocks after it with
