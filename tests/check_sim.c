@@ -992,28 +992,32 @@ static uint32_t sc_lo[MAX_LPS], sc_len[MAX_LPS]; /* each LP's PE: first LP, LPs 
 static kb_time sc_lat_pe;
 
 /* Where hop `hop` of a token at lp goes, by the hop and the LP: to the next
- * LP of its PE with exactly lat_pe, to itself with lat_pe, to that next LP
- * with a longer delay, to the next PE's first LP (a higher id) or to the
- * previous PE's last (a lower one: below the PE's local_lo) with their
- * link's latency. */
-static void sc_route(kb_lp *lp, uint64_t hop, uint32_t *dst, kb_time *delay)
+ * LP of its PE with exactly lat_pe (by kb__lp_send or, where it returns 1,
+ * kb__lp_send_pe), to itself with lat_pe, to that next LP with a longer
+ * delay, to the next PE's first LP (a higher id) or to the previous PE's
+ * last (a lower one: below the PE's local_lo) with their link's latency. */
+static int sc_route(kb_lp *lp, uint64_t hop, uint32_t *dst, kb_time *delay)
 {
 	uint32_t id = kb__lp_id(lp), lo = sc_lo[id], len = sc_len[id];
 	uint32_t next = lo + (id - lo + 1) % len;
 
-	switch ((id + hop) % 5) {
+	switch ((id + hop) % 6) {
+	case 5:
+		*dst = next;
+		*delay = sc_lat_pe;
+		return 1;
 	case 0:
 		*dst = next;
 		*delay = sc_lat_pe;
-		return;
+		return 0;
 	case 1:
 		*dst = id;
 		*delay = sc_lat_pe;
-		return;
+		return 0;
 	case 2:
 		*dst = next;
 		*delay = sc_lat_pe + 3;
-		return;
+		return 0;
 	case 3:
 		*dst = (lo + len) % sc_n;
 		break;
@@ -1022,6 +1026,7 @@ static void sc_route(kb_lp *lp, uint64_t hop, uint32_t *dst, kb_time *delay)
 		break;
 	}
 	*delay = *dst == id ? sc_lat_pe : kb__lp_link_latency(lp, *dst);
+	return 0;
 }
 
 /* A token: w[0] its hop, w[1] the time it is due. */
@@ -1030,11 +1035,11 @@ static int sc_send(kb_lp *lp, uint64_t hop)
 	kb_event ev = { .type = 1 };
 	uint32_t dst;
 	kb_time delay;
+	int pe = sc_route(lp, hop, &dst, &delay);
 
-	sc_route(lp, hop, &dst, &delay);
 	ev.w[0] = hop;
 	ev.w[1] = kb__lp_now(lp) + delay;
-	return kb__lp_send(lp, dst, delay, &ev);
+	return pe ? kb__lp_send_pe(lp, dst, &ev) : kb__lp_send(lp, dst, delay, &ev);
 }
 
 /* Two tokens from every LP, at time 0: many arrive at equal times. */

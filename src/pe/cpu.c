@@ -39,11 +39,10 @@ typedef struct kb_cpu {
 	 * the same every dispatch (pe, eng, op, bytes, size) filled at init. */
 	kb_oplog_lane *lane;
 	kb_oplog_record rec;
-	/* Read every command, found once at init: the command kinds' names,
-	 * PE_SCHEDULER's LP and the latency to it. */
+	/* Read every command, found once at init: the command kinds' names
+	 * and PE_SCHEDULER's LP. */
 	const char *kind_name[KB_CMD_KIND_COUNT];
 	uint32_t sched_lp;
-	kb_time lat;
 	kb_pe_figures *fig;      /* the PE's */
 	/* The CMD message to PE_SCHEDULER, its type filled at init: a
 	 * dispatch sets only the command, when it starts (advance; none
@@ -345,7 +344,7 @@ static __attribute__((noinline)) int dispatched(kb_lp *lp)
 			c->sends[c->n_sends++] = cmd->id;
 		}
 		c->outstanding++;
-		rc = kb__lp_send_short(lp, c->sched_lp, c->lat, &c->cmd_ev);
+		rc = kb__lp_send_pe_short(lp, c->sched_lp, &c->cmd_ev);
 		if (rc)
 			return rc;
 	}
@@ -496,7 +495,6 @@ static int cpu_init(void *st, void *arg)
 	for (int k = 0; k < KB_CMD_KIND_COUNT; k++)
 		c->kind_name[k] = kb__cmd_kind_name(k);
 	c->sched_lp = kb__pe_lp(c->ps->pe, KB_ENG_SCHED);
-	c->lat = c->ps->m->lat_pe;
 	c->fig = &c->ps->fig;
 	c->cmd_ev.type = KB_EV_CMD;
 	c->rec = (kb_oplog_record){ 0, 0, c->ps->pe, kb__eng_names[KB_ENG_CPU], "dispatch", 0, NULL, 0, -1,

@@ -57,11 +57,10 @@ _Static_assert(sizeof(chan) == 192, "chan: 192 bytes");
 typedef struct kb_engine {
 	/* Read every stage, found once at init instead of through ps and
 	 * its machine: the machine, its memory store (data mode), this PE's
-	 * first LP, the latency between its LPs and this engine's busy time. */
+	 * first LP and this engine's busy time. */
 	const kb_machine *m;
 	kb_memstore *mem;
 	uint32_t lp0;
-	kb_time lat;
 	uint64_t *busy_ps;
 	chan ch[2];
 	kb_busy busy;
@@ -203,7 +202,7 @@ static __attribute__((noinline)) int finish(kb_lp *lp, chan *c)
 	rc = log_stage(now, e, c);
 	if (rc)
 		return kb__lp_fail(lp, rc, "%s buffering an op_log record", kb_strerror(rc));
-	rc = kb__lp_send(lp, e->lp0 + c->dst, e->lat, &c->run);
+	rc = kb__lp_send_pe(lp, e->lp0 + c->dst, &c->run);
 	if (!c->n) {
 		c->busy = 0;
 		return rc;
@@ -305,7 +304,6 @@ static int engine_init(void *st, void *arg)
 	e->m = a->ps->m;
 	e->mem = a->ps->m->mem;
 	e->lp0 = kb__pe_lp(a->ps->pe, 0);
-	e->lat = a->ps->m->lat_pe;
 	e->busy_ps = &a->ps->fig.busy_ps[a->eng];
 	e->lane = a->ps->lane[a->eng];
 	e->rec = (kb_oplog_record){ 0, 0, a->ps->pe, kb__eng_names[a->eng], NULL, 0, NULL, -1, -1,

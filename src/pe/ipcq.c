@@ -75,7 +75,7 @@ static int step_done(kb_lp *lp, kb_ipcq *q, const kb_event *ev, kb_time t0)
 	if (rc)
 		return kb__lp_fail(lp, rc, "%s buffering an op_log record", kb_strerror(rc));
 	done.type = KB_EV_STEP_DONE;
-	return kb__lp_send(lp, kb__pe_lp(q->ps->pe, KB_ENG_SCHED), q->ps->m->lat_pe, &done);
+	return kb__lp_send_pe(lp, kb__pe_lp(q->ps->pe, KB_ENG_SCHED), &done);
 }
 
 static int tx_start(kb_lp *lp, kb_ipcq *q)

@@ -36,12 +36,11 @@ typedef struct kb_sched {
 	 * those meet. */
 	kb_plan *fl_head, *fl_tail;
 	kb_plan_pool pool;       /* finished plans, for the next ones */
-	/* Found once at init: this PE's first LP and the latency between
-	 * its LPs. And the two messages it sends, kept here with what is
-	 * the same every time (their type) filled at init: a send sets only
-	 * the payload (no 72-byte message built on the stack each time). */
+	/* Found once at init: this PE's first LP. And the two messages it
+	 * sends, kept here with what is the same every time (their type)
+	 * filled at init: a send sets only the payload (no 72-byte message
+	 * built on the stack each time). */
 	uint32_t lp0;
-	kb_time lat;
 	kb_event stage_ev, done_ev;
 	/* Its op_log lane (NULL: none) and its hazard_wait record with what
 	 * is the same every time (pe, eng, op, bytes, size) filled at init:
@@ -87,7 +86,7 @@ static inline int send_stage(kb_lp *lp, kb_sched *s, kb_plan *p, kb_phase ph, ui
 	/* The first stage's memoised cost (the engines step on from it):
 	 * looked up once a step here, not once a stage by each engine. */
 	ev->w[4] = (uint64_t)(uintptr_t)kb__plan_first_cost(p, ph, step, st);
-	return kb__lp_send(lp, s->lp0 + st[0].eng, s->lat, ev);
+	return kb__lp_send_pe(lp, s->lp0 + st[0].eng, ev);
 }
 
 /* The k-step of loop step `step` (kb__plan_step_tile's ki), without its
@@ -130,7 +129,7 @@ static __attribute__((noinline)) int feed_single(kb_lp *lp, kb_sched *s, kb_plan
 	for (; !rc && i < n; i++, st++, cost += cost_step) {
 		kb__ev_type_aux(ev, KB_EV_STAGE, kb__stage_aux(st, 0));
 		kb__ev_words(ev, i, (uint64_t)(uintptr_t)st, kb__stage_pack(ph, 0, 0), cost);
-		rc = kb__lp_send(lp, s->lp0 + st->eng, s->lat, ev);
+		rc = kb__lp_send_pe(lp, s->lp0 + st->eng, ev);
 	}
 	p->fed = i;
 	return rc;
@@ -201,7 +200,7 @@ static inline __attribute__((always_inline)) int finish_cmd(kb_lp *lp, kb_sched 
 		return finish_freeing(lp, s, p, cmd);
 	if (__builtin_expect(!kb__plan_keep(p, &s->pool), 0))
 		return finish_freeing(lp, s, p, NULL);
-	return kb__lp_send_short(lp, s->lp0 + KB_ENG_CPU, s->lat, &s->done_ev);
+	return kb__lp_send_pe_short(lp, s->lp0 + KB_ENG_CPU, &s->done_ev);
 }
 
 /* finish_cmd's rest where the command (cmd; NULL: it was kept) or the
@@ -213,7 +212,7 @@ static __attribute__((noinline)) int finish_freeing(kb_lp *lp, kb_sched *s, kb_p
 	if (cmd)
 		kb__cmd_free_slow(cmd);
 	kb__plan_recycle(p, &s->pool);
-	return kb__lp_send_short(lp, s->lp0 + KB_ENG_CPU, s->lat, &s->done_ev);
+	return kb__lp_send_pe_short(lp, s->lp0 + KB_ENG_CPU, &s->done_ev);
 }
 
 /* The next phase with work in it; the command ends after POST. Without a
@@ -273,7 +272,7 @@ static inline int start_kept(kb_lp *lp, kb_sched *s, kb_plan *p)
 	p->acc_free = p->start_acc_free;
 	p->cur_acc = kb__stage_acc(p->start_ev.w[3]);
 	p->fed = 1;
-	return kb__lp_send(lp, s->lp0 + p->start_eng, s->lat, &p->start_ev);
+	return kb__lp_send_pe(lp, s->lp0 + p->start_eng, &p->start_ev);
 }
 
 /* p, admitted, joins the plans in flight (at their end) and starts. */
@@ -574,7 +573,6 @@ static int sched_init(void *st, void *arg)
 	s->ps = ((const kb_pe_lp_arg *)arg)->ps;
 	s->rw_aware = s->ps->m->tp->scheduler.policy == KB_SCHED_RW_AWARE;
 	s->lp0 = kb__pe_lp(s->ps->pe, 0);
-	s->lat = s->ps->m->lat_pe;
 	s->stage_ev.type = KB_EV_STAGE;
 	s->done_ev.type = KB_EV_CMD_DONE;
 	s->lane = s->ps->lane[KB_ENG_SCHED];

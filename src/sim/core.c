@@ -1121,6 +1121,35 @@ __attribute__((always_inline)) inline int kb__lp_send_short(kb_lp *lp, uint32_t 
 	return send_put(lp, dst, delay, ev, 0);
 }
 
+/* kb__lp_send_pe, or kb__lp_send_pe_short with whole 0. Where the
+ * shortcut holds for dst (local_n), local_lat is the engine-to-engine
+ * latency itself (set_shortcuts), the delay: the time is all the
+ * common case tests besides dst, and as local_lat has 32 bits and now
+ * at most KB_TIME_MAX, the sum cannot wrap. Elsewhere, or at time's
+ * end, send_far with that latency, as kb__lp_send. */
+static inline __attribute__((always_inline)) int send_pe_put(kb_lp *lp, uint32_t dst,
+							     const kb_event *ev, int whole)
+{
+	kb_time t = lp->now + lp->local_lat;
+
+	if (__builtin_expect(dst - lp->local_lo >= lp->local_n || t > KB_TIME_MAX, 0))
+		return send_far(lp, dst, lp->sim->cfg.lat_pe, ev);
+	return ev_put_as(lp, lp->worker, t, (uint64_t)dst << 32 | lp->id, lp->seq++, ev, whole);
+}
+
+/* Inline in the caller, as kb__lp_send. */
+__attribute__((always_inline)) inline int kb__lp_send_pe(kb_lp *lp, uint32_t dst,
+							 const kb_event *ev)
+{
+	return send_pe_put(lp, dst, ev, 1);
+}
+
+__attribute__((always_inline)) inline int kb__lp_send_pe_short(kb_lp *lp, uint32_t dst,
+							       const kb_event *ev)
+{
+	return send_pe_put(lp, dst, ev, 0);
+}
+
 /* ---- what executors call ---- */
 
 /* Puts a register's event into the heap as the loop ends. */

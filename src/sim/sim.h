@@ -204,6 +204,13 @@ int kb__lp_send(kb_lp *lp, uint32_t dst, kb_time delay, const kb_event *ev);
  * type, aux and w[0] alone (a command to PE_SCHEDULER, its end to
  * PE_CPU): as kb__lp_self_short, w[1] .. w[4] may hold anything. */
 int kb__lp_send_short(kb_lp *lp, uint32_t dst, kb_time delay, const kb_event *ev);
+/* kb__lp_send to dst, an LP of lp's own PE (lp's own too), after the
+ * engine-to-engine latency (kb_sim_config lat_pe), the delay of nearly
+ * every message of a decode run: the delay known, the common case
+ * tests neither it against the link nor that the sum can wrap (issue
+ * 13). _short: as kb__lp_send_short. */
+int kb__lp_send_pe(kb_lp *lp, uint32_t dst, const kb_event *ev);
+int kb__lp_send_pe_short(kb_lp *lp, uint32_t dst, const kb_event *ev);
 /* Schedules an event on the LP itself; any delay >= 0. */
 int kb__lp_self(kb_lp *lp, kb_time delay, const kb_event *ev);
 /* The same for an event whose handler reads its type, aux and w[0]
