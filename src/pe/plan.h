@@ -38,6 +38,13 @@ typedef struct kb_stage_ref {
 #define KB_PLAN_MAX_STAGES 40   /* stages of one step (per tile) */
 #define KB_PLAN_MAX_STEPS 48    /* KERNEL-scope ops before / after the GEMM */
 
+/* A plan's link in its scheduler's list of plans in flight (sched.c),
+ * which is circular through a link in the scheduler's own state: a plan
+ * joins and leaves it with no test for the list's ends. */
+typedef struct kb_plan_link {
+	struct kb_plan_link *prev, *next;
+} kb_plan_link;
+
 typedef struct kb_plan {
 	/* What planning derives from the digest, gemm to cost_blk, first: a
 	 * plan of a digest key met before copies it whole from the memo's
@@ -87,12 +94,17 @@ typedef struct kb_plan {
 	/* The engine of the first stage its start sends (start_ev's; a
 	 * stage's engine is never KB_ENG_CPU), 0: no start kept. */
 	uint32_t start_eng;
-	/* In flight: its command's hazard signature, and the scheduler's
-	 * list of plans in flight in admission order (prev, next; kept: a
-	 * pool's list of spare plans, next) */
+	/* In flight: its command's hazard signature, and its link in the
+	 * scheduler's list of plans in flight (fl; kept: a pool's list of
+	 * spare plans, next, in fl's place) */
 	kb_hazard_sig sig;
-	struct kb_plan *prev;
-	struct kb_plan *next;
+	union {
+		kb_plan_link fl;
+		struct {
+			void *next_pad;  /* fl.prev's place */
+			struct kb_plan *next;
+		};
+	};
 	/* A keyed plan's start (the scheduler's start_plan), kept from its
 	 * first: the plan is the same at every start (kb__plan_take), so are
 	 * the STAGE message its start sends, which the next starts send as

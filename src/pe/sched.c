@@ -31,10 +31,10 @@ typedef struct kb_sched {
 	queued *q;
 	size_t q_head, q_n, q_cap; /* q_cap: 0 or a power of two */
 	/* Plans admitted, not finished, in admission order (linked through
-	 * kb_plan.prev and next: one ends without moving the others): the
-	 * hazard test reads their signatures and their commands only when
-	 * those meet. */
-	kb_plan *fl_head, *fl_tail;
+	 * kb_plan fl, circular through this link: one ends without moving
+	 * the others): the hazard test reads their signatures and their
+	 * commands only when those meet. */
+	kb_plan_link fl;
 	kb_plan_pool pool;       /* finished plans, for the next ones */
 	/* Found once at init: this PE's first LP. And the two messages it
 	 * sends, kept here with what is the same every time (their type)
@@ -49,6 +49,12 @@ typedef struct kb_sched {
 	kb_oplog_record wait_rec;
 } kb_sched;
 
+/* The plan whose link in the plans in flight is l. */
+static inline kb_plan *fl_plan(const kb_plan_link *l)
+{
+	return (kb_plan *)(void *)((char *)(uintptr_t)l - offsetof(kb_plan, fl));
+}
+
 /* The exact test, for signatures that meet (out of line: its nested
  * loops, inline, took enough registers to give every admission a frame
  * of six saved registers, for a test that runs for one admission in
@@ -62,9 +68,12 @@ static __attribute__((noinline)) int conflicts(const kb_cmd *c, const kb_cmd *f)
 static inline __attribute__((always_inline)) const kb_plan *blocker(const kb_sched *s, const kb_cmd *c,
 								    kb_hazard_sig sig)
 {
-	for (const kb_plan *f = s->fl_head; f; f = f->next)
+	for (const kb_plan_link *l = s->fl.next; l != &s->fl; l = l->next) {
+		const kb_plan *f = fl_plan(l);
+
 		if (kb__hazard_may_conflict(sig, f->sig) && conflicts(c, f->cmd))
 			return f;
+	}
 	return NULL;
 }
 
@@ -193,8 +202,8 @@ static inline __attribute__((always_inline)) int finish_cmd(kb_lp *lp, kb_sched 
 {
 	kb_cmd *cmd = p->cmd;
 
-	*(p->prev ? &p->prev->next : &s->fl_head) = p->next;
-	*(p->next ? &p->next->prev : &s->fl_tail) = p->prev;
+	p->fl.prev->next = p->fl.next;
+	p->fl.next->prev = p->fl.prev;
 	s->done_ev.w[0] = cmd->id;
 	if (__builtin_expect(!kb__cmd_keep(cmd), 0))
 		return finish_freeing(lp, s, p, cmd);
@@ -279,10 +288,10 @@ static inline int start_kept(kb_lp *lp, kb_sched *s, kb_plan *p)
 static int start_plan(kb_lp *lp, kb_sched *s, kb_plan *p, kb_hazard_sig sig)
 {
 	p->sig = sig;
-	p->prev = s->fl_tail;
-	p->next = NULL;
-	*(s->fl_tail ? &s->fl_tail->next : &s->fl_head) = p;
-	s->fl_tail = p;
+	p->fl.prev = s->fl.prev;
+	p->fl.next = &s->fl;
+	s->fl.prev->next = &p->fl;
+	s->fl.prev = &p->fl;
 	if (p->start_eng)
 		return start_kept(lp, s, p);
 	/* none in its first phase (not read before: a kept start has one) */
@@ -449,8 +458,8 @@ static __attribute__((noinline)) int enqueue_slow(kb_lp *lp, kb_sched *s, kb_cmd
  * their signatures alone (blocker without its exact test). */
 static inline int may_block(const kb_sched *s, kb_hazard_sig sig)
 {
-	for (const kb_plan *f = s->fl_head; f; f = f->next)
-		if (kb__hazard_may_conflict(sig, f->sig))
+	for (const kb_plan_link *l = s->fl.next; l != &s->fl; l = l->next)
+		if (kb__hazard_may_conflict(sig, fl_plan(l)->sig))
 			return 1;
 	return 0;
 }
@@ -552,9 +561,11 @@ static int sched_pending(kb_lp *lp, char *buf, size_t len)
 			 s->q[s->q_head].cmd->id, b ? b->cmd->id : UINT64_MAX);
 		return 1;
 	}
-	if (s->fl_head) {
-		snprintf(buf, len, "has command %" PRIu64 " (%s) in flight", s->fl_head->cmd->id,
-			 kb__cmd_kind_name((int)s->fl_head->cmd->kind));
+	if (s->fl.next != &s->fl) {
+		const kb_cmd *c = fl_plan(s->fl.next)->cmd;
+
+		snprintf(buf, len, "has command %" PRIu64 " (%s) in flight", c->id,
+			 kb__cmd_kind_name((int)c->kind));
 		return 1;
 	}
 	return 0;
@@ -573,6 +584,7 @@ static int sched_init(void *st, void *arg)
 	s->ps = ((const kb_pe_lp_arg *)arg)->ps;
 	s->rw_aware = s->ps->m->tp->scheduler.policy == KB_SCHED_RW_AWARE;
 	s->lp0 = kb__pe_lp(s->ps->pe, 0);
+	s->fl.prev = s->fl.next = &s->fl;
 	s->stage_ev.type = KB_EV_STAGE;
 	s->done_ev.type = KB_EV_CMD_DONE;
 	s->lane = s->ps->lane[KB_ENG_SCHED];
@@ -585,10 +597,10 @@ static void sched_final(void *st)
 {
 	kb_sched *s = st;
 
-	while (s->fl_head) {
-		kb_plan *p = s->fl_head;
+	while (s->fl.next != &s->fl) {
+		kb_plan *p = fl_plan(s->fl.next);
 
-		s->fl_head = p->next;
+		s->fl.next = p->fl.next;
 		kb__cmd_free(p->cmd);
 		kb__plan_free(p);
 	}
