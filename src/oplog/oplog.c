@@ -156,7 +156,8 @@ typedef kb_sha256_spread oplog_pend;
  * ~13,000 times in opt3 at 65,536 tokens, 4 to 5 lines a lane): the
  * first two lines hold what emit reads of the record's own lane, the
  * third its cur (whose end and head say whether it holds records); of the
- * shared lane, a record reads last_t1 and last_key, cur and pend. */
+ * shared lane, a record reads last_t1 and last_key, cur and the pend
+ * after the lane (serial_lane). */
 struct kb_oplog_lane {
 	/* The merge key of the lane's records in the shared lane: its order
 	 * times two (lane_entry; one more in its own buffer). */
@@ -205,7 +206,6 @@ struct kb_oplog_lane {
 	 * t1 (the merge order) is kept beside the text. */
 	int keep_fields;
 	lane_buf cur, ready;
-	oplog_pend *pend;        /* the shared lane's: the log's pend; else NULL */
 	form_tab *forms[FORM_KINDS]; /* or NULL */
 	uint32_t uncached;       /* records formatted before the forms (FORM_CACHE_AFTER) */
 	/* The log's oom: the writer sets it when a record fails, the sink
@@ -216,6 +216,16 @@ struct kb_oplog_lane {
 
 _Static_assert(offsetof(kb_oplog_lane, pre_t0) == 64 && offsetof(kb_oplog_lane, cur) == 128,
 	       "a lane's record fields fill its first two lines, cur the third");
+
+/* The log's shared lane (kb__oplog_serial) and the serial run's pending
+ * hash, one allocation made with the log: a record that the shared lane
+ * takes tests pend.left at a fixed distance from the lane's cur, where
+ * it loaded a pointer to the log's pend first (issue 13). The lane is
+ * the block's start: freed as a lane once it is one. */
+typedef struct serial_lane {
+	kb_oplog_lane lane;
+	oplog_pend pend;
+} serial_lane;
 
 #define E8 UINT64_C(100000000)
 /* A lane's pre_base while it has no time prefix (times_in): a record's
@@ -263,13 +273,14 @@ struct kb_oplog {
 	 * their final order, lie there as the op_log's bytes with nothing to
 	 * merge (issue 13). */
 	kb_oplog_lane *shared;
-	/* The shared lane, made once and kept while records come from
-	 * several threads again (kb__oplog_parallel), as a lane like the
-	 * others, for a later kb__oplog_serial. */
-	kb_oplog_lane *serial_lane;
-	/* The shared lane's flushed bytes not hashed yet, and the buffer it
-	 * writes into next (the one that held them before, once hashed). */
-	oplog_pend pend;
+	/* The shared lane, a lane among the others from the first
+	 * kb__oplog_serial on (serial_made) and kept while records come from
+	 * several threads again (kb__oplog_parallel), for a later
+	 * kb__oplog_serial; with it the shared lane's flushed bytes not
+	 * hashed yet (serial->pend), and the buffer it writes into next (the
+	 * one that held them before, once hashed). */
+	serial_lane *serial;
+	int serial_made;
 	char *spare_text;
 	size_t spare_cap;
 	/* The lanes a planned merge reads (those with records in it). */
@@ -389,8 +400,12 @@ int kb__oplog_create(kb_oplog **out, const kb_oplog_options *opt, kb_error *err)
 	int rc;
 
 	*out = NULL;
-	if (!log)
+	if (log && (log->serial = aligned_alloc(_Alignof(serial_lane), sizeof(serial_lane))))
+		memset(log->serial, 0, sizeof(*log->serial));
+	if (!log || !log->serial) {
+		free(log);
 		return kb__err(err, KB_ENOMEM, "out of memory creating the op_log");
+	}
 	kb__sha256_init(&log->sha);
 	if (opt && opt->path) {
 		log->path = strdup(opt->path);
@@ -426,14 +441,15 @@ fail:
 	}
 	kb__outfile_close(&log->outfile, 0);
 	free(log->path);
+	free(log->serial);
 	free(log);
 	return rc;
 }
 
-kb_oplog_lane *kb__oplog_lane(kb_oplog *log, uint32_t order)
+/* kb__oplog_lane in lane's memory when it is not NULL (left to the
+ * caller on a failure), else in its own. */
+static kb_oplog_lane *lane_add(kb_oplog *log, uint32_t order, kb_oplog_lane *lane)
 {
-	kb_oplog_lane *lane;
-
 	if (order > KB_OPLOG_MAX_ORDER)
 		return NULL;   /* the merge key holds order * 2 + 1 in 32 bits */
 	if (log->n_lanes == log->cap_lanes) {
@@ -449,8 +465,7 @@ kb_oplog_lane *kb__oplog_lane(kb_oplog *log, uint32_t order)
 			return NULL;
 		log->cap_lanes = cap;
 	}
-	lane = aligned_alloc(_Alignof(kb_oplog_lane), sizeof(*lane));
-	if (!lane)
+	if (!lane && !(lane = aligned_alloc(_Alignof(kb_oplog_lane), sizeof(*lane))))
 		return NULL;
 	memset(lane, 0, sizeof(*lane));
 	lane->key = order << 1;
@@ -463,6 +478,11 @@ kb_oplog_lane *kb__oplog_lane(kb_oplog *log, uint32_t order)
 	lane->shared = log->shared ? log->shared : &never_takes;
 	log->lanes[log->n_lanes++] = lane;
 	return lane;
+}
+
+kb_oplog_lane *kb__oplog_lane(kb_oplog *log, uint32_t order)
+{
+	return lane_add(log, order, NULL);
 }
 
 /* The records b holds (consumed ones too, before head). */
@@ -556,11 +576,12 @@ int kb__oplog_serial(kb_oplog *log)
 
 	if (!log || log->shared)
 		return KB_OK;
-	if ((sh = log->serial_lane)) {
+	sh = &log->serial->lane;
+	if (log->serial_made) {
 		if (buf_n(&sh->cur) == sh->cur.head)
 			shared_empty(sh);   /* its last record's key is gone */
 	} else {
-		if (!(sh = kb__oplog_lane(log, KB_OPLOG_MAX_ORDER)))   /* its order is never read */
+		if (!lane_add(log, KB_OPLOG_MAX_ORDER, sh))   /* its order is never read */
 			return KB_ENOMEM;
 		/* The entries for it too (MIN_RECORD); without memory,
 		 * lane_grow's sizes as in any lane. */
@@ -572,8 +593,7 @@ int kb__oplog_serial(kb_oplog *log)
 				buf_text_cap(&sh->cur, 0);
 			}
 		}
-		sh->pend = &log->pend;
-		log->serial_lane = sh;
+		log->serial_made = 1;
 	}
 	for (size_t i = 0; i < log->n_lanes; i++) {
 		kb_oplog_lane *l = log->lanes[i];
@@ -1304,10 +1324,12 @@ static inline void shared_empty(kb_oplog_lane *l)
  * noted, and a piece of the serial run's pending hash taken. */
 static inline __attribute__((always_inline)) void shared_took(kb_oplog_lane *sh, kb_time t1, uint32_t key)
 {
+	oplog_pend *pend = &((serial_lane *)(void *)sh)->pend;
+
 	sh->last_t1 = t1;
 	sh->last_key = key;
-	if (sh->pend->left)
-		kb__sha256_piece(sh->pend);
+	if (pend->left)
+		kb__sha256_piece(pend);
 }
 
 /* kb__oplog_emit and kb__oplog_emit_stage, every case: one of fields and
@@ -1492,9 +1514,9 @@ int kb__oplog_emit_stage(kb_oplog_lane *lane, const kb_oplog_record *rec, kb_opl
 
 void kb__oplog_hash_steps(kb_oplog *log, const size_t **n, void (**step)(void *), void **ctx)
 {
-	*n = &log->pend.left;
+	*n = &log->serial->pend.left;
 	*step = kb__sha256_piece_fn(&log->sha);
-	*ctx = &log->pend;
+	*ctx = &log->serial->pend;
 }
 
 /* ---- merging: slices of the final records, in the fixed total order ----
@@ -1721,8 +1743,8 @@ static uint64_t now_ns(void)
  * and before the digest. */
 static void pend_drain(kb_oplog *log)
 {
-	if (log->pend.left)
-		kb__sha256_spread_end(&log->pend);
+	if (log->serial->pend.left)
+		kb__sha256_spread_end(&log->serial->pend);
 }
 
 /* To the byte sinks (not the hash), in order. */
@@ -2078,7 +2100,7 @@ static int pend_keep(kb_oplog *log, lane_buf *b, size_t z, size_t from, size_t l
 	buf_text_cap(b, log->spare_cap);
 	log->spare_cap = cap;
 	b->text_n = rest;
-	kb__sha256_spread(&log->sha, &log->pend, t + from, len);
+	kb__sha256_spread(&log->sha, &log->serial->pend, t + from, len);
 	return 0;
 }
 
@@ -2294,8 +2316,10 @@ void kb__oplog_destroy(kb_oplog *log)
 		free(log->lanes[i]->ready.text);
 		for (int k = 0; k < FORM_KINDS; k++)
 			free(log->lanes[i]->forms[k]);
-		free(log->lanes[i]);
+		free(log->lanes[i]);   /* the shared one: log->serial's too */
 	}
+	if (!log->serial_made)
+		free(log->serial);
 	for (size_t i = log->q_head; i < log->n_q; i++)
 		log->spare[log->n_spare++] = log->q[i];
 	for (size_t i = 0; i < log->n_spare; i++) {
