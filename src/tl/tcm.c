@@ -859,13 +859,21 @@ void kb__tcm_free(kb_tcm *t, uint64_t off, uint64_t bytes, uint64_t fence)
 	free_one(t, off, bytes, fence);
 }
 
+/* Whether a free at off goes in between block i - 1 (its last byte low,
+ * its fence low_fence) and block i, last the last byte below which it
+ * must lie, without merging into block i - 1 (free_run). */
+HOT int run_fits(uint64_t off, uint64_t low, uint64_t low_fence, uint64_t last, uint64_t fence)
+{
+	return off > low && off <= last && !(off == low + 1 && low_fence == fence);
+}
+
 /*
  * The frees of s[0..n) that go in at the place the hint names, as
  * free_one's fast path puts them (block i of leaf k above them, block
  * i - 1 below, none merging), with what they share (leaf, gap, hints,
  * bound, counts) updated once for the run: ~20 instructions a block,
  * not ~90 (issue 13). They go in below block i at the gap's low side,
- * lowest first, so that the gap ends up under block i, the cursor's
+ * in address order, so that the gap ends up under block i, the cursor's
  * block in decode: the next scope's frees and, once the cursor has
  * wrapped, its allocations come there, where the gap already is. Put
  * at the gap's high side, as put_block does a single free, a decode
@@ -877,35 +885,33 @@ static size_t free_run(kb_tcm *t, const kb_tcm_span *s, size_t n, uint64_t fence
 {
 	uint32_t k = t->hint[AT_FREE][0], i = t->hint[AT_FREE][1];
 	kb_tcm_leaf *f;
-	const kb_tcm_blk *q;
-	kb_tcm_blk *at;
-	uint64_t low, last, freed = 0, most = 0;
-	size_t j, room;
+	kb_tcm_blk *top;
+	uint64_t low, low_fence, last, freed = 0, most = 0;
+	size_t j, m;
 
 	if (i == 0 || k >= t->m || i >= (f = t->leaf[k])->n)
 		return 0;
-	q = blk(f, i - 1);
-	low = q->last;             /* blocks go in above it... */
-	last = blk(f, i)->last;    /* ...and below block i, the last one in */
-	room = L - f->n;
-	for (j = 0; j < n && j < room; j++) {
-		uint64_t off = s[j].off;
-
-		if (off <= low || off > last || (off == low + 1 && q->fence == fence))
-			break;
-		last = off + round_size(s[j].bytes) - 1;
-	}
-	if (!j)
+	low = blk(f, i - 1)->last;    /* blocks go in above it... */
+	low_fence = blk(f, i - 1)->fence;
+	last = blk(f, i)->last;       /* ...and below block i, the last one in */
+	m = n < L - f->n ? n : L - f->n;
+	if (!m || !run_fits(s[0].off, low, low_fence, last, fence))
 		return 0;
+	/* At most m go, the gap's low side from block i up: written from
+	 * the top of those m down, in the one pass that checks them, and
+	 * moved down to block i in the rare case fewer go. */
 	f = gap_at(t, k, i);
-	at = &f->b[i];
-	for (size_t x = j; x-- > 0;) {
-		uint64_t size = round_size(s[x].bytes);
+	top = &f->b[i + m];
+	for (j = 0; j < m && run_fits(s[j].off, low, low_fence, last, fence); j++) {
+		uint64_t size = round_size(s[j].bytes);
 
-		*at++ = (kb_tcm_blk){ (uint32_t)s[x].off, (uint32_t)(s[x].off + size - 1), fence };
+		last = s[j].off + size - 1;
+		*--top = (kb_tcm_blk){ (uint32_t)s[j].off, (uint32_t)last, fence };
 		freed += size;
 		most = size > most ? size : most;
 	}
+	if (j < m)
+		move_blocks(&f->b[i], top, j);
 	f->g = i + (uint32_t)j;
 	f->n += (uint32_t)j;
 	t->n += j;
