@@ -531,7 +531,9 @@ START_TEST(test_err_prologue_hbm)
 END_TEST
 
 /* kb__tl_check_shape's three failures, each with its message (a new
- * context each: the first error stops one). */
+ * context each: the first error stops one); _i 1: after a good ref of
+ * the same rank and dims (kb_tl_ref's kept shape, commands.c), which
+ * must not let them pass. */
 START_TEST(test_err_ref_shape)
 {
 	static const struct {
@@ -554,11 +556,35 @@ START_TEST(test_err_ref_shape)
 		int64_t shape[5] = { cases[i].d0, 1 << 20, 1, 1, 1 };
 		int ln;
 
+		if (_i) {
+			int64_t good[5] = { 4, 1 << 20, 1, 1, 1 };
+
+			ck_assert_ptr_nonnull(kb_tl_ref(tl, 0, KB_FP16, 2, good));
+		}
 		ck_assert_ptr_null(kb_tl_ref(tl, 0, cases[i].dt, cases[i].rank, shape)); ln = __LINE__;
 		expect_failed(tl, &cp, cases[i].detail, cases[i].frag, ln);
 		cap_clear(&cp);
 		kb__tl_destroy(tl);
 	}
+}
+END_TEST
+
+/* A ref of the shape kb_tl_ref kept from the last (commands.c) is still
+ * checked against HBM's end, with its own bytes. */
+START_TEST(test_err_ref_kept_shape_outside_hbm)
+{
+	capture cp = { .n = 0 };
+	kb_tl *tl = new_tl(&cp);
+	int64_t shape[2] = { 64, 128 };
+	uint64_t end = UINT64_C(1) << 30;   /* new_tl's HBM */
+	int ln;
+
+	ck_assert_ptr_nonnull(kb_tl_ref(tl, 0, KB_FP16, 2, shape));
+	ck_assert_ptr_nonnull(kb_tl_ref(tl, end - 64 * 128 * 2, KB_FP16, 2, shape));
+	ck_assert_ptr_null(kb_tl_ref(tl, end - 64 * 128 * 2 + 2, KB_FP16, 2, shape)); ln = __LINE__;
+	expect_failed(tl, &cp, KB_V_SPACE, "+ 16384 bytes is outside HBM", ln);
+	cap_clear(&cp);
+	kb__tl_destroy(tl);
 }
 END_TEST
 
@@ -1877,7 +1903,8 @@ Suite *tl_suite(void)
 	tcase_add_test(rec, test_replay_timing_only);
 	tcase_add_test(val, test_err_autobind_conflict);
 	tcase_add_test(val, test_err_prologue_hbm);
-	tcase_add_test(val, test_err_ref_shape);
+	tcase_add_loop_test(val, test_err_ref_shape, 0, 2);
+	tcase_add_test(val, test_err_ref_kept_shape_outside_hbm);
 	tcase_add_test(val, test_err_two_gemms);
 	tcase_add_test(val, test_err_over_cap);
 	tcase_add_test(val, test_err_unknown_recipe);

@@ -130,22 +130,39 @@ int kb__tl_emit(kb_tl *tl, kb_cmd *c)
 	return kb__tl_push_or_cancel(tl, c);
 }
 
+/* Whether a ref of dt, rank and shape is of the shape kept in p (a
+ * kb_tl.ref_proto; rank 0: none): then it passed the checks, and has
+ * p's view. */
+static inline int ref_like(const kb_tview *p, kb_dtype dt, int rank, const int64_t *shape)
+{
+	if (!rank || rank != p->rank || (int)dt != p->dtype || !shape)
+		return 0;
+	for (int i = 0; i < rank; i++)
+		if (shape[i] != p->shape[i])
+			return 0;
+	return 1;
+}
+
 KB_API kb_tl_tensor *kb_tl_ref_at(kb_tl *tl, uint64_t addr, kb_dtype dt, int rank,
 				  const int64_t *shape, const char *file, int line)
 {
 	kb_tl_tensor *out = NULL;
-	uint64_t bytes;
 
-	if (kb__tl_begin(tl, "kb_tl_ref", file, line) || kb__tl_check_shape(tl, rank, shape, dt, &bytes))
+	if (kb__tl_begin(tl, "kb_tl_ref", file, line))
 		return NULL;
-	if (addr > tl->cfg.hbm_bytes || bytes > tl->cfg.hbm_bytes - addr) {
+	if (!ref_like(&tl->ref_proto, dt, rank, shape)) {
+		if (kb__tl_check_shape(tl, rank, shape, dt, &tl->ref_bytes))
+			return NULL;
+		kb__tl_view_proto(&tl->ref_proto, KB_SPACE_HBM, dt, rank, shape);
+	}
+	if (addr > tl->cfg.hbm_bytes || tl->ref_bytes > tl->cfg.hbm_bytes - addr) {
 		kb__tl_fail(tl, KB_V_SPACE, "HBM range 0x%llx + %llu bytes is outside HBM (%llu bytes)",
-			    (unsigned long long)addr, (unsigned long long)bytes,
+			    (unsigned long long)addr, (unsigned long long)tl->ref_bytes,
 			    (unsigned long long)tl->cfg.hbm_bytes);
 		return NULL;
 	}
 	/* inline: a decode kernel refs each K and V tile */
-	kb__tl_handle(tl, addr, NULL, KB_SPACE_HBM, dt, rank, shape, &out);
+	kb__tl_handle(tl, addr, &tl->ref_proto, KB_SPACE_HBM, dt, rank, shape, &out);
 	return out;
 }
 

@@ -72,6 +72,13 @@ struct kb_tl {
 	 * worked out), one kind each: kb__tl_emit's look-up by logical bytes
 	 * was ~25 instructions a decode load (issue 13). */
 	uint64_t move_lbytes[2], move_ps[2];
+	/* kb_tl_ref's last shape that passed its checks (rank 0: none yet),
+	 * as a view proto (KB_SPACE_HBM), and its bytes: a ref of the same
+	 * dtype and shape (a decode kernel's K and V tiles, two a tile)
+	 * takes them without the checks and the view built anew (~25 of its
+	 * ~145 instructions, issue 13). */
+	kb_tview ref_proto;
+	uint64_t ref_bytes;
 	int failed, cancelled;
 	kb_error error;
 	/* The ERROR command kb__tl_fail pushes and its error, allocated with
