@@ -54,12 +54,36 @@ static int64_t tile_rows(const decode_args *a, int64_t j)
 	return rest < a->T ? rest : a->T;
 }
 
-static kb_tl_tensor *kv_ref(kb_tl *tl, const decode_args *a, uint64_t base, uint32_t h, int64_t j)
-{
-	int64_t shape[2] = { tile_rows(a, j), a->d };
-	uint64_t off = ((uint64_t)h * (uint64_t)a->S + (uint64_t)(j * a->T)) * (uint64_t)a->d;
+/* KV head h's tiles of K and V: where tile j lies and its shape, worked
+ * out once per kernel (each tile's two refs were ~20 instructions each
+ * of multiplies and the ragged test, issue 13). */
+typedef struct kv_head {
+	uint64_t k, v;             /* tile 0 of K, of V */
+	uint64_t tile_bytes;       /* from one tile to the next */
+	int64_t tiles;
+	int64_t full[2], last[2];  /* a tile's shape; the last one's, ragged or not */
+	kb_dtype dt;
+} kv_head;
 
-	return kb_tl_ref(tl, base + off * kb_dtype_size(a->dt), a->dt, 2, shape);
+static void kv_head_init(kv_head *kv, const decode_args *a, uint32_t h)
+{
+	uint64_t es = kb_dtype_size(a->dt), head = (uint64_t)h * (uint64_t)a->S * (uint64_t)a->d * es;
+
+	kv->k = a->k + head;
+	kv->v = a->v + head;
+	kv->tile_bytes = (uint64_t)a->T * (uint64_t)a->d * es;
+	kv->tiles = (a->S + a->T - 1) / a->T;
+	kv->full[0] = a->T;
+	kv->last[0] = tile_rows(a, kv->tiles - 1);
+	kv->full[1] = kv->last[1] = a->d;
+	kv->dt = a->dt;
+}
+
+/* Tile j of K or V (base: kv->k or kv->v). */
+static kb_tl_tensor *kv_ref(kb_tl *tl, const kv_head *kv, uint64_t base, int64_t j)
+{
+	return kb_tl_ref(tl, base + (uint64_t)j * kv->tile_bytes, kv->dt, 2,
+			 j + 1 < kv->tiles ? kv->full : kv->last);
 }
 
 /* A GEMM-less composite: out = op(x, y) with optional epilogue, described
@@ -118,11 +142,11 @@ static kb_tl_tensor *scores(kb_tl *tl, state *s, kb_tl_tensor *k)
 	return kb_tl_composite(tl, &s->qk);
 }
 
-static void opt2_tile(kb_tl *tl, const decode_args *a, uint32_t h, int64_t j, state *s)
+static void opt2_tile(kb_tl *tl, const kv_head *kv, int64_t j, state *s)
 {
 	kb_tl_scope_begin(tl);
-	s->merge.args[0].t = scores(tl, s, kv_ref(tl, a, a->k, h, j));
-	s->pv.b = kv_ref(tl, a, a->v, h, j);
+	s->merge.args[0].t = scores(tl, s, kv_ref(tl, kv, kv->k, j));
+	s->pv.b = kv_ref(tl, kv, kv->v, j);
 	kb_tl_composite(tl, &s->pv);
 	kb_tl_scope_end(tl);
 }
@@ -155,17 +179,18 @@ static void opt3_compute(kb_tl *tl, kb_tl_tensor *k, kb_tl_tensor *v, state *s)
  * at once: the load holds what it needs of it, and in the range's scope
  * the views of every tile would stay until the kernel ends (two handles a
  * tile: 3 MB more at S_kv = 1,048,576 than at 262,144, issue 13). */
-static kb_tl_tensor *load_tile(kb_tl *tl, const decode_args *a, uint64_t base, uint32_t h,
-			       int64_t j, kb_tl_tensor *buf)
+static kb_tl_tensor *load_tile(kb_tl *tl, const kv_head *kv, uint64_t base, int64_t j,
+			       kb_tl_tensor *buf)
 {
-	kb_tl_tensor *ref = kv_ref(tl, a, base, h, j);
-	kb_tl_tensor *t = kb_tl_load(tl, ref, tile_rows(a, j) != a->T ? NULL : buf);
+	kb_tl_tensor *ref = kv_ref(tl, kv, base, j);
+	kb_tl_tensor *t = kb_tl_load(tl, ref, j + 1 < kv->tiles || kv->last[0] == kv->full[0] ? buf : NULL);
 
 	kb_tl_release(tl, ref);
 	return t;
 }
 
-static void opt3_range(kb_tl *tl, const decode_args *a, uint32_t h, int64_t t0, int64_t t1, state *s)
+static void opt3_range(kb_tl *tl, const decode_args *a, const kv_head *kv, int64_t t0, int64_t t1,
+		       state *s)
 {
 	int64_t full[2] = { a->T, a->d };
 	kb_tl_tensor *kb[2], *vb[2], *kn = NULL, *vn = NULL;
@@ -176,15 +201,15 @@ static void opt3_range(kb_tl *tl, const decode_args *a, uint32_t h, int64_t t0, 
 	vb[1] = kb_tl_alloc(tl, a->dt, 2, full);
 	for (int64_t j = t0; j < t1 && !kb_tl_failed(tl); j++) {
 		if (j == t0) {
-			kn = load_tile(tl, a, a->k, h, j, kb[j & 1]);
-			vn = load_tile(tl, a, a->v, h, j, vb[j & 1]);
+			kn = load_tile(tl, kv, kv->k, j, kb[j & 1]);
+			vn = load_tile(tl, kv, kv->v, j, vb[j & 1]);
 		}
 		{
 			kb_tl_tensor *kc = kn, *vc = vn;
 
 			if (j + 1 < t1) {
-				kn = load_tile(tl, a, a->k, h, j + 1, kb[(j + 1) & 1]);
-				vn = load_tile(tl, a, a->v, h, j + 1, vb[(j + 1) & 1]);
+				kn = load_tile(tl, kv, kv->k, j + 1, kb[(j + 1) & 1]);
+				vn = load_tile(tl, kv, kv->v, j + 1, vb[(j + 1) & 1]);
 			}
 			opt3_compute(tl, kc, vc, s);
 		}
@@ -220,7 +245,9 @@ static void decode_kernel(kb_tl *tl, void *p)
 	int64_t sq[2] = { a->G, a->d }, sv[2] = { a->G, 1 }, t0, t1;
 	uint64_t qoff = (uint64_t)h * (uint64_t)(a->G * a->d) * kb_dtype_size(a->dt);
 	state s;
+	kv_head kv;
 
+	kv_head_init(&kv, a, h);
 	s.q = kb_tl_load(tl, kb_tl_ref(tl, a->q + qoff, a->dt, 2, sq), NULL);
 	s.m = kb_tl_full(tl, KB_FP32, 2, sv, -INFINITY);
 	s.l = kb_tl_full(tl, KB_FP32, 2, sv, 0.0);
@@ -231,9 +258,9 @@ static void decode_kernel(kb_tl *tl, void *p)
 	kb_tl_tile_loop_begin(tl);
 	if (a->opt2)
 		for (int64_t j = t0; j < t1 && !kb_tl_failed(tl); j++)
-			opt2_tile(tl, a, h, j, &s);
+			opt2_tile(tl, &kv, j, &s);
 	else
-		opt3_range(tl, a, h, t0, t1, &s);
+		opt3_range(tl, a, &kv, t0, t1, &s);
 	kb_tl_tile_loop_end(tl, (uint64_t)(t1 - t0));
 	if (part != 0) {
 		kb_tl_send(tl, s.m, root, 0);
