@@ -107,22 +107,32 @@ static kb_tl_tensor *math(kb_tl *tl, kb_tl_composite_desc *d, const char *op, kb
  * initializer does, made GCC emit a `rep stos` each, a dozen a tile,
  * whose start-up was ~2% of an opt3 run (issue 13).
  */
+/* opt3's eight online-softmax steps, a descriptor each (state.step) */
+enum { RMAX, MAX_NEW, CORR, P_EXP, RSUM, L_UPD, O_UPD, M_COPY, N_STEPS };
+
 typedef struct state {
 	kb_tl_tensor *q, *m, *l, *o;
 	kb_tl_op scale;                 /* Q.K^T's epilogue */
 	kb_tl_composite_desc qk;        /* S = (Q K^T) * scale */
-	kb_tl_composite_desc md;        /* math()'s */
+	kb_tl_composite_desc step[N_STEPS];   /* opt3: only a and b change */
 	kb_tl_op add_lloc, add_o;       /* opt3: l += l_loc, O += P V */
 	kb_tl_composite_desc pv;        /* opt3: P.V; opt2: softmax_merge + P.V */
 	kb_tl_recipe_call merge;        /* opt2 */
 } state;
+
+/* A step's descriptor: op on a and b (set per call) into out (NULL: a
+ * new tensor), then epi if given. */
+static void step_desc(kb_tl_composite_desc *d, const char *op, kb_tl_tensor *out,
+		      const kb_tl_op *epi)
+{
+	*d = (kb_tl_composite_desc){ .op = op, .out = out, .epilogue = epi, .n_epilogue = epi ? 1 : 0 };
+}
 
 static void state_descs(state *s, const decode_args *a)
 {
 	s->scale = (kb_tl_op){ .op = "scale", .extras = { { "scale", 1.0 / sqrt((double)a->d) } } };
 	s->qk = (kb_tl_composite_desc){ .op = "gemm", .a = s->q, .flags = KB_TL_TRANS_B,
 					.epilogue = &s->scale, .n_epilogue = 1 };
-	s->md = (kb_tl_composite_desc){ 0 };
 	s->add_lloc = (kb_tl_op){ .op = "add" };
 	s->add_o = (kb_tl_op){ .op = "add", .args = { { "other", s->o } } };
 	s->merge = (kb_tl_recipe_call){ "softmax_merge",
@@ -133,6 +143,22 @@ static void state_descs(state *s, const decode_args *a)
 	else
 		s->pv = (kb_tl_composite_desc){ .op = "gemm", .out = s->o, .epilogue = &s->add_o,
 						.n_epilogue = 1 };
+	step_desc(&s->step[RMAX], "rmax", NULL, NULL);
+	step_desc(&s->step[MAX_NEW], "max_elem", NULL, NULL);
+	step_desc(&s->step[CORR], "exp_diff", NULL, NULL);
+	step_desc(&s->step[P_EXP], "exp_diff", NULL, NULL);
+	step_desc(&s->step[RSUM], "rsum", NULL, NULL);
+	step_desc(&s->step[L_UPD], "mul_bcast", s->l, &s->add_lloc);
+	step_desc(&s->step[O_UPD], "mul_bcast", s->o, NULL);
+	step_desc(&s->step[M_COPY], "copy", s->m, NULL);
+}
+
+/* opt3's step i on x and y */
+static kb_tl_tensor *step(kb_tl *tl, state *s, int i, kb_tl_tensor *x, kb_tl_tensor *y)
+{
+	s->step[i].a = x;
+	s->step[i].b = y;
+	return kb_tl_composite(tl, &s->step[i]);
 }
 
 /* S = (Q K^T) * scale */
@@ -154,20 +180,19 @@ static void opt2_tile(kb_tl *tl, const kv_head *kv, int64_t j, state *s)
 /* The eight online-softmax steps as separate MATH commands, then P.V. */
 static void opt3_compute(kb_tl *tl, kb_tl_tensor *k, kb_tl_tensor *v, state *s)
 {
-	kb_tl_composite_desc *d = &s->md;
 	kb_tl_tensor *S, *m_loc, *m_new, *corr, *P, *l_loc;
 
 	kb_tl_scope_begin(tl);
 	S = scores(tl, s, k);
-	m_loc = math(tl, d, "rmax", S, NULL, NULL, NULL);
-	m_new = math(tl, d, "max_elem", s->m, m_loc, NULL, NULL);
-	corr = math(tl, d, "exp_diff", s->m, m_new, NULL, NULL);
-	P = math(tl, d, "exp_diff", S, m_new, NULL, NULL);
-	l_loc = math(tl, d, "rsum", P, NULL, NULL, NULL);
+	m_loc = step(tl, s, RMAX, S, NULL);
+	m_new = step(tl, s, MAX_NEW, s->m, m_loc);
+	corr = step(tl, s, CORR, s->m, m_new);
+	P = step(tl, s, P_EXP, S, m_new);
+	l_loc = step(tl, s, RSUM, P, NULL);
 	s->add_lloc.args[0] = (kb_tl_arg){ "other", l_loc };
-	math(tl, d, "mul_bcast", s->l, corr, s->l, &s->add_lloc);  /* l = l * corr + l_loc */
-	math(tl, d, "mul_bcast", s->o, corr, s->o, NULL);          /* O = O * corr */
-	math(tl, d, "copy", m_new, NULL, s->m, NULL);              /* m = m_new */
+	step(tl, s, L_UPD, s->l, corr);   /* l = l * corr + l_loc */
+	step(tl, s, O_UPD, s->o, corr);   /* O = O * corr */
+	step(tl, s, M_COPY, m_new, NULL); /* m = m_new */
 	s->pv.a = P;
 	s->pv.b = v;
 	kb_tl_composite(tl, &s->pv);                               /* O = O + P V */
