@@ -85,13 +85,16 @@ static __attribute__((noinline)) int begin_fail(kb_lp *lp, const kb_engine *e, c
 }
 
 /* c->run's stage begins now on channel c, costing c->cost: kb__pe_after_ps,
- * whose cycles and keys only its failure reads. */
-static inline __attribute__((always_inline)) int begin(kb_lp *lp, kb_engine *e, chan *c)
+ * whose cycles and keys only its failure reads. fresh 0: it follows the
+ * stage that ended on c just now (finish), which left the engine busy:
+ * a stop and a start at one time add nothing to its busy time. */
+static inline __attribute__((always_inline)) int begin(kb_lp *lp, kb_engine *e, chan *c, int fresh)
 {
 	kb_time t = kb__lp_now(lp), d = c->cost->ps;
 
 	c->t0 = t;
-	kb__busy_start(&e->busy, t);
+	if (fresh)
+		kb__busy_start(&e->busy, t);
 	if (kb__lp_past_end(lp, d))
 		return begin_fail(lp, e, c);
 	return kb__lp_self_short(lp, d, c->done);
@@ -99,12 +102,12 @@ static inline __attribute__((always_inline)) int begin(kb_lp *lp, kb_engine *e, 
 
 /* start for a stage whose plan has no memoised cost for it: worked out
  * into c->own (out of line, so that start needs no stack frame). */
-static __attribute__((noinline)) int start_own(kb_lp *lp, kb_engine *e, chan *c)
+static __attribute__((noinline)) int start_own(kb_lp *lp, kb_engine *e, chan *c, int fresh)
 {
 	kb__plan_cost_compute((const kb_plan *)(uintptr_t)c->run.w[0],
 			      (kb_phase)kb__stage_phase(c->run.w[3]), c->run.w[1], c->st, &c->own);
 	c->cost = &c->own;
-	return begin(lp, e, c);
+	return begin(lp, e, c, fresh);
 }
 
 /* The stage st (a STAGE message's aux and cost, c->run holding its w[0],
@@ -139,11 +142,11 @@ static inline void prepare(chan *c, const kb_stage_ref *st, uint32_t aux, const 
  * message points at (its sender looked it up in the plan's memo), or one
  * worked out. The cost is pointed at, not copied (40 bytes a stage): the
  * plan, and so its memo, lives until its command's last stage is done. */
-static inline int start(kb_lp *lp, kb_engine *e, chan *c)
+static inline __attribute__((always_inline)) int start(kb_lp *lp, kb_engine *e, chan *c, int fresh)
 {
 	if (__builtin_expect(!c->cost, 0))
-		return start_own(lp, e, c);
-	return begin(lp, e, c);
+		return start_own(lp, e, c, fresh);
+	return begin(lp, e, c, fresh);
 }
 
 static int log_stage(kb_time now, kb_engine *e, const chan *c)
@@ -196,7 +199,6 @@ static __attribute__((noinline)) int finish(kb_lp *lp, chan *c)
 	kb_time now = kb__lp_now(lp);
 	int rc;
 
-	kb__busy_stop(&e->busy, now, e->busy_ps);
 	if (e->mem && (rc = exec_stage(lp, c)))
 		return rc;
 	rc = log_stage(now, e, c);
@@ -205,6 +207,7 @@ static __attribute__((noinline)) int finish(kb_lp *lp, chan *c)
 	rc = kb__lp_send_pe(lp, e->lp0 + c->dst, &c->run);
 	if (!c->n) {
 		c->busy = 0;
+		kb__busy_stop(&e->busy, now, e->busy_ps);
 		return rc;
 	}
 	/* The first waiting stage's message, made whole again. */
@@ -217,7 +220,7 @@ static __attribute__((noinline)) int finish(kb_lp *lp, chan *c)
 	c->head = --c->n ? (c->head + 1) & c->mask : 0;
 	if (rc)
 		return rc;
-	return start(lp, e, c);
+	return start(lp, e, c, 0);
 }
 
 static int stage_wait(kb_lp *lp, chan *c, const kb_event *ev);
@@ -270,7 +273,7 @@ static __attribute__((noinline)) int stage_in(kb_lp *lp, const kb_event *ev)
 	prepare(c, (const kb_stage_ref *)(uintptr_t)ev->w[2], ev->aux,
 		(const kb_stage_cost *)(uintptr_t)ev->w[4]);
 	c->busy = 1;
-	return start(lp, e, c);
+	return start(lp, e, c, 1);
 }
 
 /* The engine's state is found by each handler, not here: passed on, it
