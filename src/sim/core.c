@@ -643,19 +643,19 @@ static __attribute__((noinline)) int put_far(kb_lp *lp, kb_worker *w, kb_time t,
 	return KB_OK;
 }
 
-/* ring[i + 1] = ring[i] for every i < KB_RING. */
-static inline void ring_shift_up(kb_worker *w)
+/* ring[i + 1] = ring[i] for every i < 2 * pairs (a constant). */
+static inline __attribute__((always_inline)) void ring_shift_up(kb_worker *w, int pairs)
 {
 #ifdef EV_VECTORS
 	ev_v2 v[KB_RING / 2];
 
 	_Static_assert(KB_RING % 2 == 0, "the ring moves in pairs");
-	for (int i = 0; i < KB_RING / 2; i++)
+	for (int i = 0; i < pairs; i++)
 		memcpy(&v[i], &w->ring[2 * i], sizeof(v[i]));
-	for (int i = 0; i < KB_RING / 2; i++)
+	for (int i = 0; i < pairs; i++)
 		memcpy(&w->ring[2 * i + 1], &v[i], sizeof(v[i]));
 #else
-	memmove(&w->ring[1], &w->ring[0], KB_RING * sizeof(w->ring[0]));
+	memmove(&w->ring[1], &w->ring[0], 2 * (size_t)pairs * sizeof(w->ring[0]));
 #endif
 }
 
@@ -717,21 +717,32 @@ static __attribute__((noinline)) int put_ring(kb_lp *lp, kb_worker *w, kb_time t
 {
 	const kb_evheap *h = &w->heap;
 	uint32_t n = w->nr;
-	kb_event *buf;
+	kb_event *buf, *out;
 
 	if (!ev_before(t, pair, seq, w->ring[0])) {
 		if (n > w->room || (h->n && !key_before(t, pair, seq, &h->key[0])))
 			return put_far(lp, w, t, pair, seq, body);
-		/* The latest: every other one moves up. The whole ring
-		 * moves, in 16-byte pieces (loads first), whatever n: opt2's
-		 * scheduler sends a plan's stages each behind the last into
-		 * a ring of ~12, where a loop took ~50 instructions. Its
-		 * free buffers above n move up too: the one at ring[n],
-		 * now at ring[n + 1] and ring[0], gives way there to the
-		 * one pushed out to the scratch ring[KB_RING]. */
+		/* The latest: every other one moves up. The ring's first
+		 * 4, 8 or all its entries move, in 16-byte pieces (loads
+		 * first), the fewest that hold ring[n]: opt2's scheduler
+		 * sends a plan's stages each behind the last into a ring
+		 * of 2-8, opt3's engines into one of 2, where a loop took
+		 * ~50 instructions. Free buffers above n move up too: the
+		 * one at ring[n], now at ring[n + 1] and ring[0], gives way
+		 * there to the one the move pushed out of its entries
+		 * (ring[4], ring[8], or into the scratch ring[KB_RING]). */
 		buf = w->ring[n];
-		ring_shift_up(w);
-		w->ring[n + 1] = w->ring[KB_RING];
+		if (n < 3) {
+			out = w->ring[4];
+			ring_shift_up(w, 2);
+		} else if (n < 7) {
+			out = w->ring[8];
+			ring_shift_up(w, 4);
+		} else {
+			ring_shift_up(w, KB_RING / 2);
+			out = w->ring[KB_RING];
+		}
+		w->ring[n + 1] = out;
 		w->ring[0] = buf;
 		ev_fill(buf, &(kb_evkey){ t, pair, seq, 0 }, body);
 		w->nr = n + 1;
