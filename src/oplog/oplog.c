@@ -1468,6 +1468,12 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 	if (__builtin_expect((!in && !(t1 < E8 && t0 <= t1)) || cmd >= E8, 0))
 		return emit_rare(lane, rec, fields, n_fields, v, kind);
 	buf = b->text + b->text_n;
+	/* the entry before the text's stores, which may alias b: text_n
+	 * as it was loaded for buf, not loaded again */
+	e = b->end++;
+	e->t1 = t1;
+	e->text_off = (uint32_t)b->text_n;
+	e->key = key;
 	if (in) {
 		p = put_times_in(buf + 6, lane, lo0, lo1);
 	} else {
@@ -1478,11 +1484,7 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 	p = put_cmd(p + f->mid_len, buf + MAX_RECORD + 1, lane, cmd, 1);
 	memcpy(p, f->text + f->mid_len, FORM_TAIL);
 	n = (size_t)(p + f->tail_len - buf);
-	e = b->end++;
-	e->t1 = t1;
-	e->text_off = (uint32_t)b->text_n;
 	b->text_n += n;
-	e->key = key;
 	if (!(key & 1))   /* the shared lane's: b's, not lane->shared read
 			   * again after the text's stores (which may alias it) */
 		shared_took((kb_oplog_lane *)(void *)((char *)b - offsetof(kb_oplog_lane, cur)), t1, key);
