@@ -637,38 +637,45 @@ void kb__replay_snap(kb_replay *r, kb_tl *tl, const kb_tl_composite_desc *d, con
 static int snap_match(kb_tl *tl, const tpl_snap *s, const kb_tl_composite_desc *d, kb_rkey *k)
 {
 	const kb_tl_tensor *v[SNAP_POS];
-	uint32_t n;
+	uint32_t n = 0;
 	uint16_t mark;
 
 	if (d->op != s->op || d->flags != s->flags || d->n_epilogue != s->n_epi ||
 	    d->n_prologue != s->n_pro || !extras_eq(d->extras, s->ex_name, s->ex_bits, s->n_ex))
 		return 0;
+	/* d's handles in call_handles' order, taken as their args' names
+	 * are compared, not in a second walk over the args (call_handles):
+	 * as many as the snapshot's positions (s->n_pos), its arg counts */
 	if (s->n_pro) {
 		const kb_tl_recipe_call *rc = d->prologue;
 
 		if (!rc || rc->recipe != s->recipe)
 			return 0;
-		for (uint32_t i = 0; i < s->n_pargs; i++)
+		for (uint32_t i = 0; i < s->n_pargs; i++) {
 			if (rc->args[i].name != s->parg_name[i])
 				return 0;
+			v[n++] = rc->args[i].t;
+		}
 		if (s->n_pargs < KB_TL_MAX_ARGS && rc->args[s->n_pargs].name)
 			return 0;
 	}
+	v[n++] = d->a;
+	v[n++] = d->b;
+	v[n++] = d->out;
 	if (s->n_epi) {
 		const kb_tl_op *e = d->epilogue;
 
 		if (!e || e->op != s->eop || e->scope != s->scope ||
 		    !extras_eq(e->extras, s->eex_name, s->eex_bits, s->n_eex))
 			return 0;
-		for (uint32_t i = 0; i < s->n_args; i++)
+		for (uint32_t i = 0; i < s->n_args; i++) {
 			if (e->args[i].name != s->arg_name[i])
 				return 0;
+			v[n++] = e->args[i].t;
+		}
 		if (s->n_args < KB_TL_MAX_ARGS && e->args[s->n_args].name)
 			return 0;
 	}
-	n = call_handles(d, v);
-	if (n != s->n_pos)
-		return 0;
 	k->nh = 0;
 	/* Each handle's first position as the snapshot's: a repeat is its
 	 * first position's handle; a first one is none of those before,
