@@ -1399,6 +1399,70 @@ START_TEST(test_replay_scratch_in_scope)
 }
 END_TEST
 
+/* Recipe scratch replayed in a TCM small enough that the cursor wraps
+ * into the blocks earlier tiles freed: a replay takes its scratch all at
+ * once from the block at the cursor only where that block holds it all
+ * (replay.c's temps_at_once), one by one elsewhere, and every command,
+ * its addresses and fences included, is the full lowering's. */
+static int wrap_kernel(kb_tl *tl)
+{
+	kb_tl_tensor *q = tcm2(tl, KB_FP16, 8, 128), *m = tcm2(tl, KB_FP32, 8, 1);
+	kb_tl_tensor *l = tcm2(tl, KB_FP32, 8, 1), *o = tcm2(tl, KB_FP32, 8, 128);
+	kb_tl_op scale = { .op = "scale", .extras = { { "scale", 0.125 } } };
+	kb_tl_op add = { .op = "add", .args = { { "other", o } } };
+	kb_tl_recipe_call merge = { "softmax_merge", { { "s", NULL }, { "m", m }, { "l", l }, { "O", o } } };
+	kb_tl_composite_desc qk = { .op = "gemm", .a = q, .flags = KB_TL_TRANS_B, .epilogue = &scale,
+				    .n_epilogue = 1 };
+	kb_tl_composite_desc pv = { .op = "gemm", .out = o, .prologue = &merge, .n_prologue = 1,
+				    .epilogue = &add, .n_epilogue = 1 };
+	int wraps = 0;
+
+	for (int j = 0; j < 60; j++) {
+		uint64_t cursor = tl->tcm.cursor;
+
+		ck_assert_int_eq(kb_tl_scope_begin(tl), KB_OK);
+		/* a tile in three holds one more tensor: the scopes' blocks
+		 * differ, so that the scratch meets blocks of other sizes */
+		if (j % 3 == 0)
+			ck_assert_ptr_nonnull(tcm2(tl, KB_FP32, 8, 8 + j % 7));
+		qk.b = hbm2(tl, 0x100000 + (uint64_t)j * 0x8000, KB_FP16, 64, 128);
+		merge.args[0].t = kb_tl_composite(tl, &qk);
+		pv.b = hbm2(tl, 0x400000 + (uint64_t)j * 0x8000, KB_FP16, 64, 128);
+		ck_assert_ptr_eq(kb_tl_composite(tl, &pv), o);
+		ck_assert_int_eq(kb_tl_scope_end(tl), KB_OK);
+		wraps += tl->tcm.cursor < cursor;
+	}
+	ck_assert_int_eq(kb__tcm_check(&tl->tcm), 0);
+	return wraps;
+}
+
+START_TEST(test_replay_scratch_wraps)
+{
+	capture rp = { .n = 0 }, full = { .n = 0 };
+	kb_tl_config cfg = default_cfg(&rp);
+	kb_tl *a, *b;
+
+	cfg.tcm_bytes = 24 * 1024;
+	a = kb__tl_create(&cfg);
+	cfg.emit_ctx = &full;
+	b = kb__tl_create(&cfg);
+	b->replay_off = 1;
+	ck_assert_int_gt(wrap_kernel(a), 3);
+	wrap_kernel(b);
+	ck_assert_ptr_null(kb__tl_error(a));
+	ck_assert_uint_ge(a->replays, 100);
+	ck_assert_int_eq(rp.n, full.n);
+	for (int i = 0; i < rp.n; i++)
+		same_cmd(rp.c[i], full.c[i], i);
+	ck_assert_uint_eq(a->tcm.n, b->tcm.n);
+	ck_assert_uint_eq(a->tcm.used, b->tcm.used);
+	cap_clear(&rp);
+	cap_clear(&full);
+	kb__tl_destroy(a);
+	kb__tl_destroy(b);
+}
+END_TEST
+
 /* A replayed call fails where its full lowering would: TCM exhausted at
  * the same scratch allocation, with the same message. */
 START_TEST(test_replay_tcm_exhausted)
@@ -1897,6 +1961,7 @@ Suite *tl_suite(void)
 	tcase_add_test(rec, test_replay_matches_full);
 	tcase_add_test(rec, test_replay_scratch_in_scope);
 	tcase_add_test(rec, test_scope_end_frees_in_order);
+	tcase_add_test(rec, test_replay_scratch_wraps);
 	tcase_add_loop_test(rec, test_replay_tcm_exhausted, 0, 2);
 	tcase_add_test(rec, test_replay_cycle_past_templates);
 	tcase_add_test(rec, test_replay_like_differs);

@@ -197,17 +197,10 @@ kb_hslot *kb__tl_new_tcm_view(kb_tl *tl, const kb_tview *proto, uint64_t size, k
 	return kb__tl_new_tcm_at(tl, proto, size, out);
 }
 
-/* A scope's entry for memory without a handle holds its offset and its
- * units below KB_TL_RAW - 1: a TCM has at most 2^32 bytes (kb__tcm_init)
- * and its blocks start aligned, so neither needs checking. */
-_Static_assert(((uint64_t)UINT32_MAX + 1) / KB_TCM_ALIGN < KB_TL_RAW - 1,
-	       "a TCM offset or size in KB_TCM_ALIGN units fits a scope's raw entry");
-
 kb_hslot *kb__tl_new_tcm_temp(kb_tl *tl, const kb_tview *proto, uint64_t size, kb_hslot *tmp)
 {
 	kb_scope *s = &tl->scopes[tl->depth];
 	uint64_t off, fence;
-	uint32_t raw[2];
 
 	if (kb__tcm_alloc_size(&tl->tcm, size, &off, &fence)) {
 		kb__tl_tcm_exhausted_for(tl, proto);
@@ -219,17 +212,5 @@ kb_hslot *kb__tl_new_tcm_temp(kb_tl *tl, const kb_tview *proto, uint64_t size, k
 		kb__tl_fail_oom(tl, "handles");
 		return NULL;
 	}
-	/* kb__tcm_free rounds as kb__tcm_alloc does: the units give it
-	 * back. Both words in one store. */
-	raw[0] = KB_TL_RAW | (uint32_t)(off / KB_TCM_ALIGN);
-	raw[1] = KB_TL_RAW | (uint32_t)(size / KB_TCM_ALIGN);
-	memcpy(&s->slots[s->n], raw, sizeof(raw));
-	s->n += 2;
-	/* what a handle's slot would hold that the replay reads: its id
-	 * (counted as a handle's, so later ids stay as they were) */
-	tmp->view.id = ++tl->next_id;
-	tmp->view.addr = off;
-	tmp->fence = fence;
-	tmp->writer = -1;
-	return tmp;
+	return kb__tl_temp_at(tl, s, off, size, fence, tmp);
 }

@@ -90,6 +90,9 @@ typedef struct tpl {
 	uint32_t n_ops, n_rw;
 	uint32_t room;           /* ids a replay's sets need: the larger of n_rd and n_wr */
 	int result;              /* alloc that is the result; -1: the call's out */
+	/* The allocations' TCM together where they are all scratch (no
+	 * result among them) and two or more (temps_at_once); 0: not so. */
+	uint64_t temps;
 	uint64_t lbytes;
 	uint64_t disp_ps;        /* its commands' dispatch ps (kb__tl_emit_ps); 0: not yet */
 	const uint64_t *w;       /* the key's words */
@@ -423,6 +426,26 @@ static inline void sets_distinct(kb_cmd *c, kb_hslot *const *hs, const uint8_t *
 	kb__tl_sig(c, sr, sw);
 }
 
+/* t's allocations, all recipe scratch (t->temps), at once where the
+ * block at the cursor holds them all (kb__tcm_alloc_all): what
+ * replay_tpl's loop makes of them one by one, in order, the TCM's
+ * fast path and the scope's room test once, not per tensor (a decode
+ * opt2 tile's five). In hs and tmp; -1: not so, nothing done. */
+static inline int temps_at_once(kb_tl *tl, const tpl *t, kb_hslot **hs, kb_hslot *tmp)
+{
+	kb_scope *s = &tl->scopes[tl->depth];
+	uint64_t off, fence;
+
+	if (s->cap - s->n < 2 * (size_t)t->n_alloc ||
+	    kb__tcm_alloc_all(&tl->tcm, t->temps, &off, &fence))
+		return -1;
+	for (uint32_t i = 0; i < t->n_alloc; i++) {
+		hs[i] = kb__tl_temp_at(tl, s, off, t->alloc[i].size, fence, &tmp[i]);
+		off += t->alloc[i].size;
+	}
+	return 0;
+}
+
 /* Lowers and emits the call whose key's handles k holds by template t;
  * its allocations go after them in k->h. */
 static void replay_tpl(kb_tl *tl, tpl *t, kb_rkey *k, kb_tl_tensor **res)
@@ -443,8 +466,10 @@ static void replay_tpl(kb_tl *tl, tpl *t, kb_rkey *k, kb_tl_tensor **res)
 	if (!c)
 		return;
 	/* The result a handle, the others (recipe scratch no kernel can
-	 * name) what the command needs of a handle only. */
-	for (uint32_t i = 0; i < t->n_alloc; i++) {
+	 * name) what the command needs of a handle only; scratch alone all
+	 * at once where it can (then none is left to make here). */
+	for (uint32_t i = t->temps && !temps_at_once(tl, t, hs + k->nh, tmp) ? t->n_alloc : 0;
+	     i < t->n_alloc; i++) {
 		kb_hslot *h = (int)i == t->result
 			? kb__tl_new_tcm_view(tl, &t->alloc[i].view, t->alloc[i].size, res)
 			: kb__tl_new_tcm_temp(tl, &t->alloc[i].view, t->alloc[i].size, &tmp[i]);
@@ -958,6 +983,10 @@ static tpl *tpl_make(kb_replay *r, const kb_rkey *k, const kb_replay_src *s)
 	t->n_ops = c->n_ops;
 	t->n_rw = c->n_rw;
 	t->result = result;
+	t->temps = 0;
+	if (result < 0 && s->n_alloc >= 2)
+		for (uint32_t i = 0; i < s->n_alloc; i++)
+			t->temps += t->alloc[i].size;
 	t->lbytes = c->lbytes;
 	t->disp_ps = 0;
 	t->snap.ok = 0;

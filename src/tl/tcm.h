@@ -213,6 +213,26 @@ kb__tcm_alloc_size(kb_tcm *t, uint64_t size, uint64_t *off, uint64_t *fence)
 	return kb__tcm_alloc_rest(t, size, off, fence);
 }
 
+/*
+ * kb__tcm_alloc_size of several sizes in turn, `total` their sum, where
+ * the block at the cursor holds them all and shrinks: each is given at
+ * the cursor as it moves up, with the block's fence, so all of them lie
+ * at *off on from the first, in the order of the sizes. -1: not this
+ * case, nothing done (allocate them one by one). A replay's recipe
+ * scratch, five tensors a decode opt2 tile (issue 13).
+ */
+static inline int kb__tcm_alloc_all(kb_tcm *t, uint64_t total, uint64_t *off, uint64_t *fence)
+{
+	kb_tcm_blk *b = t->cb;
+	uint64_t o = b->off, e = o + total;
+
+	if (o != t->cursor || e > b->last)
+		return -1;
+	memcpy(t->hint[1], t->hint[0], sizeof(t->hint[0]));
+	b->off = (uint32_t)e;
+	return kb__tcm_given(t, b, o, e, total, off, fence);
+}
+
 /* kb__tcm_alloc_size of `bytes` rounded (kb__tcm_round). */
 static inline __attribute__((always_inline)) int
 kb__tcm_alloc_inline(kb_tcm *t, uint64_t bytes, uint64_t *off, uint64_t *fence)

@@ -220,6 +220,33 @@ kb_hslot *kb__tl_new_tcm_view(kb_tl *tl, const kb_tview *proto, uint64_t size, k
  * out of host memory), as kb__tl_new_tcm_view fails.
  */
 kb_hslot *kb__tl_new_tcm_temp(kb_tl *tl, const kb_tview *proto, uint64_t size, kb_hslot *tmp);
+/* A scope's entry for memory without a handle holds its offset and its
+ * units below KB_TL_RAW - 1: a TCM has at most 2^32 bytes (kb__tcm_init)
+ * and its blocks start aligned, so neither needs checking. */
+_Static_assert(((uint64_t)UINT32_MAX + 1) / KB_TCM_ALIGN < KB_TL_RAW - 1,
+	       "a TCM offset or size in KB_TCM_ALIGN units fits a scope's raw entry");
+/* kb__tl_new_tcm_temp's work once its memory [off, off + size) is
+ * allocated, with fence: its entry in the current scope, s (room for
+ * it made), and *tmp. */
+static inline kb_hslot *kb__tl_temp_at(kb_tl *tl, kb_scope *s, uint64_t off, uint64_t size,
+				       uint64_t fence, kb_hslot *tmp)
+{
+	uint32_t raw[2];
+
+	/* kb__tcm_free rounds as kb__tcm_alloc does: the units give it
+	 * back. Both words in one store. */
+	raw[0] = KB_TL_RAW | (uint32_t)(off / KB_TCM_ALIGN);
+	raw[1] = KB_TL_RAW | (uint32_t)(size / KB_TCM_ALIGN);
+	memcpy(&s->slots[s->n], raw, sizeof(raw));
+	s->n += 2;
+	/* what a handle's slot would hold that the replay reads: its id
+	 * (counted as a handle's, so later ids stay as they were) */
+	tmp->view.id = ++tl->next_id;
+	tmp->view.addr = off;
+	tmp->fence = fence;
+	tmp->writer = -1;
+	return tmp;
+}
 int kb__scope_grow(kb_scope *s);
 /* Records slot, just made, in the current scope (inline: each new
  * handle comes here; growing the array is the rare case). */
