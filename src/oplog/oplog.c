@@ -864,6 +864,11 @@ static inline __m128i digits8x2(uint32_t a, uint32_t b)
 }
 #endif
 
+/* A time's key (`{"t0":`, `,"t1":`: six bytes) at p as one store of
+ * an 8-byte constant, not a 4- and a 2-byte one: its last two bytes are
+ * scratch, which the digits stored right after it overwrite (issue 13). */
+#define PUT_KEY8(p, key) memcpy((p), key "\0", 8)
+
 /* `T0,"t1":T1` of two times under 10^8 (a run's first 100 us simulated:
  * all of a short run's, and the synthetic bench's), both chunks at once,
  * each without its leading zeros: two fmt_u64 were ~100 instructions a
@@ -881,12 +886,12 @@ static inline char *put_times8(char *p, uint32_t t0, uint32_t t1)
 	_mm_storel_epi64((__m128i *)(void *)&b, _mm_srli_si128(d, 8));
 	store8(p, a >> (8 * l0));
 	p += 8 - l0;
-	memcpy(p, ",\"t1\":", 6);
+	PUT_KEY8(p, ",\"t1\":");
 	store8(p + 6, b >> (8 * l1));
 	return p + 14 - l1;
 #else
 	p = put_lead8(p, t0);
-	memcpy(p, ",\"t1\":", 6);
+	PUT_KEY8(p, ",\"t1\":");
 	return put_lead8(p + 6, t1);
 #endif
 }
@@ -1477,7 +1482,7 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 	if (in) {
 		p = put_times_in(buf + 6, lane, lo0, lo1);
 	} else {
-		memcpy(buf, "{\"t0\":", 6);
+		PUT_KEY8(buf, "{\"t0\":");
 		p = put_times8(buf + 6, (uint32_t)t0, (uint32_t)t1);
 	}
 	memcpy(p, f->text, FORM_MID);
