@@ -1143,11 +1143,25 @@ static inline int form_keeps(const uint64_t k[3], int kind)
 /* A record's first slot in its lane's index of forms. op's address
  * within its page: the same wherever the loader puts the string's
  * library, so a run's forms meet the same collisions every time. */
-static inline unsigned form_slot(const char *op, const uint64_t k[3])
+static inline uint64_t form_hash(const char *op, const uint64_t k[3])
 {
 	uint64_t x = ((uint64_t)(uintptr_t)op & 0xfff) + k[0] + 3 * k[1] + k[2];
 
-	return (unsigned)(x * UINT64_C(0x9e3779b97f4a7c15) >> 59);   /* FORM_SLOTS */
+	return x * UINT64_C(0x9e3779b97f4a7c15);
+}
+
+static inline unsigned form_slot(const char *op, const uint64_t k[3])
+{
+	return (unsigned)(form_hash(op, k) >> 59);   /* FORM_SLOTS */
+}
+
+/* tab's slot form_slot(op, k), its byte offset masked from the hash's
+ * bits as they stand (one shift and an and), not the slot shifted down
+ * and scaled up again (emit's common path). */
+static inline rec_form *form_at(form_tab *tab, const char *op, const uint64_t k[3])
+{
+	_Static_assert(FORM_SLOTS == 32 && sizeof(rec_form) == 128, "slot: the hash's top 5 bits, times 128");
+	return (rec_form *)(void *)((char *)tab->f + (form_hash(op, k) >> 52 & 0xf80));
 }
 
 /* Whether f is the form of a record of op and key k (of the lane's
@@ -1432,7 +1446,6 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 	lane_buf *b = &lane->cur;
 	uint64_t k[3], lo0, lo1, cmd, t0, t1;
 	rec_form *f;
-	unsigned h;
 	uint32_t key;   /* the record's in b (lane_entry) */
 	int in;
 	char *buf, *p;
@@ -1446,10 +1459,9 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 	if (__builtin_expect(!form_lane(lane, rec), 0))
 		return emit_rare(lane, rec, fields, n_fields, v, kind);
 	form_key(k, REC_V(bytes, bytes), rec, fields, n_fields, st, kind);
-	h = form_slot(REC_V(op, op), k);
-	f = &tab->f[h];
+	f = form_at(tab, REC_V(op, op), k);
 	if (__builtin_expect(!form_is(f, REC_V(op, op), k), 0)) {
-		f++;   /* h + 2 < FORM_ROOM */
+		f++;   /* its slot + 2 < FORM_ROOM */
 		if (!form_is(f, REC_V(op, op), k) && !form_is(++f, REC_V(op, op), k))
 			return emit_rare(lane, rec, fields, n_fields, v, kind);
 	}
