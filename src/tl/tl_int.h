@@ -296,7 +296,7 @@ kb__tl_handle(kb_tl *tl, uint64_t addr, const kb_tview *proto, kb_space space, k
 	h->writer = -1;
 	h->fence = 0;
 	h->owns_alloc = 0;
-	h->next_free = UINT32_MAX;
+	/* next_free is read only while the slot is free: not set here */
 	if (proto)
 		h->view = *proto;
 	else
