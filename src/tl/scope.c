@@ -19,10 +19,9 @@ static inline void free_slot(kb_tl *tl, kb_hslot *h, uint32_t slot)
 	tl->free_slot = slot;
 }
 
-static void release_slot(kb_tl *tl, uint32_t slot)
+/* h, slot's, goes: its memory, then the slot. */
+static void release_slot(kb_tl *tl, kb_hslot *h, uint32_t slot)
 {
-	kb_hslot *h = KB_SLOT(tl, slot);
-
 	if (h->owns_alloc)
 		kb__tcm_free(&tl->tcm, h->view.addr, h->alloc_size, tl->next_cmd);
 	free_slot(tl, h, slot);
@@ -64,10 +63,15 @@ static void untrack(kb_tl *tl, const kb_hslot *h)
 {
 	kb_scope *s = &tl->scopes[h->scope];
 
-	s->slots[h->scope_pos] = KB_TL_NO_SLOT;
-	s->dead++;
 	/* Trailing holes go at once: a loop that releases what it made last
-	 * keeps the array as long as its live handles. */
+	 * keeps the array as long as its live handles (a decode opt3 tile's
+	 * K and V views: h is the last, and leaves no hole). */
+	if (h->scope_pos + 1 == s->n) {
+		s->n--;
+	} else {
+		s->slots[h->scope_pos] = KB_TL_NO_SLOT;
+		s->dead++;
+	}
 	while (s->n && s->slots[s->n - 1] == KB_TL_NO_SLOT) {
 		s->n--;
 		s->dead--;
@@ -89,7 +93,7 @@ KB_API int kb_tl_release_at(kb_tl *tl, kb_tl_tensor *t, const char *file, int li
 	if (!(h = kb__tl_slot_find(tl, t)) && !(h = kb__tl_slot(tl, t, "released tensor")))
 		return KB_EVALIDATE;
 	untrack(tl, h);
-	release_slot(tl, kb__tl_slot_index(t));
+	release_slot(tl, h, kb__tl_slot_index(t));
 	return KB_OK;
 }
 
