@@ -1307,29 +1307,54 @@ END_TEST
  * made the scope compact its entries. Every command, its addresses and
  * fences included, is the full lowering's, and the scopes give all the
  * memory back. */
+/* A decode opt2 tile's two composites, Q.K^T with a scale, then the
+ * softmax_merge recipe (five scratch tensors) and P.V with an add, over
+ * a kernel's running state (scratch_kernel, wrap_kernel). */
+typedef struct opt2_state {
+	kb_tl_tensor *q, *m, *l, *o;
+	kb_tl_op scale, add;
+	kb_tl_recipe_call merge;
+	kb_tl_composite_desc qk, pv;
+} opt2_state;
+
+static void opt2_init(kb_tl *tl, opt2_state *s)
+{
+	s->q = tcm2(tl, KB_FP16, 8, 128);
+	s->m = tcm2(tl, KB_FP32, 8, 1);
+	s->l = tcm2(tl, KB_FP32, 8, 1);
+	s->o = tcm2(tl, KB_FP32, 8, 128);
+	s->scale = (kb_tl_op){ .op = "scale", .extras = { { "scale", 0.125 } } };
+	s->add = (kb_tl_op){ .op = "add", .args = { { "other", s->o } } };
+	s->merge = (kb_tl_recipe_call){ "softmax_merge",
+					{ { "s", NULL }, { "m", s->m }, { "l", s->l }, { "O", s->o } } };
+	s->qk = (kb_tl_composite_desc){ .op = "gemm", .a = s->q, .flags = KB_TL_TRANS_B,
+					.epilogue = &s->scale, .n_epilogue = 1 };
+	s->pv = (kb_tl_composite_desc){ .op = "gemm", .out = s->o, .prologue = &s->merge,
+					.n_prologue = 1, .epilogue = &s->add, .n_epilogue = 1 };
+}
+
+/* The tile whose K and V lie at k and v in HBM. */
+static void opt2_tile(kb_tl *tl, opt2_state *s, uint64_t k, uint64_t v)
+{
+	s->qk.b = hbm2(tl, k, KB_FP16, 64, 128);
+	s->merge.args[0].t = kb_tl_composite(tl, &s->qk);
+	s->pv.b = hbm2(tl, v, KB_FP16, 64, 128);
+	ck_assert_ptr_eq(kb_tl_composite(tl, &s->pv), s->o);
+}
+
 static void scratch_kernel(kb_tl *tl, uint64_t *used)
 {
-	kb_tl_tensor *q = tcm2(tl, KB_FP16, 8, 128), *m = tcm2(tl, KB_FP32, 8, 1);
-	kb_tl_tensor *l = tcm2(tl, KB_FP32, 8, 1), *o = tcm2(tl, KB_FP32, 8, 128);
-	kb_tl_op scale = { .op = "scale", .extras = { { "scale", 0.125 } } };
-	kb_tl_op add = { .op = "add", .args = { { "other", o } } };
-	kb_tl_recipe_call merge = { "softmax_merge", { { "s", NULL }, { "m", m }, { "l", l }, { "O", o } } };
-	kb_tl_composite_desc qk = { .op = "gemm", .a = q, .flags = KB_TL_TRANS_B, .epilogue = &scale,
-				    .n_epilogue = 1 };
-	kb_tl_composite_desc pv = { .op = "gemm", .out = o, .prologue = &merge, .n_prologue = 1,
-				    .epilogue = &add, .n_epilogue = 1 };
+	opt2_state s;
 
+	opt2_init(tl, &s);
 	*used = tl->tcm.used;
 	for (int j = 0; j < 6; j++) {
 		kb_tl_tensor *refs[40];
 
 		ck_assert_int_eq(kb_tl_scope_begin(tl), KB_OK);
-		for (int r = 0; r < 3; r++) {
-			qk.b = hbm2(tl, 0x100000 + (uint64_t)(3 * j + r) * 0x8000, KB_FP16, 64, 128);
-			merge.args[0].t = kb_tl_composite(tl, &qk);
-			pv.b = hbm2(tl, 0x400000 + (uint64_t)(3 * j + r) * 0x8000, KB_FP16, 64, 128);
-			ck_assert_ptr_eq(kb_tl_composite(tl, &pv), o);
-		}
+		for (int r = 0; r < 3; r++)
+			opt2_tile(tl, &s, 0x100000 + (uint64_t)(3 * j + r) * 0x8000,
+				  0x400000 + (uint64_t)(3 * j + r) * 0x8000);
 		/* holes before the last entry: over half of them, and more
 		 * than 16, so that the scope compacts */
 		for (int r = 0; r < 40; r++)
@@ -1406,17 +1431,10 @@ END_TEST
  * its addresses and fences included, is the full lowering's. */
 static int wrap_kernel(kb_tl *tl)
 {
-	kb_tl_tensor *q = tcm2(tl, KB_FP16, 8, 128), *m = tcm2(tl, KB_FP32, 8, 1);
-	kb_tl_tensor *l = tcm2(tl, KB_FP32, 8, 1), *o = tcm2(tl, KB_FP32, 8, 128);
-	kb_tl_op scale = { .op = "scale", .extras = { { "scale", 0.125 } } };
-	kb_tl_op add = { .op = "add", .args = { { "other", o } } };
-	kb_tl_recipe_call merge = { "softmax_merge", { { "s", NULL }, { "m", m }, { "l", l }, { "O", o } } };
-	kb_tl_composite_desc qk = { .op = "gemm", .a = q, .flags = KB_TL_TRANS_B, .epilogue = &scale,
-				    .n_epilogue = 1 };
-	kb_tl_composite_desc pv = { .op = "gemm", .out = o, .prologue = &merge, .n_prologue = 1,
-				    .epilogue = &add, .n_epilogue = 1 };
+	opt2_state s;
 	int wraps = 0;
 
+	opt2_init(tl, &s);
 	for (int j = 0; j < 60; j++) {
 		uint64_t cursor = tl->tcm.cursor;
 
@@ -1425,10 +1443,7 @@ static int wrap_kernel(kb_tl *tl)
 		 * differ, so that the scratch meets blocks of other sizes */
 		if (j % 3 == 0)
 			ck_assert_ptr_nonnull(tcm2(tl, KB_FP32, 8, 8 + j % 7));
-		qk.b = hbm2(tl, 0x100000 + (uint64_t)j * 0x8000, KB_FP16, 64, 128);
-		merge.args[0].t = kb_tl_composite(tl, &qk);
-		pv.b = hbm2(tl, 0x400000 + (uint64_t)j * 0x8000, KB_FP16, 64, 128);
-		ck_assert_ptr_eq(kb_tl_composite(tl, &pv), o);
+		opt2_tile(tl, &s, 0x100000 + (uint64_t)j * 0x8000, 0x400000 + (uint64_t)j * 0x8000);
 		ck_assert_int_eq(kb_tl_scope_end(tl), KB_OK);
 		wraps += tl->tcm.cursor < cursor;
 	}
