@@ -572,6 +572,113 @@ START_TEST(bands_keep_order)
 }
 END_TEST
 
+/* kb__lp_send_pe_run: one LP sends runs of 1 to 20 messages to one LP of
+ * its PE, each behind a few scattered events of its own (to itself now
+ * or later, to LPs before and after the run's destination), and starts
+ * its next round while the last round's run may still be pending: runs
+ * that fit in the worker's ring behind its latest event, runs that do not
+ * (more than the ring, or an event of the ring or the heap after theirs).
+ * Every executor must run each LP's events as the same model with one
+ * kb__lp_send_pe a message does: the same times, sources, seq numbers
+ * and payloads, in the same order. */
+#define RUN_RECV 4
+#define RUN_ROUNDS 40
+#define RUN_MAX 20
+#define RUN_LOG 1024
+
+typedef struct run_rec {
+	kb_time time;
+	uint64_t src, seq, tag;  /* src in 64 bits: no padding for memcmp */
+} run_rec;
+
+static run_rec run_seen[1 + RUN_RECV][RUN_LOG];
+static int n_run_seen[1 + RUN_RECV];
+static int run_as_one;     /* nonzero: kb__lp_send_pe_run, else one send a message */
+
+static void run_note(kb_lp *lp, const kb_event *ev)
+{
+	uint32_t id = kb__lp_id(lp);
+
+	ck_assert_int_lt(n_run_seen[id], RUN_LOG);
+	run_seen[id][n_run_seen[id]++] = (run_rec){ ev->time, ev->src, ev->seq, ev->w[0] };
+}
+
+static int run_recv_event(kb_lp *lp, const kb_event *ev)
+{
+	run_note(lp, ev);
+	return KB_OK;
+}
+
+static int run_event(kb_lp *lp, const kb_event *ev)
+{
+	tlp *s = kb__lp_state(lp);
+	uint32_t r = (uint32_t)s->n_log, m = 1 + (r * 7) % RUN_MAX, dst = 1 + r % RUN_RECV;
+	kb_event run[RUN_MAX];
+	int rc = KB_OK;
+
+	run_note(lp, ev);
+	if (ev->w[0] != 0) /* a scattered self event */
+		return KB_OK;
+	for (uint32_t j = 0; j < r % 5 && !rc; j++) {
+		uint32_t k = (r * 5 + j * 3) % 7;
+
+		rc = k < 3 ? self_tag(lp, k * LAT / 2, 1 + j)
+			   : send_tag(lp, 1 + (r + k) % RUN_RECV, (1 + k % 2) * LAT, 1 + j);
+	}
+	for (uint32_t k = 0; k < m; k++)
+		run[k] = (kb_event){ .type = 1, .aux = k, .w = { 1000 * (r + 1) + k, r, k, ~(uint64_t)k, 7 } };
+	if (run_as_one && !rc)
+		rc = kb__lp_send_pe_run(lp, dst, run, m);
+	for (uint32_t k = 0; !run_as_one && k < m && !rc; k++)
+		rc = kb__lp_send_pe(lp, dst, &run[k]);
+	/* the next round while this one's run is pending, or after it */
+	if (!rc && ++s->n_log < RUN_ROUNDS)
+		rc = self_tag(lp, r % 3 ? LAT / 2 : 3 * LAT, 0);
+	return rc;
+}
+
+static const kb_lp_type run_type = { "run", snd_start, run_event, NULL, NULL, 0, NULL, NULL, NULL };
+static const kb_lp_type run_recv_type = { "runrecv", NULL, run_recv_event, NULL, NULL, 0, NULL,
+					  NULL, NULL };
+
+START_TEST(send_runs_keep_order)
+{
+	static run_rec ref[1 + RUN_RECV][RUN_LOG];
+	int n_ref[1 + RUN_RECV];
+
+	for (int as_one = 0; as_one < 2; as_one++)
+		for (size_t e = 0; e < N_EXEC; e++) {
+			model m;
+			kb_error err;
+			tlp *b;
+			int rc;
+
+			run_as_one = as_one;
+			memset(n_run_seen, 0, sizeof(n_run_seen));
+			model_init(&m, executors[e], LAT);
+			b = model_add_at(&m, &run_type, 0, 0);
+			b->at = 100;
+			for (int i = 0; i < RUN_RECV; i++)
+				model_add_at(&m, &run_recv_type, 0, 0);
+			rc = kb__sim_run(m.sim, &err);
+			ck_assert_msg(rc == 0, "threads %d: %s", executors[e], err.message);
+			ck_assert_int_gt(n_run_seen[1], RUN_ROUNDS);
+			for (int i = 0; i <= RUN_RECV; i++) {
+				if (!as_one && e == 0) {
+					memcpy(ref[i], run_seen[i], sizeof(ref[i]));
+					n_ref[i] = n_run_seen[i];
+					continue;
+				}
+				ck_assert_int_eq(n_run_seen[i], n_ref[i]);
+				ck_assert_msg(memcmp(ref[i], run_seen[i], sizeof(run_rec) * (size_t)n_ref[i]) == 0,
+					      "threads %d, runs %d: LP %d's events differ from single sends",
+					      executors[e], as_one, i);
+			}
+			kb__sim_destroy(m.sim);
+		}
+}
+END_TEST
+
 /* Senders on workers of their own send into one LP's inbox in the same
  * window, round after round, so that their enqueues meet at the inbox's
  * tail: each appends behind a node another thread has just initialised,
@@ -1972,6 +2079,7 @@ Suite *sim_suite(void)
 	tcase_add_test(order, registers_keep_order);
 	tcase_add_test(order, ring_keeps_order);
 	tcase_add_test(order, bands_keep_order);
+	tcase_add_test(order, send_runs_keep_order);
 	tcase_add_test(order, senders_meet_in_one_inbox);
 	tcase_add_test(order, short_sends_deliver_as_sequential);
 	suite_add_tcase(s, order);

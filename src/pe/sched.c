@@ -115,11 +115,17 @@ static uint32_t take_slot(uint64_t *free_bits)
 	return (uint32_t)__builtin_ctzll(b);
 }
 
+/* The most messages feed_single makes before it sends them: a ring's
+ * worth of decode's (opt2's phases have 8 steps). */
+#define FEED_RUN 8
+
 /* The single-stage steps of PRE or POST, all at once (they run in order
  * on one FIFO engine): send_stage's message, of which only the step, its
  * stage and that stage's cost change from one step to the next, each the
  * next entry of its list (a step's stage and cost looked up anew was ~20
- * instructions a step; opt2's composites have 8). Out of line, as
+ * instructions a step; opt2's composites have 8). The messages to one
+ * engine go as one run (kb__lp_send_pe_run: the event ring moved once,
+ * not once a send), at most FEED_RUN at a time. Out of line, as
  * feed_all is. */
 static __attribute__((noinline)) int feed_single(kb_lp *lp, kb_sched *s, kb_plan *p)
 {
@@ -130,15 +136,22 @@ static __attribute__((noinline)) int feed_single(kb_lp *lp, kb_sched *s, kb_plan
 	/* the costs lie in the stages' order (kb__plan_first_cost); none: 0 */
 	uintptr_t cost = (uintptr_t)kb__plan_first_cost(p, ph, i, st);
 	uintptr_t cost_step = cost ? sizeof(kb_stage_cost) : 0;
-	kb_event *ev = &s->stage_ev;
+	kb_event run[FEED_RUN];
 	int rc = KB_OK;
 
-	/* stored as the send loads them, which it does at once (kb__ev_words) */
-	ev->w[0] = (uint64_t)(uintptr_t)p;
-	for (; !rc && i < n; i++, st++, cost += cost_step) {
-		kb__ev_type_aux(ev, KB_EV_STAGE, kb__stage_aux(st, 0));
-		kb__ev_words(ev, i, (uint64_t)(uintptr_t)st, kb__stage_pack(ph, 0, 0), cost);
-		rc = kb__lp_send_pe(lp, s->lp0 + st->eng, ev);
+	while (!rc && i < n) {
+		uint32_t eng = st->eng, m = 0;
+
+		/* stored as the send loads them (kb__ev_words) */
+		do {
+			kb_event *ev = &run[m++];
+
+			ev->w[0] = (uint64_t)(uintptr_t)p;
+			kb__ev_type_aux(ev, KB_EV_STAGE, kb__stage_aux(st, 0));
+			kb__ev_words(ev, i, (uint64_t)(uintptr_t)st, kb__stage_pack(ph, 0, 0), cost);
+			i++, st++, cost += cost_step;
+		} while (i < n && m < FEED_RUN && st->eng == eng);
+		rc = kb__lp_send_pe_run(lp, s->lp0 + eng, run, m);
 	}
 	p->fed = i;
 	return rc;

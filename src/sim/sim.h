@@ -211,6 +211,9 @@ int kb__lp_send_short(kb_lp *lp, uint32_t dst, kb_time delay, const kb_event *ev
  * 13). _short: as kb__lp_send_short. */
 int kb__lp_send_pe(kb_lp *lp, uint32_t dst, const kb_event *ev);
 int kb__lp_send_pe_short(kb_lp *lp, uint32_t dst, const kb_event *ev);
+/* kb__lp_send_pe of ev[0] .. ev[m - 1] to dst, one after another, as one
+ * call: where they fit in the ring at once, it moves once (issue 13). */
+int kb__lp_send_pe_run(kb_lp *lp, uint32_t dst, const kb_event *ev, uint32_t m);
 /* Schedules an event on the LP itself; any delay >= 0. */
 int kb__lp_self(kb_lp *lp, kb_time delay, const kb_event *ev);
 /* The same for an event whose handler reads its type, aux and w[0]
