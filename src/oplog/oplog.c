@@ -1113,11 +1113,11 @@ static inline void form_key(uint64_t k[3], int64_t bytes, const kb_oplog_record 
 		uint64_t o = 2;
 
 		k[1] = (uint64_t)st->n;
-		if (!st->operand) {
-			o = 1;
-		} else {
+		if (__builtin_expect(st->operand != NULL, 0)) {
 			for (unsigned i = 0; st->operand[i] && o; i++)
 				o = i < 5 ? o | (uint64_t)(unsigned char)st->operand[i] << (8 + 8 * i) : 0;
+		} else {
+			o = 1;
 		}
 		k[2] = st->step < 65536 && o ? st->step | o << 16 : 0;
 	} else if (kind == FORM_FIELDS) {
