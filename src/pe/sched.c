@@ -115,8 +115,8 @@ static uint32_t take_slot(uint64_t *free_bits)
 	return (uint32_t)__builtin_ctzll(b);
 }
 
-/* The most messages feed_single makes before it sends them: a ring's
- * worth of decode's (opt2's phases have 8 steps). */
+/* The most messages feed_single sends as one run: a ring's worth of
+ * decode's (opt2's phases have 8 steps). */
 #define FEED_RUN 8
 
 /* The single-stage steps of PRE or POST, all at once (they run in order
@@ -124,9 +124,10 @@ static uint32_t take_slot(uint64_t *free_bits)
  * stage and that stage's cost change from one step to the next, each the
  * next entry of its list (a step's stage and cost looked up anew was ~20
  * instructions a step; opt2's composites have 8). The messages to one
- * engine go as one run (kb__lp_send_pe_run: the event ring moved once,
- * not once a send), at most FEED_RUN at a time. Out of line, as
- * feed_all is. */
+ * engine go as one run, at most FEED_RUN at a time, written where the
+ * event ring keeps them (kb__lp_send_pe_place: the ring moved once, not
+ * once a send), or where it has no room for them at once, here first
+ * and then sent (kb__lp_send_pe_run). Out of line, as feed_all is. */
 static __attribute__((noinline)) int feed_single(kb_lp *lp, kb_sched *s, kb_plan *p)
 {
 	kb_phase ph = p->phase;
@@ -140,18 +141,23 @@ static __attribute__((noinline)) int feed_single(kb_lp *lp, kb_sched *s, kb_plan
 	int rc = KB_OK;
 
 	while (!rc && i < n) {
-		uint32_t eng = st->eng, m = 0;
+		uint32_t eng = st->eng, m = 1;
+		uint32_t most = n - i < FEED_RUN ? (uint32_t)(n - i) : FEED_RUN;
+		kb_event *const *r;
 
-		/* stored as the send loads them (kb__ev_words) */
-		do {
-			kb_event *ev = &run[m++];
+		while (m < most && st[m].eng == eng)
+			m++;
+		r = kb__lp_send_pe_place(lp, s->lp0 + eng, m);
+		for (uint32_t k = 0; k < m; k++, i++, st++, cost += cost_step) {
+			kb_event *ev = r ? r[m - 1 - k] : &run[k];
 
+			/* stored as the send loads them (kb__ev_words) */
 			ev->w[0] = (uint64_t)(uintptr_t)p;
 			kb__ev_type_aux(ev, KB_EV_STAGE, kb__stage_aux(st, 0));
 			kb__ev_words(ev, i, (uint64_t)(uintptr_t)st, kb__stage_pack(ph, 0, 0), cost);
-			i++, st++, cost += cost_step;
-		} while (i < n && m < FEED_RUN && st->eng == eng);
-		rc = kb__lp_send_pe_run(lp, s->lp0 + eng, run, m);
+		}
+		if (!r)
+			rc = kb__lp_send_pe_run(lp, s->lp0 + eng, run, m);
 	}
 	p->fed = i;
 	return rc;

@@ -139,10 +139,24 @@ static inline void ev_fill_words_as(kb_event *slot, const kb_event *body, int wh
 		slot->w[0] = body->w[0];
 }
 
-/* The header from k, the rest (type, aux, payload) from body. The
- * header's words are stored one by one, as they are read (the loop
- * reads time and dst, a handler its fields): packing them into two
- * 16-byte stores took two more instructions a push into the ring. */
+/* The header (time, source, destination, seq) from k, its words stored
+ * one by one, as they are read (the loop reads time and dst, a handler
+ * its fields): packing them into two 16-byte stores took two more
+ * instructions a push into the ring. */
+static inline void ev_fill_head(kb_event *slot, const kb_evkey *k)
+{
+	slot->time = k->time;
+#ifdef EV_VECTORS
+	memcpy(&slot->src, &k->pair, sizeof(k->pair));
+#else
+	slot->src = (uint32_t)k->pair;
+	slot->dst = (uint32_t)(k->pair >> 32);
+#endif
+	slot->seq = k->seq;
+}
+
+/* The header from k, the rest (type, aux, payload) from body, type and
+ * aux loaded first, as one word. */
 static inline void ev_fill_as(kb_event *slot, const kb_evkey *k, const kb_event *body,
 			      int whole)
 {
@@ -150,15 +164,10 @@ static inline void ev_fill_as(kb_event *slot, const kb_evkey *k, const kb_event 
 	uint64_t ta;
 
 	memcpy(&ta, &body->type, sizeof(ta));
-	slot->time = k->time;
-	memcpy(&slot->src, &k->pair, sizeof(k->pair));
-	slot->seq = k->seq;
+	ev_fill_head(slot, k);
 	memcpy(&slot->type, &ta, sizeof(ta));
 #else
-	slot->time = k->time;
-	slot->src = (uint32_t)k->pair;
-	slot->dst = (uint32_t)(k->pair >> 32);
-	slot->seq = k->seq;
+	ev_fill_head(slot, k);
 	slot->type = body->type;
 	slot->aux = body->aux;
 #endif
@@ -1161,15 +1170,30 @@ __attribute__((always_inline)) inline int kb__lp_send_pe_short(kb_lp *lp, uint32
 	return send_pe_put(lp, dst, ev, 0);
 }
 
-/* kb__lp_send_pe_run's batch behind the ring's n events (n + m within
- * its size; every key of the batch after the ring's latest and before
- * the heap's first): the ring's events move up m places at once, each
- * into one of the m free buffers above them, which take their places
- * below, and the batch goes there, the earliest highest (ring[m - 1]),
- * as m pushes each behind the last would leave it. */
-static inline void ring_put_run(kb_worker *w, uint32_t n, kb_time t, uint64_t pair, uint64_t seq,
-				const kb_event *ev, uint32_t m)
+/* Where m messages to dst, keyed as m kb__lp_send_pe in turn would key
+ * them, fit in the running loop's ring at once: behind its latest event
+ * and before the heap's first (opt2's scheduler: a phase's 8 stages to
+ * PE_MATH), with room for them all. There the ring moves once, not once
+ * a push behind the last (put_ring, ~110 instructions a send): its
+ * events move up m places, each into one of the m free buffers above
+ * them, which take their places below, keyed in order, the earliest
+ * highest (ring[m - 1]), as the m pushes would leave them. Returns the
+ * ring, message k's buffer at [m - 1 - k], whose type, aux and payload
+ * the caller writes before its handler returns; NULL where they do not
+ * fit (nothing done, no seq taken). */
+kb_event *const *kb__lp_send_pe_place(kb_lp *lp, uint32_t dst, uint32_t m)
 {
+	kb_worker *w = lp->worker;
+	const kb_evheap *h = &w->heap;
+	kb_time t = lp->now + lp->local_lat;
+	uint64_t pair = (uint64_t)dst << 32 | lp->id, seq = lp->seq;
+	uint32_t n = w->nr;
+
+	/* n + m in 64 bits: n may be KB_RING_OFF and the like, no count */
+	if (dst - lp->local_lo >= lp->local_n || t > KB_TIME_MAX || !m ||
+	    (uint64_t)n + m > (uint64_t)w->room + 1 || (n && ev_before(t, pair, seq, w->ring[0])) ||
+	    (h->n && !key_before(t, pair, seq + m - 1, &h->key[0])))
+		return NULL;
 	for (uint32_t i = n; i-- > 0;) {
 		kb_event *e = w->ring[i];
 
@@ -1177,31 +1201,29 @@ static inline void ring_put_run(kb_worker *w, uint32_t n, kb_time t, uint64_t pa
 		w->ring[i + m] = e;
 	}
 	for (uint32_t k = 0; k < m; k++)
-		ev_fill(w->ring[m - 1 - k], &(kb_evkey){ t, pair, seq + k, 0 }, &ev[k]);
+		ev_fill_head(w->ring[m - 1 - k], &(kb_evkey){ t, pair, seq + k, 0 });
 	w->nr = n + m;
+	lp->seq = seq + m;
+	return w->ring;
 }
 
 /* m messages ev[0] .. ev[m - 1] to dst, each as kb__lp_send_pe in turn
- * (the same keys: seq numbers in that order). Where the batch fits in
- * the running loop's ring behind its latest event and before the
- * heap's first (opt2's scheduler: a phase's 8 stages to PE_MATH), it
- * goes in with the ring moved once, not m pushes each behind the last
- * (put_ring, ~110 instructions a send); elsewhere one send at a time. */
+ * (the same keys: seq numbers in that order): placed at once where
+ * kb__lp_send_pe_place can, else one send at a time. */
 int kb__lp_send_pe_run(kb_lp *lp, uint32_t dst, const kb_event *ev, uint32_t m)
 {
-	kb_worker *w = lp->worker;
-	const kb_evheap *h = &w->heap;
-	kb_time t = lp->now + lp->local_lat;
-	uint64_t pair = (uint64_t)dst << 32 | lp->id, seq = lp->seq;
-	uint32_t n = w->nr;
+	kb_event *const *r = kb__lp_send_pe_place(lp, dst, m);
 	int rc = KB_OK;
 
-	/* n + m in 64 bits: n may be KB_RING_OFF and the like, no count */
-	if (dst - lp->local_lo < lp->local_n && t <= KB_TIME_MAX && m &&
-	    (uint64_t)n + m <= (uint64_t)w->room + 1 && (!n || !ev_before(t, pair, seq, w->ring[0])) &&
-	    (!h->n || key_before(t, pair, seq + m - 1, &h->key[0]))) {
-		ring_put_run(w, n, t, pair, seq, ev, m);
-		lp->seq = seq + m;
+	if (r) {
+		for (uint32_t k = 0; k < m; k++) {
+			kb_event *b = r[m - 1 - k];
+			uint64_t ta;
+
+			memcpy(&ta, &ev[k].type, sizeof(ta));
+			memcpy(&b->type, &ta, sizeof(ta));
+			ev_fill_words(b, &ev[k]);
+		}
 		return KB_OK;
 	}
 	for (uint32_t k = 0; !rc && k < m; k++)

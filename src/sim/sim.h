@@ -214,6 +214,12 @@ int kb__lp_send_pe_short(kb_lp *lp, uint32_t dst, const kb_event *ev);
 /* kb__lp_send_pe of ev[0] .. ev[m - 1] to dst, one after another, as one
  * call: where they fit in the ring at once, it moves once (issue 13). */
 int kb__lp_send_pe_run(kb_lp *lp, uint32_t dst, const kb_event *ev, uint32_t m);
+/* The same written in place: where m messages to dst fit in the ring at
+ * once, their buffers, keyed (their seq numbers taken), message k's at
+ * [m - 1 - k], for the caller to write their type, aux and payload
+ * before its handler returns; NULL where they do not (nothing done:
+ * kb__lp_send_pe_run sends them). */
+kb_event *const *kb__lp_send_pe_place(kb_lp *lp, uint32_t dst, uint32_t m);
 /* Schedules an event on the LP itself; any delay >= 0. */
 int kb__lp_self(kb_lp *lp, kb_time delay, const kb_event *ev);
 /* The same for an event whose handler reads its type, aux and w[0]
