@@ -13,16 +13,14 @@
 #include "base/err.h"
 #include "pe/plan.h"
 
-/* A waiting STAGE message's payload as a channel's ring keeps it (40
- * bytes, not the message's 72): the words its sender set (pe.h), the
- * phase, slot and acc packed in one (kb__stage_pack). */
+/* A waiting STAGE message's payload as a channel's ring keeps it (48
+ * bytes, not the message's 72): its words as the message has them (pe.h)
+ * and its aux (kb__stage_aux), so that a wait copies them as they are
+ * loaded (a layout of its own, 40 bytes, cost ~3 instructions a waiting
+ * stage to rearrange). */
 typedef struct stage_msg {
-	kb_plan *p;
-	uint64_t step;
-	const kb_stage_ref *st;
-	const kb_stage_cost *cost;
-	uint32_t pk;
-	uint32_t aux;            /* the message's: kb__stage_aux */
+	uint64_t w[KB_EVENT_WORDS];
+	uint32_t aux;
 } stage_msg;
 
 typedef struct chan {
@@ -213,10 +211,11 @@ static __attribute__((noinline)) int finish(kb_lp *lp, chan *c)
 	/* The first waiting stage's message, made whole again. */
 	const stage_msg *m = &c->q[c->head];
 
-	c->run.w[0] = (uint64_t)(uintptr_t)m->p;
-	c->run.w[1] = m->step;
-	c->run.w[3] = m->pk;
-	prepare(c, m->st, m->aux, m->cost);
+	c->run.w[0] = m->w[0];
+	c->run.w[1] = m->w[1];
+	c->run.w[3] = m->w[3];
+	prepare(c, (const kb_stage_ref *)(uintptr_t)m->w[2], m->aux,
+		(const kb_stage_cost *)(uintptr_t)m->w[4]);
 	c->head = --c->n ? (c->head + 1) & c->mask : 0;
 	if (rc)
 		return rc;
@@ -248,10 +247,10 @@ static __attribute__((noinline)) int stage_wait(kb_lp *lp, chan *c, const kb_eve
 {
 	if (__builtin_expect(c->n > c->mask, 0))
 		return stage_wait_grow(lp, c, ev);
-	c->q[(c->head + c->n++) & c->mask] = (stage_msg){
-		(kb_plan *)(uintptr_t)ev->w[0], ev->w[1], (const kb_stage_ref *)(uintptr_t)ev->w[2],
-		(const kb_stage_cost *)(uintptr_t)ev->w[4], (uint32_t)ev->w[3], ev->aux
-	};
+	stage_msg *m = &c->q[(c->head + c->n++) & c->mask];
+
+	memcpy(m->w, ev->w, sizeof(m->w));
+	m->aux = ev->aux;
 	return KB_OK;
 }
 

@@ -66,10 +66,6 @@ static inline uint64_t kb__stage_pack(uint32_t phase, uint32_t slot, uint32_t ac
  * start_keep) when that single step is all its command runs, so that its
  * STEP_DONE ends the command without the plan's counts being read. */
 #define KB_STAGE_ENDS (UINT64_C(1) << 24)
-/* A stage that waits in an engine's queue keeps w[3] in 32 bits
- * (engines.c stage_msg pk): the bit must fit there, or the command never
- * ends. */
-_Static_assert(KB_STAGE_ENDS <= UINT32_MAX, "KB_STAGE_ENDS must fit a queued stage's 32-bit pk");
 
 /* ev's type and aux as one 8-byte store: kb__lp_send copies them as one
  * 8-byte load right after, which two 4-byte stores (or one of them and
