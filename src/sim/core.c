@@ -702,56 +702,75 @@ static __attribute__((noinline)) int put_full(kb_lp *lp, kb_worker *w, kb_time t
 	return KB_OK;
 }
 
+/* Every one of the ring's n events (n within its size) moves up one
+ * place: the ring's first 4, 8 or all its entries move, in 16-byte
+ * pieces (loads first), the fewest that hold ring[n] (where a loop took
+ * ~50 instructions a push). Free buffers above n move up too: the one
+ * at ring[n], now at ring[n + 1], gives way there to the one the move
+ * pushed out of its entries (ring[4], ring[8], or into the scratch
+ * ring[KB_RING]). Returns the buffer that was free at ring[n], for the
+ * place the move left below. */
+static inline __attribute__((always_inline)) kb_event *ring_up(kb_worker *w, uint32_t n)
+{
+	kb_event *buf = w->ring[n], *out;
+
+	if (n < 3) {
+		out = w->ring[4];
+		ring_shift_up(w, 2);
+	} else if (n < 7) {
+		out = w->ring[8];
+		ring_shift_up(w, 4);
+	} else {
+		ring_shift_up(w, KB_RING / 2);
+		out = w->ring[KB_RING];
+	}
+	w->ring[n + 1] = out;
+	return buf;
+}
+
 /* put_ring's push between the ring's events, or into a full ring (out
  * of line: its loop's registers would give put_ring's common push, the
- * latest, a stack frame). */
+ * latest, a stack frame). Second to the latest in a ring of 4 or more
+ * (opt2: an engine's stage end behind a phase's stages to come, before
+ * one later event), the ring moves up whole and its latest back down,
+ * where a walk from the earliest passed every one of those stages. */
 static __attribute__((noinline)) int put_mid(kb_lp *lp, kb_worker *w, kb_time t, uint64_t pair,
 					     uint64_t seq, const kb_event *body)
 {
 	uint32_t n = w->nr;
+	kb_event *buf;
 
 	if (n > w->room)
 		return put_full(lp, w, t, pair, seq, body);
-	ring_insert(w, n, t, pair, seq, body);
+	if (n < 4 || ev_before(t, pair, seq, w->ring[1])) {
+		ring_insert(w, n, t, pair, seq, body);
+		return KB_OK;
+	}
+	buf = ring_up(w, n);
+	w->ring[0] = w->ring[1];
+	w->ring[1] = buf;
+	ev_fill(buf, &(kb_evkey){ t, pair, seq, 0 }, body);
+	w->nr = n + 1;
 	return KB_OK;
 }
 
 /* ev_put's other cases with events in the ring, behind its earliest:
  * behind its latest too (there, or into the heap if the heap's first
  * comes before it or the ring is full), or between; or into a full
- * ring. Most are opt2's scheduler's sends of a plan's stages, each
- * behind the last. */
+ * ring. Most are opt2's engines' stage ends behind a phase's stages,
+ * and opt3's engines' sends into a ring of 2. */
 static __attribute__((noinline)) int put_ring(kb_lp *lp, kb_worker *w, kb_time t, uint64_t pair,
 					      uint64_t seq, const kb_event *body)
 {
 	const kb_evheap *h = &w->heap;
 	uint32_t n = w->nr;
-	kb_event *buf, *out;
+	kb_event *buf;
 
 	if (!ev_before(t, pair, seq, w->ring[0])) {
 		if (n > w->room || (h->n && !key_before(t, pair, seq, &h->key[0])))
 			return put_far(lp, w, t, pair, seq, body);
-		/* The latest: every other one moves up. The ring's first
-		 * 4, 8 or all its entries move, in 16-byte pieces (loads
-		 * first), the fewest that hold ring[n]: opt2's scheduler
-		 * sends a plan's stages each behind the last into a ring
-		 * of 2-8, opt3's engines into one of 2, where a loop took
-		 * ~50 instructions. Free buffers above n move up too: the
-		 * one at ring[n], now at ring[n + 1] and ring[0], gives way
-		 * there to the one the move pushed out of its entries
-		 * (ring[4], ring[8], or into the scratch ring[KB_RING]). */
-		buf = w->ring[n];
-		if (n < 3) {
-			out = w->ring[4];
-			ring_shift_up(w, 2);
-		} else if (n < 7) {
-			out = w->ring[8];
-			ring_shift_up(w, 4);
-		} else {
-			ring_shift_up(w, KB_RING / 2);
-			out = w->ring[KB_RING];
-		}
-		w->ring[n + 1] = out;
+		/* The latest: every other one moves up. */
+		buf = ring_up(w, n);
 		w->ring[0] = buf;
 		ev_fill(buf, &(kb_evkey){ t, pair, seq, 0 }, body);
 		w->nr = n + 1;
