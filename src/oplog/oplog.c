@@ -1405,29 +1405,29 @@ static __attribute__((noinline)) int emit_slow(kb_oplog_lane *lane, const kb_opl
  * inside, paid ~30 instructions a record for them: issue 13). */
 /* An engine stage's record on emit's rare path: rec with v's members,
  * into emit_slow (out of line: the copy is made only here). */
-static __attribute__((noinline)) int stage_slow(kb_oplog_lane *lane, const kb_oplog_record *rec,
-						uint64_t t0, uint64_t t1, const char *op, uint64_t cmd,
-						int64_t bytes, uint64_t step, int64_t n, const char *operand)
+__attribute__((noinline)) int kb__oplog_emit_stage_rare(kb_oplog_lane *lane, const kb_oplog_record *rec,
+							const kb_oplog_stage *v)
 {
-	kb_oplog_stage v = { t0, t1, op, cmd, bytes, step, n, operand };
 	kb_oplog_record r = *rec;
 
-	r.t0_ps = v.t0_ps;
-	r.t1_ps = v.t1_ps;
-	r.op = v.op;
-	r.cmd = v.cmd;
-	r.bytes = v.bytes;
-	return emit_slow(lane, &r, NULL, 0, &v, FORM_STAGE);
+	r.t0_ps = v->t0_ps;
+	r.t1_ps = v->t1_ps;
+	r.op = v->op;
+	r.cmd = v->cmd;
+	r.bytes = v->bytes;
+	return emit_slow(lane, &r, NULL, 0, v, FORM_STAGE);
 }
 
-/* emit's way out to emit_slow: the stage's record made whole first. */
+/* emit's way out to emit_slow; a stage's is its caller's to take
+ * (KB_OPLOG_RARE), which works v out again there: none of v's members
+ * is then live at emit's exits, so none is spilled on the common path
+ * (issue 13: ~17 instructions a stage where emit called the rare path
+ * with all of them). */
 static inline __attribute__((always_inline)) int emit_rare(kb_oplog_lane *lane, const kb_oplog_record *rec,
-							   const kb_oplog_field *fields, int n_fields,
-							   kb_oplog_stage v, int kind)
+							   const kb_oplog_field *fields, int n_fields, int kind)
 {
 	if (kind == FORM_STAGE)
-		return stage_slow(lane, rec, v.t0_ps, v.t1_ps, v.op, v.cmd, v.bytes, v.step, v.n,
-				  v.operand);   /* members: no copy of v made on the way */
+		return KB_OPLOG_RARE;
 	return emit_slow(lane, rec, fields, n_fields, NULL, kind);
 }
 
@@ -1457,16 +1457,16 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 	 * slots of the index are looked at; a form further on (rare: the
 	 * index is at most half full) is found by emit_slow. */
 	if (__builtin_expect(!form_lane(lane, rec), 0))
-		return emit_rare(lane, rec, fields, n_fields, v, kind);
+		return emit_rare(lane, rec, fields, n_fields, kind);
 	form_key(k, REC_V(bytes, bytes), rec, fields, n_fields, st, kind);
 	f = form_at(tab, REC_V(op, op), k);
 	if (__builtin_expect(!form_is(f, REC_V(op, op), k), 0)) {
 		f++;   /* its slot + 2 < FORM_ROOM */
 		if (!form_is(f, REC_V(op, op), k) && !form_is(++f, REC_V(op, op), k))
-			return emit_rare(lane, rec, fields, n_fields, v, kind);
+			return emit_rare(lane, rec, fields, n_fields, kind);
 	}
 	if (!FORM_UNTAILED && __builtin_expect(!f->tail_len, 0))
-		return emit_rare(lane, rec, fields, n_fields, v, kind);
+		return emit_rare(lane, rec, fields, n_fields, kind);
 	key = lane->key;
 	b = &lane->shared->cur;   /* mostly: taken as a fall-through, no jump back */
 	if (__builtin_expect(!shared_takes(lane->shared, REC_V(t1_ps, t1_ps), key), 0)) {
@@ -1475,7 +1475,7 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 		b = &lane->cur;
 	}
 	if (__builtin_expect(b->text_n >= b->text_lim, 0))
-		return emit_rare(lane, rec, fields, n_fields, v, kind);
+		return emit_rare(lane, rec, fields, n_fields, kind);
 	/* The times in the lane's prefix, or both under 10^8 (a run's
 	 * first 100 us); a new prefix is set where they are formatted. */
 	cmd = REC_V(cmd, cmd);
@@ -1483,7 +1483,7 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 	t1 = REC_V(t1_ps, t1_ps);
 	in = times_in(lane, t0, t1, &lo0, &lo1);
 	if (__builtin_expect((!in && !(t1 < E8 && t0 <= t1)) || cmd >= E8, 0))
-		return emit_rare(lane, rec, fields, n_fields, v, kind);
+		return emit_rare(lane, rec, fields, n_fields, kind);
 	buf = b->text + b->text_n;
 	/* the entry before the text's stores, which may alias b: text_n
 	 * as it was loaded for buf, not loaded again */
@@ -1527,9 +1527,16 @@ __attribute__((always_inline)) inline int kb__oplog_emit(kb_oplog_lane *lane, co
 	return emit(lane, rec, fields, n_fields, v, FORM_FIELDS);
 }
 
-int kb__oplog_emit_stage(kb_oplog_lane *lane, const kb_oplog_record *rec, kb_oplog_stage st)
+int kb__oplog_emit_stage_fast(kb_oplog_lane *lane, const kb_oplog_record *rec, kb_oplog_stage st)
 {
 	return emit(lane, rec, NULL, 0, st, FORM_STAGE);
+}
+
+int kb__oplog_emit_stage(kb_oplog_lane *lane, const kb_oplog_record *rec, kb_oplog_stage st)
+{
+	int rc = kb__oplog_emit_stage_fast(lane, rec, st);
+
+	return rc == KB_OPLOG_RARE ? kb__oplog_emit_stage_rare(lane, rec, &st) : rc;
 }
 
 #undef REC_V

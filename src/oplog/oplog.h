@@ -112,6 +112,13 @@ typedef struct kb_oplog_stage {
 	const char *operand;
 } kb_oplog_stage;
 int kb__oplog_emit_stage(kb_oplog_lane *lane, const kb_oplog_record *rec, kb_oplog_stage st);
+/* kb__oplog_emit_stage in two, for a caller that inlines the first
+ * (pe/engines.c): _fast writes the common record, or returns
+ * KB_OPLOG_RARE, and then _rare (out of line) writes it, with st worked
+ * out again by the caller there rather than kept live across _fast. */
+#define KB_OPLOG_RARE 1
+int kb__oplog_emit_stage_fast(kb_oplog_lane *lane, const kb_oplog_record *rec, kb_oplog_stage st);
+int kb__oplog_emit_stage_rare(kb_oplog_lane *lane, const kb_oplog_record *rec, const kb_oplog_stage *st);
 /* Merges and writes every record with t1 < bound (KB_TIME_INF: all). */
 int kb__oplog_flush(kb_oplog *log, kb_time bound, kb_error *err);
 /* Parallel executor: when every buffered record is final (a window has

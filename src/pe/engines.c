@@ -147,23 +147,41 @@ static inline __attribute__((always_inline)) int start(kb_lp *lp, kb_engine *e, 
 	return begin(lp, e, c, fresh);
 }
 
-static int log_stage(kb_time now, kb_engine *e, const chan *c)
+/* The record of c's stage, ended at now. */
+static inline __attribute__((always_inline)) kb_oplog_stage stage_rec(kb_time now, const chan *c)
 {
 	const kb_stage_cost *cost = c->cost;
 	const kb_stage_ref *st = c->st;
 	const kb_cmd *cmd = ((const kb_plan *)(uintptr_t)c->run.w[0])->cmd;
 	const char *operand = NULL;
 
-	if (!e->lane)
-		return KB_OK;
 	if (st->kind == KB_ST_DMA_READ && st->op >= 0) {
 		operand = cmd->ops[st->op].operands[st->operand].name;
 		if (!operand)
 			operand = "";
 	}
-	return kb__oplog_emit_stage(e->lane, &e->rec,
-				    (kb_oplog_stage){ c->t0, now, cost->op, cmd->id, cost->bytes,
-						      c->run.w[1], cost->n, operand });
+	return (kb_oplog_stage){ c->t0, now, cost->op, cmd->id, cost->bytes, c->run.w[1], cost->n, operand };
+}
+
+/* log_stage's rare record (out of line): worked out again here, so that
+ * nothing of it is kept live across the common one (issue 13). */
+static __attribute__((noinline, cold)) int log_stage_rare(kb_time now, kb_engine *e, const chan *c)
+{
+	kb_oplog_stage v = stage_rec(now, c);
+
+	return kb__oplog_emit_stage_rare(e->lane, &e->rec, &v);
+}
+
+static int log_stage(kb_time now, kb_engine *e, const chan *c)
+{
+	int rc;
+
+	if (!e->lane)
+		return KB_OK;
+	rc = kb__oplog_emit_stage_fast(e->lane, &e->rec, stage_rec(now, c));
+	if (__builtin_expect(rc == KB_OPLOG_RARE, 0))
+		return log_stage_rare(now, e, c);
+	return rc;
 }
 
 /* Data mode: performs the running stage (out of line: its kb_error is
