@@ -1418,15 +1418,40 @@ __attribute__((noinline)) int kb__oplog_emit_stage_rare(kb_oplog_lane *lane, con
 	return emit_slow(lane, &r, NULL, 0, v, FORM_STAGE);
 }
 
-/* emit's way out to emit_slow; a stage's is its caller's to take
- * (KB_OPLOG_RARE), which works v out again there: none of v's members
- * is then live at emit's exits, so none is spilled on the common path
- * (issue 13: ~17 instructions a stage where emit called the rare path
- * with all of them). */
-static inline __attribute__((always_inline)) int emit_rare(kb_oplog_lane *lane, const kb_oplog_record *rec,
-							   const kb_oplog_field *fields, int n_fields, int kind)
+/* A dispatch record: rec with d's members. */
+static inline __attribute__((always_inline)) kb_oplog_record dispatch_record(const kb_oplog_record *rec,
+									     const kb_oplog_dispatch *d)
 {
-	if (kind == FORM_STAGE)
+	kb_oplog_record r = *rec;
+
+	r.t0_ps = d->t0_ps;
+	r.t1_ps = d->t1_ps;
+	r.cmd = d->cmd;
+	r.kind = d->kind;
+	r.lbytes = d->lbytes;
+	return r;
+}
+
+/* A dispatch record on emit's rare path, as a stage's above. */
+__attribute__((noinline)) int kb__oplog_emit_dispatch_rare(kb_oplog_lane *lane, const kb_oplog_record *rec,
+							   const kb_oplog_dispatch *d)
+{
+	kb_oplog_record r = dispatch_record(rec, d);
+
+	return emit_slow(lane, &r, NULL, 0, NULL, FORM_PLAIN);
+}
+
+/* emit's way out to emit_slow; where deferred (a stage's, a dispatch's)
+ * it is its caller's to take (KB_OPLOG_RARE), which works the record out
+ * again there: none of its members is then live at emit's exits, so none
+ * is spilled on the common path (issue 13: ~17 instructions a stage where
+ * emit called the rare path with all of them), and a record made here
+ * from members by value does not escape, so is not stored. */
+static inline __attribute__((always_inline)) int emit_rare(kb_oplog_lane *lane, const kb_oplog_record *rec,
+							   const kb_oplog_field *fields, int n_fields, int kind,
+							   int defer)
+{
+	if (defer)
 		return KB_OPLOG_RARE;
 	return emit_slow(lane, rec, fields, n_fields, NULL, kind);
 }
@@ -1436,10 +1461,10 @@ static inline __attribute__((always_inline)) int emit_rare(kb_oplog_lane *lane, 
 #define REC_V(m, vm) (kind == FORM_STAGE ? v.vm : rec->m)
 
 /* rec's times, op, cmd and bytes are v's for kind FORM_STAGE (st is
- * then v), else rec's (v is not read). */
+ * then v), else rec's (v is not read). defer: emit_rare's. */
 static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const kb_oplog_record *rec,
 						      const kb_oplog_field *fields, int n_fields,
-						      kb_oplog_stage v, int kind)
+						      kb_oplog_stage v, int kind, int defer)
 {
 	const kb_oplog_stage *st = kind == FORM_STAGE ? &v : NULL;
 	form_tab *tab = lane->fast[kind];
@@ -1457,16 +1482,16 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 	 * slots of the index are looked at; a form further on (rare: the
 	 * index is at most half full) is found by emit_slow. */
 	if (__builtin_expect(!form_lane(lane, rec), 0))
-		return emit_rare(lane, rec, fields, n_fields, kind);
+		return emit_rare(lane, rec, fields, n_fields, kind, defer);
 	form_key(k, REC_V(bytes, bytes), rec, fields, n_fields, st, kind);
 	f = form_at(tab, REC_V(op, op), k);
 	if (__builtin_expect(!form_is(f, REC_V(op, op), k), 0)) {
 		f++;   /* its slot + 2 < FORM_ROOM */
 		if (!form_is(f, REC_V(op, op), k) && !form_is(++f, REC_V(op, op), k))
-			return emit_rare(lane, rec, fields, n_fields, kind);
+			return emit_rare(lane, rec, fields, n_fields, kind, defer);
 	}
 	if (!FORM_UNTAILED && __builtin_expect(!f->tail_len, 0))
-		return emit_rare(lane, rec, fields, n_fields, kind);
+		return emit_rare(lane, rec, fields, n_fields, kind, defer);
 	key = lane->key;
 	b = &lane->shared->cur;   /* mostly: taken as a fall-through, no jump back */
 	if (__builtin_expect(!shared_takes(lane->shared, REC_V(t1_ps, t1_ps), key), 0)) {
@@ -1475,7 +1500,7 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 		b = &lane->cur;
 	}
 	if (__builtin_expect(b->text_n >= b->text_lim, 0))
-		return emit_rare(lane, rec, fields, n_fields, kind);
+		return emit_rare(lane, rec, fields, n_fields, kind, defer);
 	/* The times in the lane's prefix, or both under 10^8 (a run's
 	 * first 100 us); a new prefix is set where they are formatted. */
 	cmd = REC_V(cmd, cmd);
@@ -1483,7 +1508,7 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 	t1 = REC_V(t1_ps, t1_ps);
 	in = times_in(lane, t0, t1, &lo0, &lo1);
 	if (__builtin_expect((!in && !(t1 < E8 && t0 <= t1)) || cmd >= E8, 0))
-		return emit_rare(lane, rec, fields, n_fields, kind);
+		return emit_rare(lane, rec, fields, n_fields, kind, defer);
 	buf = b->text + b->text_n;
 	/* the entry before the text's stores, which may alias b: text_n
 	 * as it was loaded for buf, not loaded again */
@@ -1509,8 +1534,8 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 }
 
 /* Inlined into each caller where link-time optimisation sees them all
- * (the library and the command): PE_CPU's dispatch and the scheduler's
- * hazard_wait, with n_fields 0 known there, then pay no call, no saved
+ * (the library and the command): the scheduler's hazard_wait (PE_CPU's
+ * dispatch: kb__oplog_emit_dispatch_fast), with n_fields 0 known there, then pay no call, no saved
  * registers and no loads of the record's members just stored (issue 13:
  * ~20 instructions a record, as kb__oplog_emit_stage's are inlined into
  * the engines' finish). Elsewhere (the tests' programs) an ordinary
@@ -1518,18 +1543,27 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 __attribute__((always_inline)) inline int kb__oplog_emit(kb_oplog_lane *lane, const kb_oplog_record *rec,
 							 const kb_oplog_field *fields, int n_fields)
 {
-	/* PE_CPU's and the scheduler's records, with no fields: a copy of
+	/* the scheduler's records, with no fields: a copy of
 	 * emit with that known */
 	kb_oplog_stage v = { 0 };   /* not read */
 
 	if (!n_fields)
-		return emit(lane, rec, NULL, 0, v, FORM_PLAIN);
-	return emit(lane, rec, fields, n_fields, v, FORM_FIELDS);
+		return emit(lane, rec, NULL, 0, v, FORM_PLAIN, 0);
+	return emit(lane, rec, fields, n_fields, v, FORM_FIELDS, 0);
 }
 
 int kb__oplog_emit_stage_fast(kb_oplog_lane *lane, const kb_oplog_record *rec, kb_oplog_stage st)
 {
-	return emit(lane, rec, NULL, 0, st, FORM_STAGE);
+	return emit(lane, rec, NULL, 0, st, FORM_STAGE, 1);
+}
+
+int kb__oplog_emit_dispatch_fast(kb_oplog_lane *lane, const kb_oplog_record *rec, kb_oplog_dispatch d)
+{
+	/* not stored: it does not escape (emit_rare) */
+	kb_oplog_record r = dispatch_record(rec, &d);
+	kb_oplog_stage v = { 0 };   /* not read */
+
+	return emit(lane, &r, NULL, 0, v, FORM_PLAIN, 1);
 }
 
 int kb__oplog_emit_stage(kb_oplog_lane *lane, const kb_oplog_record *rec, kb_oplog_stage st)

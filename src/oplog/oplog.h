@@ -119,6 +119,16 @@ int kb__oplog_emit_stage(kb_oplog_lane *lane, const kb_oplog_record *rec, kb_opl
 #define KB_OPLOG_RARE 1
 int kb__oplog_emit_stage_fast(kb_oplog_lane *lane, const kb_oplog_record *rec, kb_oplog_stage st);
 int kb__oplog_emit_stage_rare(kb_oplog_lane *lane, const kb_oplog_record *rec, const kb_oplog_stage *st);
+/* PE_CPU's dispatch record the same way: rec holds what is the same
+ * every command (pe, eng, op "dispatch", bytes), d the rest (rec's are
+ * not read). */
+typedef struct kb_oplog_dispatch {
+	uint64_t t0_ps, t1_ps, cmd;
+	const char *kind;
+	int64_t lbytes;
+} kb_oplog_dispatch;
+int kb__oplog_emit_dispatch_fast(kb_oplog_lane *lane, const kb_oplog_record *rec, kb_oplog_dispatch d);
+int kb__oplog_emit_dispatch_rare(kb_oplog_lane *lane, const kb_oplog_record *rec, const kb_oplog_dispatch *d);
 /* Merges and writes every record with t1 < bound (KB_TIME_INF: all). */
 int kb__oplog_flush(kb_oplog *log, kb_time bound, kb_error *err);
 /* Parallel executor: when every buffered record is final (a window has

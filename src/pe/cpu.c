@@ -304,6 +304,35 @@ static __attribute__((noinline)) int advance(kb_lp *lp, kb_cpu *c)
 	return dispatch(lp, c, cmd);
 }
 
+/* cmd's dispatch record, ended at now. */
+static inline __attribute__((always_inline)) kb_oplog_dispatch dispatch_rec(const kb_cpu *c, const kb_cmd *cmd,
+									  kb_time now)
+{
+	return (kb_oplog_dispatch){ c->dispatch_t0, now, cmd->id,
+				    cmd->kind < KB_CMD_KIND_COUNT ? c->kind_name[cmd->kind] : "?",
+				    (int64_t)cmd->lbytes };
+}
+
+/* log_dispatch's rare record (out of line): worked out again here, so
+ * that nothing of it is kept live across the common one (issue 13). */
+static __attribute__((noinline, cold)) int log_dispatch_rare(kb_cpu *c, const kb_cmd *cmd, kb_time now)
+{
+	kb_oplog_dispatch d = dispatch_rec(c, cmd, now);
+
+	return kb__oplog_emit_dispatch_rare(c->lane, &c->rec, &d);
+}
+
+/* Its members by value: c->rec (what is the same every command) is not
+ * stored to and read back (issue 13). */
+static inline __attribute__((always_inline)) int log_dispatch(kb_cpu *c, const kb_cmd *cmd, kb_time now)
+{
+	int rc = kb__oplog_emit_dispatch_fast(c->lane, &c->rec, dispatch_rec(c, cmd, now));
+
+	if (__builtin_expect(rc == KB_OPLOG_RARE, 0))
+		return log_dispatch_rare(c, cmd, now);
+	return rc;
+}
+
 static __attribute__((noinline)) int dispatched(kb_lp *lp)
 {
 	kb_cpu *c = kb__lp_state(lp);
@@ -312,12 +341,7 @@ static __attribute__((noinline)) int dispatched(kb_lp *lp)
 	int rc;
 
 	if (c->lane) {
-		c->rec.t0_ps = c->dispatch_t0;
-		c->rec.t1_ps = now;
-		c->rec.cmd = cmd->id;
-		c->rec.kind = cmd->kind < KB_CMD_KIND_COUNT ? c->kind_name[cmd->kind] : "?";
-		c->rec.lbytes = (int64_t)cmd->lbytes;
-		rc = kb__oplog_emit(c->lane, &c->rec, NULL, 0);
+		rc = log_dispatch(c, cmd, now);
 		if (rc)
 			return kb__lp_fail(lp, rc, "%s buffering an op_log record", kb_strerror(rc));
 	}
