@@ -72,7 +72,7 @@ def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     kb = sys.argv[1]
-    reps = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+    reps = int(sys.argv[2]) if len(sys.argv) > 2 else 9
     skv = int(os.environ.get("KB_PEER_SKV", "262144"))
     simpy = have_simpy()
     print("bench-peer: S_kv=%d, %d interleaved runs each, medians; kernbench: %s" % (skv, reps, kb))
