@@ -1396,13 +1396,6 @@ static __attribute__((noinline)) int emit_slow(kb_oplog_lane *lane, const kb_opl
 	return KB_OK;
 }
 
-/* The common record: a lane with forms of its kind and no fields to keep
- * (fast), room in the buffer, and a form with its tail for the record:
- * the times, the form's middle, the cmd and the form's tail. No call but the
- * hash's piece at the end (and emit_slow, where it ends), so no value
- * lives across a call: no saved registers, no stack frame, the form's
- * key in registers (the general path, with format_new and put_tail
- * inside, paid ~30 instructions a record for them: issue 13). */
 /* An engine stage's record on emit's rare path: rec with v's members,
  * into emit_slow (out of line: the copy is made only here). */
 __attribute__((noinline)) int kb__oplog_emit_stage_rare(kb_oplog_lane *lane, const kb_oplog_record *rec,
@@ -1460,7 +1453,14 @@ static inline __attribute__((always_inline)) int emit_rare(kb_oplog_lane *lane, 
  * from rec where they are used (v is not read). */
 #define REC_V(m, vm) (kind == FORM_STAGE ? v.vm : rec->m)
 
-/* rec's times, op, cmd and bytes are v's for kind FORM_STAGE (st is
+/* The common record: a lane with forms of its kind and no fields to keep
+ * (fast), room in the buffer, and a form with its tail for the record:
+ * the times, the form's middle, the cmd and the form's tail. No call but the
+ * hash's piece at the end (and emit_slow, where it ends), so no value
+ * lives across a call: no saved registers, no stack frame, the form's
+ * key in registers (the general path, with format_new and put_tail
+ * inside, paid ~30 instructions a record for them: issue 13).
+ * rec's times, op, cmd and bytes are v's for kind FORM_STAGE (st is
  * then v), else rec's (v is not read). defer: emit_rare's. */
 static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const kb_oplog_record *rec,
 						      const kb_oplog_field *fields, int n_fields,
