@@ -66,12 +66,6 @@ int kb__machine_create(kb_machine **out, const kb_topo_params *tp, uint32_t n_pe
 	m->cost = (kb_cost_model){ tp->cost.fixed_cycles, tp->cost.r_cycles_per_byte,
 				   tp->cost.max_composite_logical_bytes, tp->clock_freq_ghz };
 	kb__clock_init(&m->clock, tp->clock_freq_ghz);
-	/* The PE's LPs send to each other at the simulation's lat_pe
-	 * (kb__lp_send_pe), which the runtime works out from the same key
-	 * the same way. */
-	m->lat_pe = kb__cycles_to_ps((double)tp->link.engine_latency_cycles, tp->clock_freq_ghz);
-	m->lat_cluster = kb__cycles_to_ps((double)tp->link.intra_cluster_latency_cycles, tp->clock_freq_ghz);
-	m->lat_global = kb__cycles_to_ps((double)tp->link.inter_cluster_latency_cycles, tp->clock_freq_ghz);
 	m->mem = mem;
 	m->n_pes = n_pes;
 	m->sim = sim;

@@ -134,7 +134,6 @@ typedef struct kb_machine {
 	const kb_topo_params *tp;
 	kb_cost_model cost;
 	kb_clock clock;          /* cost.clock_ghz, for kb__pe_ps */
-	kb_time lat_pe, lat_cluster, lat_global;
 	kb_memstore *mem;        /* NULL in timing mode */
 	uint32_t n_pes;
 	uint64_t tcm_user_bytes; /* TCM left to kernels after the staging reserve */
