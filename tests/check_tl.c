@@ -704,6 +704,50 @@ START_TEST(test_err_tcm_exhausted)
 }
 END_TEST
 
+/* A command's hazard sets over their room are a fault of the lowering,
+ * never the kernel's: KB_EINTERNAL, no validation detail, the call site,
+ * and an ERROR command so that PE_CPU fails the run; a later fault keeps
+ * the first error. (The sets are sized from the operands, so the public
+ * operations never get here: the command below is made with no room.) */
+START_TEST(test_err_sets_full_is_internal)
+{
+	capture cp = { .n = 0 };
+	kb_tl *tl = new_tl(&cp);
+	kb_tl_tensor *t = tcm2(tl, KB_FP32, 8, 8);
+	kb_hslot *h = kb__tl_slot(tl, t, "test handle");
+	const kb_error *e;
+	kb_cmd *c;
+	char site[64];
+	int ln;
+
+	ck_assert_ptr_nonnull(h);
+	ck_assert_int_eq(kb__tl_begin(tl, "kb_tl_test", __FILE__, __LINE__), 0); ln = __LINE__;
+	c = kb__tl_cmd_new_n(tl, KB_CMD_FILL, 0, 0);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_int_eq(kb__cmd_write(c, h), -1);
+	ck_assert_int_eq(kb__cmd_read(c, h, 1), -1);
+	kb__cmd_free(c);
+	ck_assert_int_eq(kb__tl_fail_internal(tl, KB_TL_SETS_FULL), KB_EVALIDATE);
+	e = kb__tl_error(tl);
+	ck_assert_int_eq(e->code, KB_EINTERNAL);
+	ck_assert_int_eq(e->detail, KB_V_NONE);
+	ck_assert_msg(strstr(e->message, "internal error: a command's hazard sets are over their room") != NULL,
+		      "%s", e->message);
+	ck_assert_msg(strstr(e->message, "tcm_exhausted") == NULL, "%s", e->message);
+	snprintf(site, sizeof(site), "check_tl.c:%d", ln);
+	ck_assert_msg(strstr(e->message, site) != NULL, "'%s' not in '%s'", site, e->message);
+	ck_assert(kb_tl_failed(tl));
+	ck_assert_int_gt(cp.n, 0);
+	ck_assert_uint_eq(cp.c[cp.n - 1]->kind, KB_CMD_ERROR);
+	ck_assert_int_eq(cp.c[cp.n - 1]->error->code, KB_EINTERNAL);
+	/* the first failure stands */
+	ck_assert_int_eq(kb__tl_fail_oom(tl, "a command"), KB_EVALIDATE);
+	ck_assert_int_eq(kb__tl_error(tl)->code, KB_EINTERNAL);
+	cap_clear(&cp);
+	kb__tl_destroy(tl);
+}
+END_TEST
+
 START_TEST(test_err_shape)
 {
 	capture cp = { .n = 0 };
@@ -1991,6 +2035,7 @@ Suite *tl_suite(void)
 	tcase_add_test(val, test_err_missing_recipe_operand);
 	tcase_add_test(val, test_err_unknown_epilogue);
 	tcase_add_test(val, test_err_tcm_exhausted);
+	tcase_add_test(val, test_err_sets_full_is_internal);
 	tcase_add_test(val, test_err_shape);
 	tcase_add_test(val, test_err_dtype);
 	tcase_add_test(val, test_err_stale_handle);

@@ -196,7 +196,7 @@ KB_API kb_tl_tensor *kb_tl_full_at(kb_tl *tl, kb_dtype dt, int rank, const int64
 	c->fill_value = value;
 	if (kb__cmd_write(c, h)) {
 		kb__cmd_free(c);
-		kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory");
+		kb__tl_fail_internal(tl, KB_TL_SETS_FULL);
 		return NULL;
 	}
 	h->writer = (int64_t)c->id;
@@ -336,7 +336,7 @@ KB_API int kb_tl_wait_at(kb_tl *tl, kb_tl_tensor *t, const char *file, int line)
 		return KB_EVALIDATE;
 	if (kb__cmd_read(c, h, 1)) {
 		kb__cmd_free(c);
-		return kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory");
+		return kb__tl_fail_internal(tl, KB_TL_SETS_FULL);
 	}
 	/* A wait is not a hardware command: it keeps no id of its own. */
 	c->id = UINT64_MAX;
@@ -386,7 +386,7 @@ static int ipcq_cmd(kb_tl *tl, kb_cmd_kind kind, kb_tl_tensor *t, uint32_t peer,
 	}
 	if (rc) {
 		kb__cmd_free(c);
-		return kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory");
+		return kb__tl_fail_internal(tl, KB_TL_SETS_FULL);
 	}
 	return kb__tl_emit(tl, c);
 }

@@ -756,7 +756,7 @@ static int build_cmd(lowering *lw, kb_hslot *out, kb_tl_tensor *result)
 				   (unsigned long long)lbytes, (unsigned long long)cap);
 	}
 	if (kb__cmd_sets(c, lw->reads, lw->n_reads, lw->rw, lw->n_rw, lw->writes, lw->n_writes))
-		return kb__tl_fail(tl, KB_V_TCM_EXHAUSTED, "out of host memory");
+		return kb__tl_fail_internal(tl, KB_TL_SETS_FULL);
 	/* a one-op MATH command is kept for kb__replay_math, not as a template */
 	if (!(lw->math_call && kb__replay_math_save(&lw->replay, lw->math_call, c)) && lw->key.ok) {
 		kb_replay_src *s = &lw->src;

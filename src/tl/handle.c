@@ -66,6 +66,16 @@ int kb__tl_fail_oom(kb_tl *tl, const char *what)
 	return fail_as(tl, KB_ENOMEM, KB_V_NONE, msg);
 }
 
+int kb__tl_fail_internal(kb_tl *tl, const char *what)
+{
+	char msg[128];
+
+	if (tl->failed)
+		return KB_EVALIDATE;
+	snprintf(msg, sizeof(msg), "internal error: %s (a bug in kernbench: please report it)", what);
+	return fail_as(tl, KB_EINTERNAL, KB_V_NONE, msg);
+}
+
 /* Every public operation starts here: counts it, remembers the call site. */
 int kb__tl_begin(kb_tl *tl, const char *name, const char *file, int line)
 {

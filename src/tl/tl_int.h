@@ -121,6 +121,13 @@ int kb__tl_fail(kb_tl *tl, int detail, const char *fmt, ...) KB_PRINTF(3, 4);
  * validation detail, for it is not the kernel's mistake. Returns
  * KB_EVALIDATE, as kb__tl_fail (what the public operations say). */
 __attribute__((cold, noinline)) int kb__tl_fail_oom(kb_tl *tl, const char *what);
+/* A fault of the lowering itself, not of the kernel (a command's id sets
+ * over the room its operands sized them for): KB_EINTERNAL and "internal
+ * error: WHAT" at the call site, no validation detail. Returns
+ * KB_EVALIDATE, as kb__tl_fail. */
+__attribute__((cold, noinline)) int kb__tl_fail_internal(kb_tl *tl, const char *what);
+/* WHAT for kb__tl_fail_internal when kb__cmd_read, _write or _sets fail */
+#define KB_TL_SETS_FULL "a command's hazard sets are over their room"
 int kb__tl_begin(kb_tl *tl, const char *name, const char *file, int line);
 kb_hslot *kb__tl_slot(kb_tl *tl, const kb_tl_tensor *t, const char *what);
 
