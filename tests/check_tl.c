@@ -795,6 +795,30 @@ START_TEST(test_err_stale_handle)
 }
 END_TEST
 
+/* Slot 0 is the NULL handle's and never a live one's: NULL, and a live
+ * handle's value with its slot bits cleared (its tag and generation, slot
+ * 0), name no handle, before and after slots are made (tl_int.h). */
+START_TEST(test_slot_zero_dead)
+{
+	capture cp = { .n = 0 };
+	kb_tl *tl = new_tl(&cp);
+	kb_tl_tensor *t;
+	int ln;
+
+	ck_assert_ptr_null(kb__tl_slot_find(tl, NULL));
+	t = tcm2(tl, KB_FP16, 64, 64);
+	ck_assert_ptr_nonnull(kb__tl_slot_find(tl, t));
+	ck_assert_uint_ne(kb__tl_slot_index(t), 0);
+	ck_assert_ptr_null(kb__tl_slot_find(tl, NULL));
+	ck_assert_ptr_null(kb__tl_slot_find(
+		tl, (kb_tl_tensor *)(uintptr_t)((uintptr_t)t & ~(uintptr_t)((1u << KB_TL_SLOT_BITS) - 1))));
+	ck_assert_ptr_null(kb_tl_load(tl, NULL, t)); ln = __LINE__;
+	expect_failed(tl, &cp, KB_V_BAD_HANDLE, "load source is NULL", ln);
+	cap_clear(&cp);
+	kb__tl_destroy(tl);
+}
+END_TEST
+
 START_TEST(test_err_foreign_handle)
 {
 	capture cp = { .n = 0 }, cp2 = { .n = 0 };
@@ -1861,9 +1885,10 @@ START_TEST(test_release_same_commands)
 	ck_assert_int_eq(a.n, b.n);
 	for (int i = 0; i < a.n; i++)
 		same_cmd(a.c[i], b.c[i], i);
-	/* and the handles: 3 buffers and a scratch scope's, against 3 + 40 views */
-	ck_assert_uint_le(ta->n_slots, 5);
-	ck_assert_uint_ge(tb->n_slots, 43);
+	/* and the handles: 3 buffers and a scratch scope's, against 3 + 40
+	 * views (n_slots counts the dead slot 0 too) */
+	ck_assert_uint_le(ta->n_slots, 1 + 5);
+	ck_assert_uint_ge(tb->n_slots, 1 + 43);
 	cap_clear(&a);
 	cap_clear(&b);
 	kb__tl_destroy(ta);
@@ -1890,7 +1915,7 @@ START_TEST(test_release_long_loop_flat)
 		cap_clear(&cp);
 	}
 	ck_assert_ptr_null(kb__tl_error(tl));
-	ck_assert_uint_le(tl->n_slots, 2);
+	ck_assert_uint_le(tl->n_slots, 1 + 2);   /* slot 0 dead, and buf's and r's */
 	ck_assert_uint_le(tl->cap_slots, KB_TL_CHUNK);
 	ck_assert_uint_eq(tl->scopes[0].n, 1);
 	ck_assert_uint_le(tl->scopes[0].cap, 16);
@@ -1903,7 +1928,7 @@ START_TEST(test_release_long_loop_flat)
 		ck_assert_uint_le(tl->scopes[1].n, 64);
 	}
 	ck_assert_ptr_null(kb__tl_error(tl));
-	ck_assert_uint_le(tl->n_slots, 8);
+	ck_assert_uint_le(tl->n_slots, 1 + 8);
 	ck_assert_uint_le(tl->scopes[1].cap, 64);
 	ck_assert_uint_eq(kb_tl_tcm_free(tl), (1u << 20) - 16384 - 4 * 1024);
 	ck_assert_int_eq(kb_tl_scope_end(tl), KB_OK);
@@ -2040,6 +2065,7 @@ Suite *tl_suite(void)
 	tcase_add_test(val, test_err_dtype);
 	tcase_add_test(val, test_err_stale_handle);
 	tcase_add_test(val, test_err_foreign_handle);
+	tcase_add_test(val, test_slot_zero_dead);
 	tcase_add_test(val, test_err_null_handle);
 	tcase_add_test(val, test_err_unbalanced_scope);
 	tcase_add_test(val, test_err_scope_end_without_begin);

@@ -132,12 +132,12 @@ uint32_t kb__tl_slot_new(kb_tl *tl)
 {
 	uint32_t slot;
 
+	if (tl->n_slots > KB_TL_MAX_SLOT)
+		return UINT32_MAX;
 	if (tl->n_slots == tl->cap_slots) {
 		size_t nc = tl->cap_slots / KB_TL_CHUNK + 1;
 		kb_hslot **c;
 
-		if (tl->cap_slots + KB_TL_CHUNK >= (1u << SLOT_BITS))
-			return UINT32_MAX;
 		c = realloc(tl->chunks, nc * sizeof(*c));
 		if (!c)
 			return UINT32_MAX;
@@ -151,6 +151,11 @@ uint32_t kb__tl_slot_new(kb_tl *tl)
 		if (!c[nc - 1])
 			return UINT32_MAX;
 		tl->cap_slots += KB_TL_CHUNK;
+		if (!tl->n_slots) {
+			/* slot 0, the NULL handle's: dead for good (tl_int.h) */
+			KB_SLOT(tl, 0)->key = KB_TL_DEAD;
+			tl->n_slots = 1;
+		}
 	}
 	slot = (uint32_t)tl->n_slots++;
 	KB_SLOT(tl, slot)->gen = 0;

@@ -131,15 +131,23 @@ __attribute__((cold, noinline)) int kb__tl_fail_internal(kb_tl *tl, const char *
 int kb__tl_begin(kb_tl *tl, const char *name, const char *file, int line);
 kb_hslot *kb__tl_slot(kb_tl *tl, const kb_tl_tensor *t, const char *what);
 
-/* 64-bit handle value: tag (24 bits) | generation (16) | slot + 1 (24). */
+/* 64-bit handle value: tag (24 bits) | generation (16) | slot (24). Slot
+ * 0 is never a handle's (kb__tl_slot_new keeps it dead): the NULL handle
+ * names it and fails the key compare, so a look-up takes the slot as the
+ * value's low bits, with no "slot + 1" to undo (two instructions a
+ * look-up, ~27,000 a decode opt3 run at 65,536 tokens; issue 13). The
+ * values are those of the slot + 1 layout this replaced. */
 #define KB_TL_SLOT_BITS 24
 #define KB_TL_GEN_BITS 16
 #define KB_TL_TAG_BITS 24
+/* The largest slot a handle takes: as many handles as the slot + 1
+ * layout had (2^24 - 512, slots 0 to 2^24 - 513 then). */
+#define KB_TL_MAX_SLOT ((UINT32_C(1) << KB_TL_SLOT_BITS) - KB_TL_CHUNK)
 
 /* The slot a handle value names (not checked: kb__tl_slot does that). */
 static inline uint32_t kb__tl_slot_index(const kb_tl_tensor *t)
 {
-	return (uint32_t)((uint64_t)(uintptr_t)t & ((1u << KB_TL_SLOT_BITS) - 1)) - 1;
+	return (uint32_t)((uint64_t)(uintptr_t)t & ((1u << KB_TL_SLOT_BITS) - 1));
 }
 
 /* The same check without recording an error: NULL when t is not a live
@@ -147,7 +155,9 @@ static inline uint32_t kb__tl_slot_index(const kb_tl_tensor *t)
  * composite looks up each handle it names. */
 static inline kb_hslot *kb__tl_slot_find(kb_tl *tl, const kb_tl_tensor *t)
 {
-	uint32_t slot = kb__tl_slot_index(t);   /* NULL: UINT32_MAX */
+	/* the slot (NULL: 0, dead) as wide as n_slots: as 32 bits, it was
+	 * widened again for the compare */
+	size_t slot = (uintptr_t)t & ((1u << KB_TL_SLOT_BITS) - 1);
 	kb_hslot *h;
 
 	if (slot >= tl->n_slots)
@@ -295,9 +305,8 @@ kb__tl_handle(kb_tl *tl, uint64_t addr, const kb_tview *proto, kb_space space, k
 		return kb__tl_handle_oom(tl, NULL, slot);
 	h = KB_SLOT(tl, slot);
 	h->gen++;
-	/* tag | generation | slot + 1 (the layout above) */
-	v = tl->tag_bits | (uint64_t)(h->gen & ((1u << KB_TL_GEN_BITS) - 1)) << KB_TL_SLOT_BITS |
-	    (slot + 1);
+	/* tag | generation | slot (the layout above) */
+	v = tl->tag_bits | (uint64_t)(h->gen & ((1u << KB_TL_GEN_BITS) - 1)) << KB_TL_SLOT_BITS | slot;
 	h->key = v >> KB_TL_SLOT_BITS;
 	h->scope = (uint8_t)tl->depth;
 	h->writer = -1;
