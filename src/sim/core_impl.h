@@ -98,8 +98,8 @@ _Static_assert(offsetof(struct kb_lp, now) == offsetof(kb_lp_head, now) &&
  * one word. */
 #define KB_RING_OFF UINT32_MAX
 #define KB_RING_HOLE (UINT32_MAX - 1)
-/* The handler running now came from a band (kb_band): pushes go into
- * the bands. */
+/* The loop runs its events from bands (kb_band), from its start until
+ * they are given up: pushes go into the bands. */
 #define KB_RING_BANDS (UINT32_MAX - 2)
 
 /* The most events a worker's ring holds (a power of two): decode on one
