@@ -832,11 +832,22 @@ static inline kb_band *band_find(kb_worker *w, kb_time t)
 }
 
 /* Whether the event keyed (t, pair, seq) goes behind the last event of
+ * band b, whose time is t: its (pair, seq) alone (the tail's time is
+ * the band's). */
+static inline int band_behind_tail(const kb_worker *w, const kb_band *b, uint64_t pair,
+				   uint64_t seq)
+{
+	const kb_event *e = ev_at(&w->heap, b->tail);
+
+	return !(pair < ev_pair(e) || (pair == ev_pair(e) && seq < e->seq));
+}
+
+/* Whether the event keyed (t, pair, seq) goes behind the last event of
  * band b (band_find's): almost every push. */
 static inline int band_behind(const kb_worker *w, const kb_band *b, kb_time t, uint64_t pair,
 			      uint64_t seq)
 {
-	return b != w->band && b->time == t && !ev_before(t, pair, seq, ev_at(&w->heap, b->tail));
+	return b != w->band && b->time == t && band_behind_tail(w, b, pair, seq);
 }
 
 static inline void band_append(kb_worker *w, kb_band *b, uint64_t slot)
@@ -926,22 +937,25 @@ static __attribute__((noinline)) int put_band(kb_lp *lp, kb_worker *w, kb_time t
 {
 	kb_evheap *h = &w->heap;
 	kb_band *b = &w->band[2];
+	uint64_t slot;
 
 	/* The band after the earliest first, by its time alone: the next
 	 * time the PEs step to (78% of the multi-PE opt3's pushes, where
 	 * band_find walked down from the latest through 1.2 bands a push).
 	 * Its times differ from band to band, so the band of time t is
-	 * band_find's. */
-	if (w->nb < 2 || b->time != t)
+	 * band_find's, and band_behind's tests of it are passed. */
+	if (__builtin_expect(w->nb >= 2 && b->time == t, 1)) {
+		if (__builtin_expect(!h->n_free || !band_behind_tail(w, b, pair, seq), 0))
+			return put_band_far(lp, w, t, pair, seq, body);
+	} else {
 		b = band_find(w, t);
-	if (__builtin_expect(h->n_free && band_behind(w, b, t, pair, seq), 1)) {
-		uint64_t slot = h->free[--h->n_free];
-
-		band_append(w, b, slot);
-		ev_fill(ev_at(h, slot), &(kb_evkey){ t, pair, seq, 0 }, body);
-		return KB_OK;
+		if (__builtin_expect(!h->n_free || !band_behind(w, b, t, pair, seq), 0))
+			return put_band_far(lp, w, t, pair, seq, body);
 	}
-	return put_band_far(lp, w, t, pair, seq, body);
+	slot = h->free[--h->n_free];
+	band_append(w, b, slot);
+	ev_fill(ev_at(h, slot), &(kb_evkey){ t, pair, seq, 0 }, body);
+	return KB_OK;
 }
 
 /* A sequential loop's start with more than BAND_MIN events in the heap,
