@@ -1321,9 +1321,10 @@ static __attribute__((noinline)) int event_rare(kb_worker *w, kb_lp *lp, int rc)
 
 /* Runs this worker's events in order, at most budget of them, while
  * they are earlier than bound (bounded 0: no bound, the sequential run).
- * The next event is the register's when it is full (kb_worker reg),
- * else the earlier of the heap's first and the first band's head (a
- * sequential run's bands). The per-event path tests one word for
+ * The next event is the ring's earliest when it has events (kb_worker
+ * ring), else the first band's head while the loop runs from bands (a
+ * sequential run of many PEs: nr KB_RING_BANDS, the heap empty), else
+ * the heap's first. The per-event path tests one word for
  * everything rare (attn: an error, or slots retired by a grow) besides
  * the handler's return code, right after the call, so that the code is
  * not kept across the spread work's call; what must live across the
@@ -1386,6 +1387,29 @@ static inline __attribute__((always_inline)) void worker_run(kb_worker *w, kb_ti
 			rc = lp->event(lp, ev);
 			if (__builtin_expect(rc | h->attn, 0))
 				goto rare;
+		} else if (!bounded && n == KB_RING_BANDS) {
+			kb_band *b = &w->band[1];
+			uint64_t slot;
+			kb_event *ev;
+
+			/* The heap is empty while the loop runs from bands:
+			 * with none left, the run is over. */
+			if (!w->nb)
+				break;
+			slot = b->head;
+			ev = ev_at(h, slot);
+			t = b->time;
+			if (slot == b->tail) {
+				memmove(b, b + 1, --w->nb * sizeof(*b));
+			} else {
+				b->head = ev->pad;
+				if (slot == b->mid)
+					b->mid = KB_BAND_NO_MID;
+			}
+			lp = lps[ev->dst];
+			lp->now = t;
+			rc = lp->event(lp, ev);
+			evheap_release(h, slot);
 		} else if (h->n) {
 			const kb_evkey *k0 = h->key;
 			uint64_t slot;
@@ -1409,24 +1433,6 @@ static inline __attribute__((always_inline)) void worker_run(kb_worker *w, kb_ti
 				evheap_settle(h);
 				w->nr = 0;
 			}
-			evheap_release(h, slot);
-		} else if (!bounded && w->nb) {
-			/* The heap is empty while there are bands. */
-			kb_band *b = &w->band[1];
-			uint64_t slot = b->head;
-			kb_event *ev = ev_at(h, slot);
-
-			t = b->time;
-			if (slot == b->tail) {
-				memmove(b, b + 1, --w->nb * sizeof(*b));
-			} else {
-				b->head = ev->pad;
-				if (slot == b->mid)
-					b->mid = KB_BAND_NO_MID;
-			}
-			lp = lps[ev->dst];
-			lp->now = t;
-			rc = lp->event(lp, ev);
 			evheap_release(h, slot);
 		} else {
 			break;
