@@ -1359,7 +1359,7 @@ static inline __attribute__((always_inline)) void worker_run(kb_worker *w, kb_ti
 		/* While there are bands, every push goes to them: the ring
 		 * stays unused, and nr says so from event to event (not set
 		 * and reset around each handler) until put_band_far gives
-		 * them up. */
+		 * them up or the last band's last event runs. */
 		if (w->nb)
 			w->nr = KB_RING_BANDS;
 	}
@@ -1389,18 +1389,18 @@ static inline __attribute__((always_inline)) void worker_run(kb_worker *w, kb_ti
 				goto rare;
 		} else if (!bounded && n == KB_RING_BANDS) {
 			kb_band *b = &w->band[1];
-			uint64_t slot;
-			kb_event *ev;
+			uint64_t slot = b->head;
+			kb_event *ev = ev_at(h, slot);
 
-			/* The heap is empty while the loop runs from bands:
-			 * with none left, the run is over. */
-			if (!w->nb)
-				break;
-			slot = b->head;
-			ev = ev_at(h, slot);
 			t = b->time;
 			if (slot == b->tail) {
 				memmove(b, b + 1, --w->nb * sizeof(*b));
+				/* The last band's last: the ring takes what the
+				 * handler pushes (the heap is empty while the
+				 * loop runs from bands), so that while nr is
+				 * KB_RING_BANDS there is a band to pop. */
+				if (!w->nb)
+					w->nr = 0;
 			} else {
 				b->head = ev->pad;
 				if (slot == b->mid)
