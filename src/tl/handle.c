@@ -128,19 +128,19 @@ void kb__tl_shape_fail(kb_tl *tl, kb_tl_shape_err e, int rank, kb_dtype dt)
 		kb__tl_fail(tl, KB_V_SHAPE, "shape has a non-positive or enormous dimension");
 }
 
-uint32_t kb__tl_slot_new(kb_tl *tl)
+kb_hslot *kb__tl_slot_new(kb_tl *tl)
 {
-	uint32_t slot;
+	kb_hslot *h;
 
 	if (tl->n_slots > KB_TL_MAX_SLOT)
-		return UINT32_MAX;
+		return NULL;
 	if (tl->n_slots == tl->cap_slots) {
 		size_t nc = tl->cap_slots / KB_TL_CHUNK + 1;
 		kb_hslot **c;
 
 		c = realloc(tl->chunks, nc * sizeof(*c));
 		if (!c)
-			return UINT32_MAX;
+			return NULL;
 		tl->chunks = c;
 		/* Not zeroed: a slot is written in full before anything
 		 * reads it (lookups stop at n_slots), so only the slots a
@@ -149,7 +149,7 @@ uint32_t kb__tl_slot_new(kb_tl *tl)
 		 * of a small run's heap faults. */
 		c[nc - 1] = malloc(KB_TL_CHUNK * sizeof(kb_hslot));
 		if (!c[nc - 1])
-			return UINT32_MAX;
+			return NULL;
 		tl->cap_slots += KB_TL_CHUNK;
 		if (!tl->n_slots) {
 			/* slot 0, the NULL handle's: dead for good (tl_int.h) */
@@ -157,18 +157,19 @@ uint32_t kb__tl_slot_new(kb_tl *tl)
 			tl->n_slots = 1;
 		}
 	}
-	slot = (uint32_t)tl->n_slots++;
-	KB_SLOT(tl, slot)->gen = 0;
-	KB_SLOT(tl, slot)->mark = 0;
-	return slot;
+	h = KB_SLOT(tl, tl->n_slots);
+	h->slot = (uint32_t)tl->n_slots++;
+	h->gen = 0;
+	h->mark = 0;
+	return h;
 }
 
-kb_hslot *kb__tl_handle_oom(kb_tl *tl, kb_hslot *h, uint32_t slot)
+kb_hslot *kb__tl_handle_oom(kb_tl *tl, kb_hslot *h)
 {
 	if (h) {
 		h->key = KB_TL_DEAD;
 		h->next_free = tl->free_slot;
-		tl->free_slot = slot;
+		tl->free_slot = h;
 	}
 	kb__tl_fail_oom(tl, "handles");
 	return NULL;

@@ -12,19 +12,19 @@
  * next user of it carries that fence (see kb__tcm_alloc). The handle's id
  * is never handed out again, so commands already issued on it keep their
  * hazards and pending completion. */
-static inline void free_slot(kb_tl *tl, kb_hslot *h, uint32_t slot)
+static inline void free_slot(kb_tl *tl, kb_hslot *h)
 {
 	h->key = KB_TL_DEAD;
 	h->next_free = tl->free_slot;
-	tl->free_slot = slot;
+	tl->free_slot = h;
 }
 
-/* h, slot's, goes: its memory, then the slot. */
-static void release_slot(kb_tl *tl, kb_hslot *h, uint32_t slot)
+/* h goes: its memory, then its slot. */
+static void release_slot(kb_tl *tl, kb_hslot *h)
 {
 	if (h->owns_alloc)
 		kb__tcm_free(&tl->tcm, h->view.addr, h->alloc_size, tl->next_cmd);
-	free_slot(tl, h, slot);
+	free_slot(tl, h);
 }
 
 /* ---- scratch scopes ---- */
@@ -93,7 +93,7 @@ KB_API int kb_tl_release_at(kb_tl *tl, kb_tl_tensor *t, const char *file, int li
 	if (!(h = kb__tl_slot_find(tl, t)) && !(h = kb__tl_slot(tl, t, "released tensor")))
 		return KB_EVALIDATE;
 	untrack(tl, h);
-	release_slot(tl, h, kb__tl_slot_index(t));
+	release_slot(tl, h);
 	return KB_OK;
 }
 
@@ -143,7 +143,7 @@ KB_API int kb_tl_scope_end_at(kb_tl *tl, const char *file, int line)
 				span[n_span].off = h->view.addr;
 				span[n_span++].bytes = h->alloc_size;
 			}
-			free_slot(tl, h, slot);
+			free_slot(tl, h);
 		}
 		if (n_span == SPAN_BATCH) {
 			kb__tcm_free_n(&tl->tcm, span, n_span, tl->next_cmd);

@@ -23,7 +23,6 @@ kb_tl *kb__tl_create(const kb_tl_config *cfg)
 	kb__clock_init(&tl->clock, cfg->cost.clock_ghz);
 	for (int i = 0; i < 8; i++)
 		tl->disp_lbytes[i] = UINT64_MAX;
-	tl->free_slot = UINT32_MAX;
 	tl->fail_cmd = calloc(1, sizeof(*tl->fail_cmd));
 	tl->fail_err = malloc(sizeof(*tl->fail_err));
 	if (!tl->fail_cmd || !tl->fail_err || kb__tcm_init(&tl->tcm, cfg->tcm_bytes)) {

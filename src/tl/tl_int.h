@@ -27,10 +27,14 @@ typedef struct kb_hslot {
 	uint64_t fence;          /* commands touching it wait for ids < fence */
 	uint64_t alloc_size;
 	uint32_t scope_pos;      /* its index in that scope's slots (kb_tl_release) */
-	uint32_t next_free;
+	uint32_t slot;           /* its own index, set once (kb__tl_slot_new) */
+	/* The next free slot while this one is free (kb_tl.free_slot): a new
+	 * handle takes a free slot by pointer, not its index through
+	 * KB_SLOT's chunk arithmetic (~7 instructions a new handle, issue 13). */
+	struct kb_hslot *next_free;
 	/* to 128 bytes: KB_SLOT's offset in a chunk is a shift, not a
 	 * multiply by 112 (three instructions a look-up, ~50 a decode tile) */
-	uint8_t pad[16];
+	uint8_t pad[8];
 } kb_hslot;
 
 _Static_assert(sizeof(kb_hslot) == 128, "kb_hslot is 128 bytes (KB_SLOT)");
@@ -98,7 +102,7 @@ struct kb_tl {
 	uint64_t next_id;
 	kb_hslot **chunks;       /* slots in fixed chunks: pointers stay valid */
 	size_t n_slots, cap_slots;
-	uint32_t free_slot;
+	kb_hslot *free_slot;     /* the last freed slot (NULL: none), linked by next_free */
 	uint16_t mark;           /* the last kb_hslot.mark handed out */
 	kb_scope scopes[KB_TL_MAX_SCOPES];
 	int depth;
@@ -267,22 +271,22 @@ static inline kb_hslot *kb__tl_temp_at(kb_tl *tl, kb_scope *s, uint64_t off, uin
 int kb__scope_grow(kb_scope *s);
 /* Records slot, just made, in the current scope (inline: each new
  * handle comes here; growing the array is the rare case). */
-static inline int kb__scope_track(kb_tl *tl, uint32_t slot)
+static inline int kb__scope_track(kb_tl *tl, kb_hslot *h)
 {
 	kb_scope *s = &tl->scopes[tl->depth];
 
 	if (s->n == s->cap && kb__scope_grow(s))
 		return -1;
-	KB_SLOT(tl, slot)->scope_pos = (uint32_t)s->n;
-	s->slots[s->n++] = slot;
+	h->scope_pos = (uint32_t)s->n;
+	s->slots[s->n++] = h->slot;
 	return 0;
 }
 /* A new handle's slot when none is free to reuse (its chunk made when
- * the last is full); UINT32_MAX: out of host memory. */
-uint32_t kb__tl_slot_new(kb_tl *tl);
-/* A new handle's failure: slot (its handle h, or UINT32_MAX: none)
- * back, the error recorded. NULL. */
-__attribute__((cold)) kb_hslot *kb__tl_handle_oom(kb_tl *tl, kb_hslot *h, uint32_t slot);
+ * the last is full); NULL: out of host memory. */
+kb_hslot *kb__tl_slot_new(kb_tl *tl);
+/* A new handle's failure: its slot h (NULL: none) back, the error
+ * recorded. NULL. */
+__attribute__((cold)) kb_hslot *kb__tl_handle_oom(kb_tl *tl, kb_hslot *h);
 /* The TCM has no block for bytes: the error, with what it holds. */
 __attribute__((cold)) void kb__tl_tcm_exhausted(kb_tl *tl, uint64_t bytes);
 /* The same for a kb__tl_new_tcm_view's proto. */
@@ -295,18 +299,16 @@ static inline __attribute__((always_inline)) kb_hslot *
 kb__tl_handle(kb_tl *tl, uint64_t addr, const kb_tview *proto, kb_space space, kb_dtype dt,
 	      int rank, const int64_t *shape, kb_tl_tensor **out)
 {
-	kb_hslot *h;
-	uint32_t slot = tl->free_slot;
+	kb_hslot *h = tl->free_slot;
 	uint64_t v;
 
-	if (__builtin_expect(slot != UINT32_MAX, 1))
-		tl->free_slot = KB_SLOT(tl, slot)->next_free;
-	else if ((slot = kb__tl_slot_new(tl)) == UINT32_MAX)
-		return kb__tl_handle_oom(tl, NULL, slot);
-	h = KB_SLOT(tl, slot);
+	if (__builtin_expect(h != NULL, 1))
+		tl->free_slot = h->next_free;
+	else if (!(h = kb__tl_slot_new(tl)))
+		return kb__tl_handle_oom(tl, NULL);
 	h->gen++;
 	/* tag | generation | slot (the layout above) */
-	v = tl->tag_bits | (uint64_t)(h->gen & ((1u << KB_TL_GEN_BITS) - 1)) << KB_TL_SLOT_BITS | slot;
+	v = tl->tag_bits | (uint64_t)(h->gen & ((1u << KB_TL_GEN_BITS) - 1)) << KB_TL_SLOT_BITS | h->slot;
 	h->key = v >> KB_TL_SLOT_BITS;
 	h->scope = (uint8_t)tl->depth;
 	h->writer = -1;
@@ -319,8 +321,8 @@ kb__tl_handle(kb_tl *tl, uint64_t addr, const kb_tview *proto, kb_space space, k
 		kb__tl_view_proto(&h->view, space, dt, rank, shape);
 	h->view.id = ++tl->next_id;
 	h->view.addr = addr;
-	if (kb__scope_track(tl, slot))
-		return kb__tl_handle_oom(tl, h, slot);
+	if (kb__scope_track(tl, h))
+		return kb__tl_handle_oom(tl, h);
 	*out = (kb_tl_tensor *)(uintptr_t)v;
 	return h;
 }
