@@ -1073,7 +1073,7 @@ static int check_form(const kb_oplog_record *rec, void *payload)
 	if (rec->json_len != strlen(c->want[c->n]) ||
 	    memcmp(rec->json, c->want[c->n], rec->json_len)) {
 		if (!c->bad)
-			fprintf(stderr, "record_forms: got %.*s\n want %s\n", (int)rec->json_len,
+			fprintf(stderr, "forms: got %.*s\n want %s\n", (int)rec->json_len,
 				rec->json, c->want[c->n]);
 		c->bad++;
 	}
@@ -1081,7 +1081,7 @@ static int check_form(const kb_oplog_record *rec, void *payload)
 	return 0;
 }
 
-/* The file's lines against c's wants: the records of record_forms. */
+/* The file's lines against c's wants (record_forms, stage_steps). */
 static void check_form_file(form_check *c, const char *path)
 {
 	size_t len = 0, at = 0;
@@ -1092,7 +1092,7 @@ static void check_form_file(form_check *c, const char *path)
 		size_t n = strlen(c->want[i]);
 
 		ck_assert_msg(at + n < len && !memcmp(buf + at, c->want[i], n) && buf[at + n] == '\n',
-			      "record_forms, line %d: want %s", i, c->want[i]);
+			      "forms, line %d: want %s", i, c->want[i]);
 		at += n + 1;
 	}
 	ck_assert_uint_eq(at, len);
@@ -1242,6 +1242,89 @@ START_TEST(record_forms)
 {
 	record_forms_run(0);
 	record_forms_run(1);
+}
+END_TEST
+
+/* A GEMM-like run (issue 13): one command's stages, each with its own
+ * step, of a few ops in turn, through forms found by a long step's
+ * digit count, whose digits each record writes over its form's. Steps 0
+ * to 2,047 in order, then runs about each power of ten up to 10^9 (the
+ * edges of every digit count; 10^8 and past keep no form) and steps past
+ * 2^32 and up to 2^64 - 1; with and without bytes, n and an operand
+ * around the step; each against printf. Into a file (the engines' path:
+ * kb__oplog_emit_stage_fast, then _rare for a long step) and with a
+ * callback (every record through the lane's general path). */
+static void stage_steps_run(int to_file)
+{
+	static form_check c;
+	static const char *const ops[] = { "dma_read", "dma_read", "gemm", "fetch", "store" };
+	uint64_t t1 = 99000000;
+	kb_oplog_options oo = { 0 };
+	kb_oplog *log = NULL;
+	kb_oplog_lane *lane;
+	kb_error err;
+	char hex[65];
+	tmpfiles tf = { 0 };
+
+	c.n = c.bad = 0;
+	if (to_file) {
+		oo.path = tmp_path(&tf, "steps.jsonl");
+	} else {
+		oo.callback = check_form;
+		oo.payload = &c;
+	}
+	ck_assert_int_eq(kb__oplog_create(&log, &oo, &err), 0);
+	lane = kb__oplog_lane(log, 0);
+	ck_assert_ptr_nonnull(lane);
+	for (int i = 0; i < 8192; i++) {
+		unsigned o = (unsigned)i % 5, j = (unsigned)i - 2048;
+		uint64_t pow = 10;
+		kb_oplog_record r = { 0, 0, 0, "dma", ops[o], (uint64_t)i / 1000, NULL, -1, -1, NULL, 0,
+				      sizeof(kb_oplog_record) };
+		kb_oplog_stage st = { .n = -1 };
+		char *w = c.want[i];
+		size_t room = sizeof(c.want[i]);
+		int len;
+
+		for (unsigned k = 0; k < (j / 32) % 9; k++)
+			pow *= 10;
+		st.step = i < 2048 ? (uint64_t)i : pow - 16 + j % 32;
+		if (i >= 2048 && j % 97 == 0)
+			st.step = j % 2 ? UINT64_MAX - j : (UINT64_C(1) << 32) + j;
+		r.bytes = o == 0 ? 8192 : o == 1 ? 16384 : o == 3 ? 24576 : o == 4 ? 4096 * (i / 5 % 3 + 1) : -1;
+		st.n = o == 2 ? 524288 : o == 4 ? i % 2 : -1;
+		st.operand = o == 0 ? "a" : o == 1 ? "b" : NULL;
+		t1 += 192000 + (uint64_t)(i % 7) * 1000;
+		r.t0_ps = t1 - 192000;
+		r.t1_ps = t1;
+		len = snprintf(w, room,
+			       "{\"t0\":%" PRIu64 ",\"t1\":%" PRIu64 ",\"pe\":0,\"eng\":\"dma\",\"op\":\"%s\","
+			       "\"cmd\":%" PRIu64,
+			       r.t0_ps, r.t1_ps, r.op, r.cmd);
+		if (r.bytes >= 0)
+			len += snprintf(w + len, room - (size_t)len, ",\"bytes\":%" PRId64, r.bytes);
+		len += snprintf(w + len, room - (size_t)len, ",\"step\":%" PRIu64, st.step);
+		if (st.n >= 0)
+			len += snprintf(w + len, room - (size_t)len, ",\"n\":%" PRId64, st.n);
+		if (st.operand)
+			len += snprintf(w + len, room - (size_t)len, ",\"operand\":\"%s\"", st.operand);
+		snprintf(w + len, room - (size_t)len, "}");
+		ck_assert_int_eq(emit_stage(lane, &r, &st), 0);
+	}
+	ck_assert_int_eq(kb__oplog_finish(log, hex, NULL, &err), 0);
+	if (to_file)
+		check_form_file(&c, oo.path);
+	else
+		ck_assert_int_eq(c.n, 8192);
+	ck_assert_int_eq(c.bad, 0);
+	kb__oplog_destroy(log);
+	tmp_clean(&tf);
+}
+
+START_TEST(stage_steps)
+{
+	stage_steps_run(0);
+	stage_steps_run(1);
 }
 END_TEST
 
@@ -2064,6 +2147,7 @@ Suite *oplog_suite(void)
 	tcase_add_test(format, kind_templates);
 	tcase_add_test(format, cmd_digits);
 	tcase_add_test(format, record_forms);
+	tcase_add_test(format, stage_steps);
 	suite_add_tcase(s, format);
 
 	tcase_set_timeout(stream, 120);

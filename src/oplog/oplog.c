@@ -92,6 +92,7 @@ static inline void buf_text_cap(lane_buf *b, size_t text_cap)
 typedef struct rec_form {
 	char text[FORM_TEXT];
 	uint8_t mid_len, tail_len;
+	uint8_t step_end;        /* a long step's form: where its digits end in the tail; else 0 */
 	const char *op;          /* NULL: empty; without a tail, op_untailed */
 	uint64_t key[3];         /* form_key */
 } __attribute__((aligned(64))) rec_form;
@@ -1050,8 +1051,9 @@ static inline __attribute__((always_inline)) char *put_cmd(char *p, const char *
 
 /* An engine stage's members (kb_oplog_stage): those that the same record
  * with the fields step, n (n >= 0) and operand (when there is one) gets,
- * with the keys as literals. */
-static inline char *put_stage(char *p, const char *end, const kb_oplog_stage *st)
+ * with the keys as literals; where the step's digits end in *step_end
+ * (a form's step_end). */
+static inline char *put_stage(char *p, const char *end, const kb_oplog_stage *st, char **step_end)
 {
 	p = PUT_LIT(p, end, ",\"step\":");
 	/* a step is a stage's place in its command: under 100, inline */
@@ -1059,6 +1061,7 @@ static inline char *put_stage(char *p, const char *end, const kb_oplog_stage *st
 		p = put_small(p, (uint32_t)st->step);
 	else
 		p = put_u64(p, end, st->step);
+	*step_end = p;
 	if (st->n >= 0) {
 		p = PUT_LIT(p, end, ",\"n\":");
 		p = put_u64(p, end, (uint64_t)st->n);
@@ -1073,9 +1076,11 @@ static inline char *put_stage(char *p, const char *end, const kb_oplog_stage *st
 
 /* A record's tail after its cmd's digits, formatted (a form's tail): the
  * kind and lbytes of a dispatch, bytes, the fields or an engine stage's
- * members (st), the end and the newline. */
+ * members (st: where its step's digits end in *step_end), the end and
+ * the newline. */
 static __attribute__((noinline)) char *put_tail(char *p, const char *end, const kb_oplog_record *r,
-			     const kb_oplog_field *fields, int n_fields, const kb_oplog_stage *st)
+						const kb_oplog_field *fields, int n_fields,
+						const kb_oplog_stage *st, char **step_end)
 {
 	if (!st && r->kind) {   /* an engine stage's record has none */
 		p = PUT_LIT(p, end, ",\"kind\":\"");
@@ -1088,17 +1093,69 @@ static __attribute__((noinline)) char *put_tail(char *p, const char *end, const 
 		p = put_i64(p, end, r->bytes);
 	}
 	if (st)
-		p = put_stage(p, end, st);
+		p = put_stage(p, end, st, step_end);
 	else if (n_fields)
 		p = put_fields(p, end, fields, n_fields);
 	return PUT_LIT(p, end, "}\n");
 }
 
+/* An engine stage's step in its form. A step under STEP_LONG keys a
+ * form of its own, its digit in the form's text: decode's steps are 0 to
+ * 7, and writing theirs per record too cost decode 3 to 10 instructions
+ * a stage record (0.2-1.3% of a run, by how it was done: issue 13). A
+ * longer one keys its form by its digit count (long_step_key), and each
+ * record stores its own digits over the form's once the tail is copied
+ * (put_step), as a cmd's are written per record: keyed by the step
+ * itself, every record of a command with many stages (a GEMM's, step 0
+ * to 1,151 at M=1024 N=512) had a form of its own, missed, and was
+ * formatted whole. Its digits (under 10^8: eight at most) and the bytes
+ * before them, of `,"step":` as they stand in every such tail, are one
+ * store of the eight bytes that end where the digits do (step_end). */
+#define STEP_KEY                                                                                       \
+	((uint64_t)',' | (uint64_t)'"' << 8 | (uint64_t)'s' << 16 | (uint64_t)'t' << 24 |              \
+	 (uint64_t)'e' << 32 | (uint64_t)'p' << 40 | (uint64_t)'"' << 48 | (uint64_t)':' << 56)
+#define STEP_LONG 10   /* the first step written per record */
+
+/* The third word of a stage's form key (form_key) of a step from
+ * STEP_LONG on, with its operand's part o: 8 plus the step's digit count
+ * (10 to 16) under 10^8, where a shorter step's is the step itself; 0
+ * past that, and without o (no form). The count from the step's bit
+ * length (log10 2 ~ 1233 / 4096), one more where it reaches the next
+ * power of ten: put_step's digits are worked out once, there. */
+static inline uint64_t long_step_key(uint64_t step, uint64_t o)
+{
+	static const uint32_t pow10[9] = { 1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
+					   100000000 };
+	unsigned len;
+
+	if (step >= E8 || !o)
+		return 0;
+	len = (unsigned)(63 - __builtin_clzll(step)) * 1233 >> 12;   /* step >= 10: 1 to 7 */
+	len += 1 + (step >= pow10[len + 1]);
+	return (8 + len) | o << 16;
+}
+
+/* A long step's digits over those of the tail copied at tail from its
+ * form f, whose step has as many (long_step_key). */
+static inline void put_step(char *tail, const rec_form *f, uint64_t step)
+{
+	uint64_t z;
+	unsigned lead;
+
+	z = digits8((uint32_t)step);
+	lead = (unsigned)__builtin_ctzll(z) >> 3;   /* 0 to 6 */
+	/* the digits, and before them the last lead bytes of the key (its
+	 * shift by 64 - 8 lead in two, defined at lead 0) */
+	store8(tail + f->step_end - 8,
+	       ((z + ASCII_ZEROS) & ~UINT64_C(0) << 8 * lead) | STEP_KEY >> 1 >> (63 - 8 * lead));
+}
+
 /* A record's tail key: three words that its tail is a function of, of
  * which the third is 0 when the tail is not kept (but for
  * kb__oplog_emit's without fields, which always is: form_keeps). An
- * engine stage's:
- * bytes, n, and its step (under 2^16) beside its operand, none (1) or of
+ * engine stage's: bytes, n, and its step under STEP_LONG (else, where
+ * full, long_step_key; 0 where not: emit's common path leaves long
+ * steps to kb__oplog_emit_stage_rare) beside its operand, none (1) or of
  * up to five bytes (2, then the bytes from bit 8: no byte is 0, so each
  * string has its own). kb__oplog_emit's without fields: bytes, lbytes
  * and the kind's address (NULL: none, and lbytes kept though not
@@ -1106,7 +1163,8 @@ static __attribute__((noinline)) char *put_tail(char *p, const char *end, const 
  * number field (no kind), whose text is its value's digits: bytes, the
  * value and the key's address (a static string: its text). */
 static inline void form_key(uint64_t k[3], int64_t bytes, const kb_oplog_record *r,
-			    const kb_oplog_field *fields, int n_fields, const kb_oplog_stage *st, int kind)
+			    const kb_oplog_field *fields, int n_fields, const kb_oplog_stage *st, int kind,
+			    int full)
 {
 	k[0] = (uint64_t)bytes;
 	if (kind == FORM_STAGE) {
@@ -1119,7 +1177,10 @@ static inline void form_key(uint64_t k[3], int64_t bytes, const kb_oplog_record 
 		} else {
 			o = 1;
 		}
-		k[2] = st->step < 65536 && o ? st->step | o << 16 : 0;
+		if (st->step < STEP_LONG && o)
+			k[2] = st->step | o << 16;
+		else
+			k[2] = full ? long_step_key(st->step, o) : 0;
 	} else if (kind == FORM_FIELDS) {
 		const kb_oplog_field *f = &fields[0];
 
@@ -1227,7 +1288,7 @@ static __attribute__((noinline)) int format_new(kb_oplog_lane *lane, rec_form *f
 						const kb_oplog_field *fields, int n_fields,
 						const kb_oplog_stage *st, const uint64_t k[3], int kind)
 {
-	char *mid = p, *tail;
+	char *mid = p, *tail, *step = NULL;
 
 	p = put_middle(p, end, r);
 	if (!p)
@@ -1241,14 +1302,18 @@ static __attribute__((noinline)) int format_new(kb_oplog_lane *lane, rec_form *f
 	}
 	p = put_cmd(p, end, lane, r->cmd, 0);
 	tail = p;
-	p = put_tail(p, end, r, fields, n_fields, st);
+	p = put_tail(p, end, r, fields, n_fields, st, &step);
 	if (!p)
 		return -1;
 	if (f) {
 		f->tail_len = 0;
+		f->step_end = 0;
 		if (form_keeps(k, kind) && p - tail <= FORM_TAIL && f->mid_len + (p - tail) <= FORM_TEXT) {
 			memcpy(f->text + f->mid_len, tail, (size_t)(p - tail));
 			f->tail_len = (uint8_t)(p - tail);
+			/* past `,"step":` (8 bytes) in the tail */
+			if (kind == FORM_STAGE && st->step >= STEP_LONG)
+				f->step_end = (uint8_t)(step - tail);
 		}
 		memcpy(f->key, k, sizeof(f->key));
 		f->op = f->tail_len ? r->op : op_untailed(r->op);
@@ -1270,6 +1335,7 @@ static inline __attribute__((always_inline)) int format_record(kb_oplog_lane *la
 	form_tab *tab = lane->forms[kind];
 	uint64_t k[3];
 	unsigned h = 0;
+	char *step;   /* not read: the tail is not kept */
 	int n;
 
 	/* The head (HEAD_ROOM), the cmd (FMT_U64_ROOM) and a form's tail
@@ -1279,7 +1345,7 @@ static inline __attribute__((always_inline)) int format_record(kb_oplog_lane *la
 		return -1;
 	memcpy(buf, "{\"t0\":", 6);
 	p = put_times(p, end, lane, r->t0_ps, r->t1_ps);
-	form_key(k, r->bytes, r, fields, n_fields, st, kind);
+	form_key(k, r->bytes, r, fields, n_fields, st, kind, 1);
 	if (lane->form_eng && !form_lane(lane, r)) {
 		tab = NULL;   /* no forms for it (and none made) */
 	} else if (tab) {
@@ -1291,9 +1357,11 @@ static inline __attribute__((always_inline)) int format_record(kb_oplog_lane *la
 			p = put_cmd(p + f->mid_len, end, lane, r->cmd, 1);
 			if (f->tail_len) {
 				memcpy(p, f->text + f->mid_len, FORM_TAIL);
+				if (kind == FORM_STAGE && st->step >= STEP_LONG)
+					put_step(p, f, st->step);
 				return (int)(p + f->tail_len - buf);
 			}
-			p = put_tail(p, end, r, fields, n_fields, st);
+			p = put_tail(p, end, r, fields, n_fields, st, &step);
 			return p ? (int)(p - buf) : -1;
 		}
 		if (tab->n == FORM_MAX) {   /* full: start again */
@@ -1398,8 +1466,8 @@ static __attribute__((noinline)) int emit_slow(kb_oplog_lane *lane, const kb_opl
 
 /* An engine stage's record on emit's rare path: rec with v's members,
  * into emit_slow (out of line: the copy is made only here). */
-__attribute__((noinline)) int kb__oplog_emit_stage_rare(kb_oplog_lane *lane, const kb_oplog_record *rec,
-							const kb_oplog_stage *v)
+static __attribute__((noinline)) int stage_slow(kb_oplog_lane *lane, const kb_oplog_record *rec,
+						const kb_oplog_stage *v)
 {
 	kb_oplog_record r = *rec;
 
@@ -1453,6 +1521,28 @@ static inline __attribute__((always_inline)) int emit_rare(kb_oplog_lane *lane, 
  * from rec where they are used (v is not read). */
 #define REC_V(m, vm) (kind == FORM_STAGE ? v.vm : rec->m)
 
+static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const kb_oplog_record *rec,
+						      const kb_oplog_field *fields, int n_fields,
+						      kb_oplog_stage v, int kind, int defer, int long_step);
+
+/* A stage's record that kb__oplog_emit_stage_fast left: one with a long
+ * step (from STEP_LONG on) by emit's common path as well, its form found
+ * by the step's digit count and its digits written (long_step_key), else
+ * by emit_slow. kb__oplog_emit_stage_fast, inlined into the engines,
+ * leaves long steps here, so that what they take (their key, put_step)
+ * costs decode's short steps nothing: in it, they cost decode 3 to 5
+ * instructions a stage record, a spilled register among them (issue
+ * 13). hot: the one caller (the engines' log_stage_rare) is cold, and
+ * GCC then made this for size, a rep movs for each copy and a div for
+ * each number (~40 instructions more a GEMM record). */
+__attribute__((noinline, hot)) int kb__oplog_emit_stage_rare(kb_oplog_lane *lane, const kb_oplog_record *rec,
+							     const kb_oplog_stage *v)
+{
+	if (v->step >= STEP_LONG && emit(lane, rec, NULL, 0, *v, FORM_STAGE, 1, 1) == KB_OK)
+		return KB_OK;
+	return stage_slow(lane, rec, v);
+}
+
 /* The common record: a lane with forms of its kind and no fields to keep
  * (fast), room in the buffer, and a form with its tail for the record:
  * the times, the form's middle, the cmd and the form's tail. No call but the
@@ -1461,10 +1551,13 @@ static inline __attribute__((always_inline)) int emit_rare(kb_oplog_lane *lane, 
  * key in registers (the general path, with format_new and put_tail
  * inside, paid ~30 instructions a record for them: issue 13).
  * rec's times, op, cmd and bytes are v's for kind FORM_STAGE (st is
- * then v), else rec's (v is not read). defer: emit_rare's. */
+ * then v), else rec's (v is not read). defer: emit_rare's. long_step
+ * (a stage's): 1 where its step is from STEP_LONG on, its digits
+ * written over its form's (put_step); 0 where such a step is left to
+ * emit_rare. */
 static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const kb_oplog_record *rec,
 						      const kb_oplog_field *fields, int n_fields,
-						      kb_oplog_stage v, int kind, int defer)
+						      kb_oplog_stage v, int kind, int defer, int long_step)
 {
 	const kb_oplog_stage *st = kind == FORM_STAGE ? &v : NULL;
 	form_tab *tab = lane->fast[kind];
@@ -1481,9 +1574,10 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 	 * here, and then only the times and the cmd are left to it. Three
 	 * slots of the index are looked at; a form further on (rare: the
 	 * index is at most half full) is found by emit_slow. */
-	if (__builtin_expect(!form_lane(lane, rec), 0))
+	if (__builtin_expect(!form_lane(lane, rec), 0) ||
+	    (kind == FORM_STAGE && !long_step && __builtin_expect(v.step >= STEP_LONG, 0)))
 		return emit_rare(lane, rec, fields, n_fields, kind, defer);
-	form_key(k, REC_V(bytes, bytes), rec, fields, n_fields, st, kind);
+	form_key(k, REC_V(bytes, bytes), rec, fields, n_fields, st, kind, long_step);
 	f = form_at(tab, REC_V(op, op), k);
 	if (__builtin_expect(!form_is(f, REC_V(op, op), k), 0)) {
 		f++;   /* its slot + 2 < FORM_ROOM */
@@ -1525,6 +1619,8 @@ static inline __attribute__((always_inline)) int emit(kb_oplog_lane *lane, const
 	memcpy(p, f->text, FORM_MID);
 	p = put_cmd(p + f->mid_len, buf + MAX_RECORD + 1, lane, cmd, 1);
 	memcpy(p, f->text + f->mid_len, FORM_TAIL);
+	if (long_step)
+		put_step(p, f, v.step);
 	n = (size_t)(p + f->tail_len - buf);
 	b->text_n += n;
 	if (!(key & 1))   /* the shared lane's: b's, not lane->shared read
@@ -1548,13 +1644,13 @@ __attribute__((always_inline)) inline int kb__oplog_emit(kb_oplog_lane *lane, co
 	kb_oplog_stage v = { 0 };   /* not read */
 
 	if (!n_fields)
-		return emit(lane, rec, NULL, 0, v, FORM_PLAIN, 0);
-	return emit(lane, rec, fields, n_fields, v, FORM_FIELDS, 0);
+		return emit(lane, rec, NULL, 0, v, FORM_PLAIN, 0, 0);
+	return emit(lane, rec, fields, n_fields, v, FORM_FIELDS, 0, 0);
 }
 
 int kb__oplog_emit_stage_fast(kb_oplog_lane *lane, const kb_oplog_record *rec, kb_oplog_stage st)
 {
-	return emit(lane, rec, NULL, 0, st, FORM_STAGE, 1);
+	return emit(lane, rec, NULL, 0, st, FORM_STAGE, 1, 0);
 }
 
 int kb__oplog_emit_dispatch_fast(kb_oplog_lane *lane, const kb_oplog_record *rec, kb_oplog_dispatch d)
@@ -1563,7 +1659,7 @@ int kb__oplog_emit_dispatch_fast(kb_oplog_lane *lane, const kb_oplog_record *rec
 	kb_oplog_record r = dispatch_record(rec, &d);
 	kb_oplog_stage v = { 0 };   /* not read */
 
-	return emit(lane, &r, NULL, 0, v, FORM_PLAIN, 1);
+	return emit(lane, &r, NULL, 0, v, FORM_PLAIN, 1, 0);
 }
 
 int kb__oplog_emit_stage(kb_oplog_lane *lane, const kb_oplog_record *rec, kb_oplog_stage st)
