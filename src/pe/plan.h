@@ -113,6 +113,13 @@ typedef struct kb_plan {
 	 * start_eng is set. The message's words the core reads on one line. */
 	uint64_t start_slot_free, start_acc_free;
 	kb_event start_ev;
+	/* A kept start of two loop steps (start_eng2 set, the second's
+	 * engine; decode opt3's P.V, whose two k-steps go at once, was ~280
+	 * instructions a command through feed_all): the second message's
+	 * w[1..4] and aux, its type and w[0] the first's. In the plan's last
+	 * line (a whole message there would take one more). */
+	uint64_t start_w2[4];
+	uint32_t start_aux2, start_eng2;
 	/* data-mode buffers, one stage at a time touches each (zeroed only
 	 * for a machine with memory: nothing reads them without) */
 	uint8_t *stage_buf;      /* slots x (a tile + b tile + out tile), storage dtype */

@@ -270,27 +270,61 @@ static int next_phase(kb_lp *lp, kb_sched *s, kb_plan *p)
 }
 
 /* The first start of a keyed plan whose start is a loop step (decode's
- * commands): fed, and when one step went, its message kept for the
- * plan's next starts (kb_plan start_ev), marked KB_STAGE_ENDS when that
- * step is the whole command. Out of line: once a plan, or at each start
- * of the rare plan whose first feed sends more than one step (nothing
- * kept). */
+ * commands): fed, and when one or two steps went, their messages kept
+ * for the plan's next starts (kb_plan start_ev, start_w2), the first
+ * marked KB_STAGE_ENDS when that step is the whole command. Out of
+ * line: once a plan, or at each start of the rare plan whose first feed
+ * sends more than two steps (nothing kept). */
 static __attribute__((noinline)) int start_keep(kb_lp *lp, kb_sched *s, kb_plan *p)
 {
-	int rc = feed(lp, s, p);
+	uint64_t sf = p->slot_free;
+	int rc;
 
-	if (!rc && p->fed == 1) {
-		p->start_ev = s->stage_ev;
-		p->start_slot_free = p->slot_free;
-		p->start_acc_free = p->acc_free;
-		p->start_eng = ((const kb_stage_ref *)(uintptr_t)p->start_ev.w[2])->eng;
-		if (p->n_steps == 1 && !p->n_post)
-			p->start_ev.w[3] |= KB_STAGE_ENDS;
+	/* The first step alone, its message kept (feed takes the lowest free
+	 * slot, as feed_all does first: the others hidden), then the rest,
+	 * as feed_all would have gone on. */
+	p->slot_free = sf & -sf;
+	rc = feed(lp, s, p);
+	p->slot_free |= sf & (sf - 1);
+	if (rc || p->fed != 1)
+		return rc;
+	p->start_ev = s->stage_ev;
+	rc = feed(lp, s, p);
+	if (rc || p->fed > 2)
+		return rc;
+	p->start_slot_free = p->slot_free;
+	p->start_acc_free = p->acc_free;
+	p->start_eng = ((const kb_stage_ref *)(uintptr_t)p->start_ev.w[2])->eng;
+	p->start_eng2 = 0;
+	if (p->fed == 2) {   /* the second is the one stage_ev holds */
+		memcpy(p->start_w2, &s->stage_ev.w[1], sizeof(p->start_w2));
+		p->start_aux2 = s->stage_ev.aux;
+		p->start_eng2 = ((const kb_stage_ref *)(uintptr_t)s->stage_ev.w[2])->eng;
+	} else if (p->n_steps == 1 && !p->n_post) {
+		p->start_ev.w[3] |= KB_STAGE_ENDS;
 	}
 	return rc;
 }
 
-/* feed of the plan's first loop step as start_keep kept it. Its free
+/* start_kept's second message (out of line: a plan's start of two steps,
+ * decode opt3's P.V), made in stage_ev as send_stage makes it: the
+ * first's type and w[0], its own aux and w[1..4]. */
+static __attribute__((noinline)) int start_kept2(kb_lp *lp, kb_sched *s, kb_plan *p)
+{
+	kb_event *ev = &s->stage_ev;
+	int rc = kb__lp_send_pe(lp, s->lp0 + p->start_eng, &p->start_ev);
+
+	if (rc)
+		return rc;
+	p->fed = 2;
+	p->cur_acc = kb__stage_acc(p->start_w2[2]);
+	ev->aux = p->start_aux2;
+	ev->w[0] = (uint64_t)(uintptr_t)p;
+	memcpy(&ev->w[1], p->start_w2, sizeof(p->start_w2));
+	return kb__lp_send_pe(lp, s->lp0 + p->start_eng2, ev);
+}
+
+/* feed of the plan's first loop steps as start_keep kept them. Its free
  * slots from there too, not taken from those kb__plan_take has just
  * stored (read back as one 16-byte load, which two 8-byte stores cannot
  * forward to). */
@@ -300,6 +334,8 @@ static inline int start_kept(kb_lp *lp, kb_sched *s, kb_plan *p)
 	p->acc_free = p->start_acc_free;
 	p->cur_acc = kb__stage_acc(p->start_ev.w[3]);
 	p->fed = 1;
+	if (__builtin_expect(p->start_eng2 != 0, 0))
+		return start_kept2(lp, s, p);
 	return kb__lp_send_pe(lp, s->lp0 + p->start_eng, &p->start_ev);
 }
 
