@@ -315,8 +315,8 @@ kb__tl_handle(kb_tl *tl, uint64_t addr, const kb_tview *proto, kb_space space, k
 	h->fence = 0;
 	h->owns_alloc = 0;
 	/* next_free is read only while the slot is free: not set here */
-	if (proto)
-		h->view = *proto;
+	if (proto)   /* but id and addr, set below: a 48-byte copy, not 64 */
+		memcpy(h->view.shape, proto->shape, sizeof(kb_tview) - offsetof(kb_tview, shape));
 	else
 		kb__tl_view_proto(&h->view, space, dt, rank, shape);
 	h->view.id = ++tl->next_id;
