@@ -12,11 +12,16 @@
  * next user of it carries that fence (see kb__tcm_alloc). The handle's id
  * is never handed out again, so commands already issued on it keep their
  * hazards and pending completion. */
-static inline void free_slot(kb_tl *tl, kb_hslot *h)
+static inline kb_hslot *free_push(kb_hslot *head, kb_hslot *h)
 {
 	h->key = KB_TL_DEAD;
-	h->next_free = tl->free_slot;
-	tl->free_slot = h;
+	h->next_free = head;
+	return h;
+}
+
+static inline void free_slot(kb_tl *tl, kb_hslot *h)
+{
+	tl->free_slot = free_push(tl->free_slot, h);
 }
 
 /* h goes: its memory, then its slot. */
@@ -117,6 +122,9 @@ KB_API int kb_tl_scope_end_at(kb_tl *tl, const char *file, int line)
 	kb_tcm_span span[SPAN_BATCH];
 	size_t n_span = 0;
 	kb_scope *s;
+	const uint32_t *slots;
+	kb_hslot *const *chunks;
+	kb_hslot *free;
 
 	if (kb__tl_begin(tl, "kb_tl_scope_end", file, line))
 		return KB_EVALIDATE;
@@ -125,9 +133,15 @@ KB_API int kb_tl_scope_end_at(kb_tl *tl, const char *file, int line)
 	s = &tl->scopes[tl->depth];
 	/* The memory goes back in the order of the releases (it decides how
 	 * freed blocks merge), a batch at a time, all with this fence; a
-	 * slot's release touches no memory but its own. */
+	 * slot's release touches no memory but its own. The slots array,
+	 * the chunks and the free list's head in locals: read through tl
+	 * and s, each slot's stores made the loop load them again (three
+	 * loads and a store a handle, six a decode opt3 tile). */
+	slots = s->slots;
+	chunks = tl->chunks;
+	free = tl->free_slot;
 	for (size_t i = s->n; i-- > 0;) {
-		uint32_t slot = s->slots[i];
+		uint32_t slot = slots[i];
 		kb_hslot *h;
 
 		if (__builtin_expect(slot & KB_TL_RAW, 0)) {
@@ -135,21 +149,22 @@ KB_API int kb_tl_scope_end_at(kb_tl *tl, const char *file, int line)
 				continue;
 			/* memory without a handle: offset, then size */
 			i--;
-			span[n_span].off = (uint64_t)(s->slots[i] & ~KB_TL_RAW) * KB_TCM_ALIGN;
+			span[n_span].off = (uint64_t)(slots[i] & ~KB_TL_RAW) * KB_TCM_ALIGN;
 			span[n_span++].bytes = (uint64_t)(slot & ~KB_TL_RAW) * KB_TCM_ALIGN;
 		} else {
-			h = KB_SLOT(tl, slot);
+			h = KB_SLOT_IN(chunks, slot);
 			if (h->owns_alloc) {
 				span[n_span].off = h->view.addr;
 				span[n_span++].bytes = h->alloc_size;
 			}
-			free_slot(tl, h);
+			free = free_push(free, h);
 		}
 		if (n_span == SPAN_BATCH) {
 			kb__tcm_free_n(&tl->tcm, span, n_span, tl->next_cmd);
 			n_span = 0;
 		}
 	}
+	tl->free_slot = free;
 	if (n_span)
 		kb__tcm_free_n(&tl->tcm, span, n_span, tl->next_cmd);
 	s->n = 0;

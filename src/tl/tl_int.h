@@ -117,7 +117,8 @@ struct kb_tl {
 
 /* slots a chunk (64 KB: below malloc's mmap threshold) */
 #define KB_TL_CHUNK 512
-#define KB_SLOT(tl, i) (&(tl)->chunks[(i) / KB_TL_CHUNK][(i) % KB_TL_CHUNK])
+#define KB_SLOT_IN(chunks, i) (&(chunks)[(i) / KB_TL_CHUNK][(i) % KB_TL_CHUNK])
+#define KB_SLOT(tl, i) KB_SLOT_IN((tl)->chunks, i)
 
 int kb__tl_fail(kb_tl *tl, int detail, const char *fmt, ...) KB_PRINTF(3, 4);
 /* The kernel fails for want of host memory (for what: "a command",
