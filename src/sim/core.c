@@ -929,11 +929,14 @@ static __attribute__((noinline)) int put_band_far(kb_lp *lp, kb_worker *w, kb_ti
 	return KB_OK;
 }
 
-/* A push while the running event came from a band: behind the last of
- * its time's band, calling nothing but by a tail call (no registers
- * saved). */
-static __attribute__((noinline)) int put_band(kb_lp *lp, kb_worker *w, kb_time t, uint64_t pair,
-					      uint64_t seq, const kb_event *body)
+/* A push while the loop runs from bands: behind the last of its time's
+ * band, calling nothing but by a tail call (no registers saved). whole
+ * 0 (a constant): a short event's (kb__lp_self_short), whose w[1] ..
+ * w[4] are not copied, as a ring push leaves them (put_band_far copies
+ * them all). */
+static inline __attribute__((always_inline)) int put_band_as(kb_lp *lp, kb_worker *w, kb_time t,
+							     uint64_t pair, uint64_t seq,
+							     const kb_event *body, int whole)
 {
 	kb_evheap *h = &w->heap;
 	kb_band *b = &w->band[2];
@@ -954,8 +957,22 @@ static __attribute__((noinline)) int put_band(kb_lp *lp, kb_worker *w, kb_time t
 	}
 	slot = h->free[--h->n_free];
 	band_append(w, b, slot);
-	ev_fill(ev_at(h, slot), &(kb_evkey){ t, pair, seq, 0 }, body);
+	ev_fill_as(ev_at(h, slot), &(kb_evkey){ t, pair, seq, 0 }, body, whole);
 	return KB_OK;
+}
+
+static __attribute__((noinline)) int put_band(kb_lp *lp, kb_worker *w, kb_time t, uint64_t pair,
+					      uint64_t seq, const kb_event *body)
+{
+	return put_band_as(lp, w, t, pair, seq, body, 1);
+}
+
+/* put_band of a short event: half of a multi-PE run's pushes (stage
+ * ends, PE_CPU's, the commands and their ends). */
+static __attribute__((noinline)) int put_band_short(kb_lp *lp, kb_worker *w, kb_time t,
+						    uint64_t pair, uint64_t seq, const kb_event *body)
+{
+	return put_band_as(lp, w, t, pair, seq, body, 0);
 }
 
 /* A sequential loop's start with more than BAND_MIN events in the heap,
@@ -1026,7 +1043,8 @@ static inline __attribute__((always_inline)) int ev_put_as(kb_lp *lp, kb_worker 
 	 * heap of more than HOLE_MIN events: 4 pushes of opt2, none of
 	 * opt3) */
 	if (n == KB_RING_BANDS)
-		return put_band(lp, w, t, pair, seq, body);
+		return whole ? put_band(lp, w, t, pair, seq, body)
+			     : put_band_short(lp, w, t, pair, seq, body);
 	if (n == KB_RING_HOLE)
 		return put_hole(lp, w, t, pair, seq, body);
 	if (n == KB_RING_OFF)
