@@ -96,9 +96,14 @@ struct kb_tl {
 	const char *op_name, *op_file;
 	int op_line;
 	uint64_t next_cmd;
-	uint64_t dispatch_ps;     /* of the commands emitted so far */
 	/* kb_tl_tile_loop_begin/end: the declared tile loops' dispatch and tiles */
-	uint64_t loop0_ps, loop_ps, tiles;
+	uint64_t loop0_ps, loop_ps;
+	/* Of the commands emitted so far. Not next to next_cmd, which every
+	 * emit adds to with it: GCC's SLP vectorizer made the two adds one
+	 * SSE add (two moves to XMM, an unpack, a load, the add, a store:
+	 * seven instructions for two) in the replays' emits (issue 13). */
+	uint64_t dispatch_ps;
+	uint64_t tiles;
 	uint64_t next_id;
 	kb_hslot **chunks;       /* slots in fixed chunks: pointers stay valid */
 	size_t n_slots, cap_slots;
