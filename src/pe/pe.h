@@ -190,10 +190,11 @@ static inline void kb__busy_stop(kb_busy *b, kb_time now, uint64_t *busy_ps)
 		*busy_ps += now - b->t0;
 }
 
-/* Per-PE figures, each written only by its own LP. */
+/* Per-PE figures, each written only by its own LP. The PE's dispatch
+ * time is busy_ps[KB_ENG_CPU]: PE_CPU is busy exactly while it
+ * dispatches, and kept it twice (issue 13). */
 typedef struct kb_pe_figures {
 	uint64_t commands;
-	uint64_t dispatch_ps;
 	uint64_t busy_ps[KB_ENG_COUNT];
 } kb_pe_figures;
 

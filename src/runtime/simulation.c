@@ -337,7 +337,7 @@ static int fill_result(kb_simulation *s, const kb_machine *m, kb_result *res, do
 		const kb_pe_figures *f = &m->pes[p]->fig;
 
 		res->commands += f->commands;
-		if (kb__time_add(&res->dispatch_ps, f->dispatch_ps)) {
+		if (kb__time_add(&res->dispatch_ps, f->busy_ps[KB_ENG_CPU])) {   /* kb_pe_figures */
 			free(res->busy);
 			res->busy = NULL;
 			return kb__err(err, KB_ERANGE,
