@@ -1328,6 +1328,97 @@ START_TEST(stage_steps)
 }
 END_TEST
 
+/* A serial multi-PE run (issue 13): lanes of one engine on PEs whose
+ * numbers have 1 to 6 digits, taking records in turns, so that a lane
+ * mostly finds its form among another PE's lane's (form_shared), with
+ * that PE's number in it to be changed: engine stages (short and long
+ * steps, bytes, n, operands) and dispatches (kinds), each against
+ * printf. Into a file and with a callback (the lanes' general path). */
+static void shared_forms_run(int to_file)
+{
+	static form_check c;
+	static const uint32_t pes[] = { 0, 7, 12, 123, 4095, 100000 };
+	static const char *const engs[] = { "dma", "math", "cpu" };
+	static const char *const ops[3][3] = { { "dma_read", "dma_write", "dma_read" },
+					       { "add", "exp_diff", "rmax" },
+					       { "dispatch", "dispatch", "dispatch" } };
+	kb_oplog_options oo = { 0 };
+	kb_oplog *log = NULL;
+	kb_oplog_lane *lane[18];
+	kb_error err;
+	char hex[65];
+	tmpfiles tf = { 0 };
+
+	c.n = c.bad = 0;
+	if (to_file) {
+		oo.path = tmp_path(&tf, "shared.jsonl");
+	} else {
+		oo.callback = check_form;
+		oo.payload = &c;
+	}
+	ck_assert_int_eq(kb__oplog_create(&log, &oo, &err), 0);
+	ck_assert_int_eq(kb__oplog_serial(log), 0);
+	for (unsigned l = 0; l < 18; l++)
+		ck_assert_ptr_nonnull(lane[l] = kb__oplog_lane(log, l));
+	for (int i = 0; i < 8192; i++) {
+		unsigned l = (unsigned)i % 18, e = l % 3, o = (unsigned)(i / 18) % 3;
+		kb_oplog_record r = { 0, 0, pes[l / 3], engs[e], ops[e][o], (uint64_t)i / 40, NULL, -1, -1, NULL, 0,
+				      sizeof(kb_oplog_record) };
+		kb_oplog_stage st = { .step = o, .n = -1 };
+		char *w = c.want[i];
+		size_t room = sizeof(c.want[i]);
+		int len;
+
+		r.t1_ps = 1000 + (uint64_t)i * 977;
+		r.t0_ps = r.t1_ps - 500;
+		if (e == 0) {
+			r.bytes = o == 1 ? 2048 : 16384;
+			st.operand = o == 2 ? "v" : o == 0 ? "k" : NULL;
+		} else if (e == 1) {
+			st.n = o == 2 ? 8 : 512;
+		} else {
+			r.kind = o == 1 ? "composite" : "math";
+			r.lbytes = 46 + o;
+		}
+		if (i % 7 == 3)
+			st.step = 10 + (uint64_t)i % 2000;   /* long: its digits per record */
+		len = snprintf(w, room,
+			       "{\"t0\":%" PRIu64 ",\"t1\":%" PRIu64 ",\"pe\":%u,\"eng\":\"%s\",\"op\":\"%s\","
+			       "\"cmd\":%" PRIu64,
+			       r.t0_ps, r.t1_ps, r.pe, r.eng, r.op, r.cmd);
+		if (e == 2) {
+			snprintf(w + len, room - (size_t)len, ",\"kind\":\"%s\",\"lbytes\":%" PRId64 "}", r.kind,
+				 r.lbytes);
+			ck_assert_int_eq(kb__oplog_emit(lane[l], &r, NULL, 0), 0);
+			continue;
+		}
+		if (r.bytes >= 0)
+			len += snprintf(w + len, room - (size_t)len, ",\"bytes\":%" PRId64, r.bytes);
+		len += snprintf(w + len, room - (size_t)len, ",\"step\":%" PRIu64, st.step);
+		if (st.n >= 0)
+			len += snprintf(w + len, room - (size_t)len, ",\"n\":%" PRId64, st.n);
+		if (st.operand)
+			len += snprintf(w + len, room - (size_t)len, ",\"operand\":\"%s\"", st.operand);
+		snprintf(w + len, room - (size_t)len, "}");
+		ck_assert_int_eq(emit_stage(lane[l], &r, &st), 0);
+	}
+	ck_assert_int_eq(kb__oplog_finish(log, hex, NULL, &err), 0);
+	if (to_file)
+		check_form_file(&c, oo.path);
+	else
+		ck_assert_int_eq(c.n, 8192);
+	ck_assert_int_eq(c.bad, 0);
+	kb__oplog_destroy(log);
+	tmp_clean(&tf);
+}
+
+START_TEST(shared_forms)
+{
+	shared_forms_run(0);
+	shared_forms_run(1);
+}
+END_TEST
+
 /* ---- streaming -------------------------------------------------------- */
 
 #define STREAM_RECORDS 2000000u
@@ -2148,6 +2239,7 @@ Suite *oplog_suite(void)
 	tcase_add_test(format, cmd_digits);
 	tcase_add_test(format, record_forms);
 	tcase_add_test(format, stage_steps);
+	tcase_add_test(format, shared_forms);
 	suite_add_tcase(s, format);
 
 	tcase_set_timeout(stream, 120);

@@ -130,6 +130,13 @@ typedef struct form_tab {
 
 _Static_assert(sizeof(rec_form) == 128, "a form is two cache lines");
 
+/* An entry of a serial run's shared forms (form_shared). */
+struct form_share {
+	const char *eng;
+	form_tab *tab;
+	uint32_t pe, kind;
+};
+
 /* A lane's fast forms while it has none (kb_oplog_lane.fast): every
  * slot free, no record's form. Only read. */
 static form_tab no_forms;
@@ -209,6 +216,7 @@ struct kb_oplog_lane {
 	lane_buf cur, ready;
 	form_tab *forms[FORM_KINDS]; /* or NULL */
 	uint32_t uncached;       /* records formatted before the forms (FORM_CACHE_AFTER) */
+	uint8_t share_ix[FORM_KINDS];   /* form_shared's entry of the lane's eng, plus 1; 0: none yet */
 	/* The log's oom: the writer sets it when a record fails, the sink
 	 * reads it once a flush, not a line of every lane (a 32-PE run has
 	 * 193 lanes, and flushes every window: issue 13). */
@@ -226,6 +234,11 @@ _Static_assert(offsetof(kb_oplog_lane, pre_t0) == 64 && offsetof(kb_oplog_lane, 
 typedef struct serial_lane {
 	kb_oplog_lane lane;
 	oplog_pend pend;
+	/* The serial run's shared forms (form_shared), by eng and kind of
+	 * form: the PE of the first lane met, and the table once a lane of
+	 * another PE is. */
+	struct form_share share[8];
+	unsigned n_share;
 } serial_lane;
 
 #define E8 UINT64_C(100000000)
@@ -1275,6 +1288,69 @@ static form_tab *form_tab_new(void)
 	return tab;
 }
 
+/* A serial multi-PE run's forms shared by its lanes of one eng, one
+ * table by eng and kind, of records of any PE: a lane's record that its
+ * own forms do not give (one of its first FORM_CACHE_AFTER, or the
+ * first of a form) takes the form from there where another PE's lane
+ * made it, with its own PE in the middle (put_form_pe, form_repe), and
+ * else leaves its own there. A multi-PE run's lanes of one engine meet
+ * the same forms, and each lane formatted each one whole again (opt3
+ * H_kv=8 P=4 C=4 at 16,384 tokens: 2,784 of 72,552 records whole, in
+ * 224 lanes; 186 now: issue 13). The table is made once a lane of a
+ * second PE formats a record whole, so a run on one PE makes none (the
+ * trade of FORM_CACHE_AFTER: a short run's page faults). Only in a
+ * serial run (the lane's shared lane is the log's: kb__oplog_serial),
+ * where one thread writes every lane: no form is read while another
+ * thread writes it. NULL: none for r. */
+static form_tab *form_tab_new(void);
+
+static form_tab *form_shared(kb_oplog_lane *lane, const kb_oplog_record *r, int kind)
+{
+	serial_lane *sl;
+	struct form_share *e;
+
+	if (lane->shared == &never_takes)
+		return NULL;
+	sl = (serial_lane *)(void *)lane->shared;
+	e = sl->share + (lane->share_ix[kind] ? lane->share_ix[kind] - 1 : 0);
+	if (!lane->share_ix[kind] || e->eng != r->eng) {   /* the lane's entry, found once */
+		for (e = sl->share; e < sl->share + sl->n_share && (e->eng != r->eng || e->kind != (uint32_t)kind); e++)
+			;
+		if (e == sl->share + sl->n_share) {
+			if (sl->n_share == sizeof(sl->share) / sizeof(sl->share[0]))
+				return NULL;
+			*e = (struct form_share){ r->eng, NULL, r->pe, (uint32_t)kind };
+			sl->n_share++;
+		}
+		lane->share_ix[kind] = (uint8_t)(e - sl->share + 1);
+	}
+	if (!e->tab && e->pe != r->pe)
+		e->tab = form_tab_new();
+	return e->tab;
+}
+
+/* to as from for a record of PE pe: `,"pe":` and the PE's digits begin
+ * from's middle, whose rest does not depend on the PE. 0 where it does
+ * not fit. */
+static int form_repe(rec_form *to, const rec_form *from, uint32_t pe)
+{
+	char d[FMT_U64_ROOM];
+	size_t n = (size_t)(fmt_u64(d, pe) - d), n0 = 0, rest, mid;
+
+	while (from->text[6 + n0] != ',')   /* its middle has the next key */
+		n0++;
+	rest = from->mid_len - 6 - n0;
+	mid = 6 + n + rest;
+	if (mid > FORM_MID || mid + from->tail_len > FORM_TEXT)
+		return 0;
+	if (to != from)
+		*to = *from;
+	memmove(to->text + 6 + n, from->text + 6 + n0, rest + from->tail_len);
+	memcpy(to->text + 6, d, n);
+	to->mid_len = (uint8_t)mid;
+	return 1;
+}
+
 /* `{"t0":` (6), the times (at most 2 * 20 + 6: put_u64's FMT_U64_ROOM
  * each, with the scratch after them), a form's middle copied whole. */
 #define HEAD_ROOM (6 + 2 * FMT_U64_ROOM + 6 + FORM_MID)
@@ -1321,6 +1397,69 @@ static __attribute__((noinline)) int format_new(kb_oplog_lane *lane, rec_form *f
 	return (int)(p - buf);
 }
 
+/* The form of op and key k in tab, its slot or the first free one after
+ * it in *h; NULL: none. */
+static inline rec_form *form_find(form_tab *tab, const char *op, const uint64_t k[3], unsigned *h)
+{
+	for (*h = form_slot(op, k); tab->f[*h].op; *h = (*h + 1) % FORM_ROOM)
+		if (form_is(&tab->f[*h], op, k) || form_is(&tab->f[*h], op_untailed(op), k))
+			return &tab->f[*h];
+	return NULL;
+}
+
+/* Where a new form of op and key k goes in tab (h: form_find's free
+ * slot): a form once format_new has made it whole. A full table starts
+ * again. */
+static inline rec_form *form_free(form_tab *tab, const char *op, const uint64_t k[3], unsigned h)
+{
+	if (tab->n == FORM_MAX) {
+		for (unsigned i = 0; i < FORM_ROOM; i++)
+			tab->f[i].op = NULL;
+		tab->n = 0;
+		h = form_slot(op, k);
+	}
+	return &tab->f[h];
+}
+
+/* A record from its middle on (at p, the times' end) by another PE's
+ * form g: its middle's PE (the digits after `,"pe":`) that of r. */
+static int put_form_pe(kb_oplog_lane *lane, char *buf, char *p, const char *end, const rec_form *g,
+		       const kb_oplog_record *r, const kb_oplog_stage *st, int kind)
+{
+	size_t n0 = 0;
+
+	while (g->text[6 + n0] != ',')   /* its middle has the next key */
+		n0++;
+	memcpy(p, g->text, 6);
+	p = fmt_u64(p + 6, r->pe);
+	memcpy(p, g->text + 6 + n0, FORM_MID);
+	p = put_cmd(p + g->mid_len - 6 - n0, end, lane, r->cmd, 1);
+	memcpy(p, g->text + g->mid_len, FORM_TAIL);
+	if (kind == FORM_STAGE && st->step >= STEP_LONG)
+		put_step(p, g, st->step);
+	return (int)(p + g->tail_len - buf);
+}
+
+/* A record from its middle on (at p, the times' end) by its form f. */
+static inline __attribute__((always_inline)) int put_form(kb_oplog_lane *lane, char *buf, char *p, const char *end,
+							  const rec_form *f, const kb_oplog_record *r,
+							  const kb_oplog_field *fields, int n_fields,
+							  const kb_oplog_stage *st, int kind)
+{
+	char *step;   /* not read: the tail is not kept */
+
+	memcpy(p, f->text, FORM_MID);
+	p = put_cmd(p + f->mid_len, end, lane, r->cmd, 1);
+	if (f->tail_len) {
+		memcpy(p, f->text + f->mid_len, FORM_TAIL);
+		if (kind == FORM_STAGE && st->step >= STEP_LONG)
+			put_step(p, f, st->step);
+		return (int)(p + f->tail_len - buf);
+	}
+	p = put_tail(p, end, r, fields, n_fields, st, &step);
+	return p ? (int)(p - buf) : -1;
+}
+
 /* Formats the fixed keys in their contract order, then the optional ones
  * (the fields, or an engine stage's: st), and the newline; returns the
  * length, or -1 past len. */
@@ -1331,11 +1470,10 @@ static inline __attribute__((always_inline)) int format_record(kb_oplog_lane *la
 {
 	const char *end = buf + len;
 	char *p = buf + 6;
-	rec_form *f = NULL;
-	form_tab *tab = lane->forms[kind];
+	rec_form *f = NULL, *g;
+	form_tab *tab = lane->forms[kind], *sh = NULL;
 	uint64_t k[3];
-	unsigned h = 0;
-	char *step;   /* not read: the tail is not kept */
+	unsigned h = 0, hs;
 	int n;
 
 	/* The head (HEAD_ROOM), the cmd (FMT_U64_ROOM) and a form's tail
@@ -1347,39 +1485,44 @@ static inline __attribute__((always_inline)) int format_record(kb_oplog_lane *la
 	p = put_times(p, end, lane, r->t0_ps, r->t1_ps);
 	form_key(k, r->bytes, r, fields, n_fields, st, kind, 1);
 	if (lane->form_eng && !form_lane(lane, r)) {
-		tab = NULL;   /* no forms for it (and none made) */
-	} else if (tab) {
-		for (h = form_slot(r->op, k); tab->f[h].op; h = (h + 1) % FORM_ROOM) {
-			f = &tab->f[h];
-			if (!form_is(f, r->op, k) && !form_is(f, op_untailed(r->op), k))
-				continue;
-			memcpy(p, f->text, FORM_MID);
-			p = put_cmd(p + f->mid_len, end, lane, r->cmd, 1);
-			if (f->tail_len) {
-				memcpy(p, f->text + f->mid_len, FORM_TAIL);
-				if (kind == FORM_STAGE && st->step >= STEP_LONG)
-					put_step(p, f, st->step);
-				return (int)(p + f->tail_len - buf);
-			}
-			p = put_tail(p, end, r, fields, n_fields, st, &step);
-			return p ? (int)(p - buf) : -1;
-		}
-		if (tab->n == FORM_MAX) {   /* full: start again */
-			for (unsigned i = 0; i < FORM_ROOM; i++)
-				tab->f[i].op = NULL;
-			tab->n = 0;
-			h = form_slot(r->op, k);
-		}
-		f = &tab->f[h];   /* free: a form once format_new has made it whole */
+		n = format_new(lane, NULL, buf, p, end, r, fields, n_fields, st, k, kind);
+		return n;   /* no forms for it (and none made) */
+	}
+	if (tab) {
+		if ((f = form_find(tab, r->op, k, &h)) != NULL)
+			return put_form(lane, buf, p, end, f, r, fields, n_fields, st, kind);
+		f = form_free(tab, r->op, k, h);
 	} else if (++lane->uncached > FORM_CACHE_AFTER && (tab = form_tab_new()) != NULL) {
 		lane->forms[kind] = tab;
 		lane->fast[kind] = lane->keep_fields ? &no_forms : tab;
 		lane->form_pe = r->pe;
 		lane->form_eng = r->eng;
 	}
+	/* None of the lane's own: another PE's lane's (form_shared), or
+	 * the one made here kept there too. */
+	if ((sh = form_shared(lane, r, kind)) != NULL) {
+		if ((g = form_find(sh, r->op, k, &hs)) != NULL && g->tail_len && !f)
+			return put_form_pe(lane, buf, p, end, g, r, st, kind);
+		if (g && f && form_repe(f, g, r->pe)) {
+			tab->n++;
+			return put_form(lane, buf, p, end, f, r, fields, n_fields, st, kind);
+		}
+		if (g) {
+			sh = NULL;   /* no tail, or too long for this PE: not made again */
+		} else if (!f) {
+			f = form_free(sh, r->op, k, hs);
+			tab = sh;
+			sh = NULL;
+		}
+	}
 	n = format_new(lane, f, buf, p, end, r, fields, n_fields, st, k, kind);
-	if (f && f->op)
+	if (f && f->op) {
 		tab->n++;
+		if (sh) {   /* the lane's own, a copy there */
+			*form_free(sh, r->op, k, hs) = *f;
+			sh->n++;
+		}
+	}
 	return n;
 }
 
@@ -2466,6 +2609,8 @@ void kb__oplog_destroy(kb_oplog *log)
 		if (log->sinks[k].release)
 			log->sinks[k].release(log->sinks[k].self);
 	}
+	for (unsigned i = 0; i < log->serial->n_share; i++)
+		free(log->serial->share[i].tab);
 	for (size_t i = 0; i < log->n_lanes; i++) {
 		free(log->lanes[i]->cur.ent);
 		free(log->lanes[i]->cur.rec);
