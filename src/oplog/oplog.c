@@ -126,6 +126,7 @@ enum { FORM_PLAIN, FORM_FIELDS, FORM_STAGE, FORM_KINDS };
 typedef struct form_tab {
 	rec_form f[FORM_ROOM];
 	uint32_t n;                 /* forms kept */
+	void *mem;                  /* what free takes (alloc_line) */
 } form_tab;
 
 _Static_assert(sizeof(rec_form) == 128, "a form is two cache lines");
@@ -221,6 +222,7 @@ struct kb_oplog_lane {
 	 * reads it once a flush, not a line of every lane (a 32-PE run has
 	 * 193 lanes, and flushes every window: issue 13). */
 	atomic_int *oom;
+	void *mem;               /* what free takes (alloc_line) */
 } __attribute__((aligned(64)));
 
 _Static_assert(offsetof(kb_oplog_lane, pre_t0) == 64 && offsetof(kb_oplog_lane, cur) == 128,
@@ -294,6 +296,7 @@ struct kb_oplog {
 	 * hashed yet (serial->pend), and the buffer it writes into next (the
 	 * one that held them before, once hashed). */
 	serial_lane *serial;
+	void *serial_mem;        /* what free takes (alloc_line) */
 	int serial_made;
 	char *spare_text;
 	size_t spare_cap;
@@ -408,13 +411,27 @@ static void add_sinks(kb_oplog *log)
 		log->want_recs |= log->sinks[k].record != NULL;
 }
 
+/* size bytes on a cache line's start (a lane, a table of forms), and in
+ * *mem what free takes (NULL: no memory): malloc, aligned here, where
+ * glibc's aligned_alloc took ~1,000 instructions a call, making a chunk
+ * larger and freeing its ends (opt3 H_kv=8 P=4 C=4 makes 224 lanes and
+ * 207 tables: issue 13). */
+static void *alloc_line(size_t size, void **mem)
+{
+	char *m = malloc(size + 63);
+
+	*mem = m;
+	return m ? m + (-(uintptr_t)m & 63) : NULL;
+}
+
 int kb__oplog_create(kb_oplog **out, const kb_oplog_options *opt, kb_error *err)
 {
 	kb_oplog *log = calloc(1, sizeof(*log));
 	int rc;
 
 	*out = NULL;
-	if (log && (log->serial = aligned_alloc(_Alignof(serial_lane), sizeof(serial_lane))))
+	_Static_assert(_Alignof(serial_lane) == 64 && _Alignof(form_tab) == 64, "alloc_line's alignment");
+	if (log && (log->serial = alloc_line(sizeof(serial_lane), &log->serial_mem)))
 		memset(log->serial, 0, sizeof(*log->serial));
 	if (!log || !log->serial) {
 		free(log);
@@ -455,14 +472,14 @@ fail:
 	}
 	kb__outfile_close(&log->outfile, 0);
 	free(log->path);
-	free(log->serial);
+	free(log->serial_mem);
 	free(log);
 	return rc;
 }
 
-/* kb__oplog_lane in lane's memory when it is not NULL (left to the
- * caller on a failure), else in its own. */
-static kb_oplog_lane *lane_add(kb_oplog *log, uint32_t order, kb_oplog_lane *lane)
+/* kb__oplog_lane in lane's memory when it is not NULL (mem: what free
+ * takes; left to the caller on a failure), else in its own. */
+static kb_oplog_lane *lane_add(kb_oplog *log, uint32_t order, kb_oplog_lane *lane, void *mem)
 {
 	if (order > KB_OPLOG_MAX_ORDER)
 		return NULL;   /* the merge key holds order * 2 + 1 in 32 bits */
@@ -479,9 +496,10 @@ static kb_oplog_lane *lane_add(kb_oplog *log, uint32_t order, kb_oplog_lane *lan
 			return NULL;
 		log->cap_lanes = cap;
 	}
-	if (!lane && !(lane = aligned_alloc(_Alignof(kb_oplog_lane), sizeof(*lane))))
+	if (!lane && !(lane = alloc_line(sizeof(*lane), &mem)))
 		return NULL;
 	memset(lane, 0, sizeof(*lane));
+	lane->mem = mem;
 	lane->key = order << 1;
 	lane->pre_base = PRE_NONE;
 	lane->cmd_base = E8;   /* no cmd yet (put_cmd) */
@@ -496,7 +514,7 @@ static kb_oplog_lane *lane_add(kb_oplog *log, uint32_t order, kb_oplog_lane *lan
 
 kb_oplog_lane *kb__oplog_lane(kb_oplog *log, uint32_t order)
 {
-	return lane_add(log, order, NULL);
+	return lane_add(log, order, NULL, NULL);
 }
 
 /* The records b holds (consumed ones too, before head). */
@@ -595,7 +613,7 @@ int kb__oplog_serial(kb_oplog *log)
 		if (buf_n(&sh->cur) == sh->cur.head)
 			shared_empty(sh);   /* its last record's key is gone */
 	} else {
-		if (!lane_add(log, KB_OPLOG_MAX_ORDER, sh))   /* its order is never read */
+		if (!lane_add(log, KB_OPLOG_MAX_ORDER, sh, log->serial_mem))   /* its order is never read */
 			return KB_ENOMEM;
 		/* The entries for it too (MIN_RECORD); without memory,
 		 * lane_grow's sizes as in any lane. */
@@ -1273,10 +1291,12 @@ static inline int form_lane(const kb_oplog_lane *lane, const kb_oplog_record *r)
  * memsets were 1.6 M instructions, issue 13). */
 static form_tab *form_tab_new(void)
 {
-	form_tab *tab = aligned_alloc(_Alignof(form_tab), sizeof(form_tab));
+	void *mem;
+	form_tab *tab = alloc_line(sizeof(form_tab), &mem);
 
 	if (!tab)
 		return NULL;
+	tab->mem = mem;
 	for (unsigned i = 0; i < FORM_ROOM; i++) {
 		rec_form *f = &tab->f[i];
 
@@ -1286,6 +1306,12 @@ static form_tab *form_tab_new(void)
 	}
 	tab->n = 0;
 	return tab;
+}
+
+static void form_tab_free(form_tab *tab)
+{
+	if (tab)
+		free(tab->mem);
 }
 
 /* A serial multi-PE run's forms shared by its lanes of one eng, one
@@ -1302,8 +1328,6 @@ static form_tab *form_tab_new(void)
  * serial run (the lane's shared lane is the log's: kb__oplog_serial),
  * where one thread writes every lane: no form is read while another
  * thread writes it. NULL: none for r. */
-static form_tab *form_tab_new(void);
-
 static form_tab *form_shared(kb_oplog_lane *lane, const kb_oplog_record *r, int kind)
 {
 	serial_lane *sl;
@@ -2610,7 +2634,7 @@ void kb__oplog_destroy(kb_oplog *log)
 			log->sinks[k].release(log->sinks[k].self);
 	}
 	for (unsigned i = 0; i < log->serial->n_share; i++)
-		free(log->serial->share[i].tab);
+		form_tab_free(log->serial->share[i].tab);
 	for (size_t i = 0; i < log->n_lanes; i++) {
 		free(log->lanes[i]->cur.ent);
 		free(log->lanes[i]->cur.rec);
@@ -2619,11 +2643,11 @@ void kb__oplog_destroy(kb_oplog *log)
 		free(log->lanes[i]->ready.rec);
 		free(log->lanes[i]->ready.text);
 		for (int k = 0; k < FORM_KINDS; k++)
-			free(log->lanes[i]->forms[k]);
-		free(log->lanes[i]);   /* the shared one: log->serial's too */
+			form_tab_free(log->lanes[i]->forms[k]);
+		free(log->lanes[i]->mem);   /* the shared one: log->serial's too */
 	}
 	if (!log->serial_made)
-		free(log->serial);
+		free(log->serial_mem);
 	for (size_t i = log->q_head; i < log->n_q; i++)
 		log->spare[log->n_spare++] = log->q[i];
 	for (size_t i = 0; i < log->n_spare; i++) {
