@@ -1099,16 +1099,73 @@ static void check_form_file(form_check *c, const char *path)
 	free(buf);
 }
 
+/* A log for a forms test's records into c: to a file (tf's name), or
+ * to check_form through the callback; c emptied. */
+static kb_oplog *forms_open(form_check *c, int to_file, tmpfiles *tf, const char *name, kb_oplog_options *oo)
+{
+	kb_oplog *log = NULL;
+	kb_error err;
+
+	c->n = c->bad = 0;
+	memset(oo, 0, sizeof(*oo));
+	if (to_file) {
+		oo->path = tmp_path(tf, name);
+	} else {
+		oo->callback = check_form;
+		oo->payload = c;
+	}
+	ck_assert_int_eq(kb__oplog_create(&log, oo, &err), 0);
+	return log;
+}
+
+/* forms_open's log finished: its 8,192 records each as c wants. */
+static void forms_close(kb_oplog *log, form_check *c, const kb_oplog_options *oo, tmpfiles *tf)
+{
+	kb_error err;
+	char hex[65];
+
+	ck_assert_int_eq(kb__oplog_finish(log, hex, NULL, &err), 0);
+	if (oo->path)
+		check_form_file(c, oo->path);
+	else
+		ck_assert_int_eq(c->n, 8192);
+	ck_assert_int_eq(c->bad, 0);
+	kb__oplog_destroy(log);
+	tmp_clean(tf);
+}
+
+/* What printf makes of an engine stage's record r, st (its operand as
+ * operand, escaped) into w, after what len bytes hold. */
+static void stage_want(char *w, size_t room, int len, const kb_oplog_record *r, const kb_oplog_stage *st,
+		       const char *operand)
+{
+	if (r->bytes >= 0)
+		len += snprintf(w + len, room - (size_t)len, ",\"bytes\":%" PRId64, r->bytes);
+	len += snprintf(w + len, room - (size_t)len, ",\"step\":%" PRIu64, st->step);
+	if (st->n >= 0)
+		len += snprintf(w + len, room - (size_t)len, ",\"n\":%" PRId64, st->n);
+	if (st->operand)
+		len += snprintf(w + len, room - (size_t)len, ",\"operand\":\"%s\"", operand);
+	snprintf(w + len, room - (size_t)len, "}");
+}
+
+/* The start of what printf makes of r, up to its cmd, into w: its length. */
+static int head_want(char *w, size_t room, const kb_oplog_record *r)
+{
+	return snprintf(w, room,
+			"{\"t0\":%" PRIu64 ",\"t1\":%" PRIu64 ",\"pe\":%u,\"eng\":\"%s\","
+			"\"op\":\"%s\",\"cmd\":%" PRIu64,
+			r->t0_ps, r->t1_ps, r->pe, r->eng, r->op, r->cmd);
+}
+
 static void record_forms_run(int to_file)
 {
 	static form_check c;
 	static char engs[48][8], ops[48][8], kinds[48][8], operands[48][8];
 	uint64_t x = UINT64_C(0x9e3779b97f4a7c15), t1 = 5, cmd = 0;
-	kb_oplog_options oo = { 0 };
-	kb_oplog *log = NULL;
+	kb_oplog_options oo;
+	kb_oplog *log;
 	kb_oplog_lane *lane;
-	kb_error err;
-	char hex[65];
 	tmpfiles tf = { 0 };
 
 	for (int i = 0; i < 48; i++) {
@@ -1119,14 +1176,7 @@ static void record_forms_run(int to_file)
 		snprintf(operands[i], sizeof(operands[i]), "%.*s%c", i % 6, "abcde", 'a' + i / 6);
 	}
 	snprintf(operands[1], sizeof(operands[1]), "q\"\\");
-	c.n = c.bad = 0;
-	if (to_file) {
-		oo.path = tmp_path(&tf, "forms.jsonl");
-	} else {
-		oo.callback = check_form;
-		oo.payload = &c;
-	}
-	ck_assert_int_eq(kb__oplog_create(&log, &oo, &err), 0);
+	log = forms_open(&c, to_file, &tf, "forms.jsonl", &oo);
 	lane = kb__oplog_lane(log, 0);
 	ck_assert_ptr_nonnull(lane);
 	for (int i = 0; i < 8192; i++) {
@@ -1192,20 +1242,9 @@ static void record_forms_run(int to_file)
 		r.t0_ps = t1 - (x >> 32) % 4096;
 		r.t1_ps = t1;
 		r.cmd = cmd;
-		len = snprintf(w, room,
-			       "{\"t0\":%" PRIu64 ",\"t1\":%" PRIu64 ",\"pe\":%u,\"eng\":\"%s\","
-			       "\"op\":\"%s\",\"cmd\":%" PRIu64,
-			       r.t0_ps, r.t1_ps, r.pe, r.eng, r.op, r.cmd);
+		len = head_want(w, room, &r);
 		if (type == 0) {
-			if (r.bytes >= 0)
-				len += snprintf(w + len, room - (size_t)len, ",\"bytes\":%" PRId64, r.bytes);
-			len += snprintf(w + len, room - (size_t)len, ",\"step\":%" PRIu64, st.step);
-			if (st.n >= 0)
-				len += snprintf(w + len, room - (size_t)len, ",\"n\":%" PRId64, st.n);
-			if (st.operand)
-				len += snprintf(w + len, room - (size_t)len, ",\"operand\":\"%s\"",
-						st.operand == operands[1] ? "q\\\"\\\\" : st.operand);
-			snprintf(w + len, room - (size_t)len, "}");
+			stage_want(w, room, len, &r, &st, st.operand == operands[1] ? "q\\\"\\\\" : st.operand);
 			ck_assert_int_eq(emit_stage(lane, &r, &st), 0);
 			continue;
 		}
@@ -1228,14 +1267,7 @@ static void record_forms_run(int to_file)
 		snprintf(w + len, room - (size_t)len, "}");
 		ck_assert_int_eq(kb__oplog_emit(lane, &r, type == 2 ? fl : NULL, type == 2 ? nf : 0), 0);
 	}
-	ck_assert_int_eq(kb__oplog_finish(log, hex, NULL, &err), 0);
-	if (to_file)
-		check_form_file(&c, oo.path);
-	else
-		ck_assert_int_eq(c.n, 8192);
-	ck_assert_int_eq(c.bad, 0);
-	kb__oplog_destroy(log);
-	tmp_clean(&tf);
+	forms_close(log, &c, &oo, &tf);
 }
 
 START_TEST(record_forms)
@@ -1259,21 +1291,12 @@ static void stage_steps_run(int to_file)
 	static form_check c;
 	static const char *const ops[] = { "dma_read", "dma_read", "gemm", "fetch", "store" };
 	uint64_t t1 = 99000000;
-	kb_oplog_options oo = { 0 };
-	kb_oplog *log = NULL;
+	kb_oplog_options oo;
+	kb_oplog *log;
 	kb_oplog_lane *lane;
-	kb_error err;
-	char hex[65];
 	tmpfiles tf = { 0 };
 
-	c.n = c.bad = 0;
-	if (to_file) {
-		oo.path = tmp_path(&tf, "steps.jsonl");
-	} else {
-		oo.callback = check_form;
-		oo.payload = &c;
-	}
-	ck_assert_int_eq(kb__oplog_create(&log, &oo, &err), 0);
+	log = forms_open(&c, to_file, &tf, "steps.jsonl", &oo);
 	lane = kb__oplog_lane(log, 0);
 	ck_assert_ptr_nonnull(lane);
 	for (int i = 0; i < 8192; i++) {
@@ -1282,9 +1305,6 @@ static void stage_steps_run(int to_file)
 		kb_oplog_record r = { 0, 0, 0, "dma", ops[o], (uint64_t)i / 1000, NULL, -1, -1, NULL, 0,
 				      sizeof(kb_oplog_record) };
 		kb_oplog_stage st = { .n = -1 };
-		char *w = c.want[i];
-		size_t room = sizeof(c.want[i]);
-		int len;
 
 		for (unsigned k = 0; k < (j / 32) % 9; k++)
 			pow *= 10;
@@ -1297,28 +1317,11 @@ static void stage_steps_run(int to_file)
 		t1 += 192000 + (uint64_t)(i % 7) * 1000;
 		r.t0_ps = t1 - 192000;
 		r.t1_ps = t1;
-		len = snprintf(w, room,
-			       "{\"t0\":%" PRIu64 ",\"t1\":%" PRIu64 ",\"pe\":0,\"eng\":\"dma\",\"op\":\"%s\","
-			       "\"cmd\":%" PRIu64,
-			       r.t0_ps, r.t1_ps, r.op, r.cmd);
-		if (r.bytes >= 0)
-			len += snprintf(w + len, room - (size_t)len, ",\"bytes\":%" PRId64, r.bytes);
-		len += snprintf(w + len, room - (size_t)len, ",\"step\":%" PRIu64, st.step);
-		if (st.n >= 0)
-			len += snprintf(w + len, room - (size_t)len, ",\"n\":%" PRId64, st.n);
-		if (st.operand)
-			len += snprintf(w + len, room - (size_t)len, ",\"operand\":\"%s\"", st.operand);
-		snprintf(w + len, room - (size_t)len, "}");
+		stage_want(c.want[i], sizeof(c.want[i]), head_want(c.want[i], sizeof(c.want[i]), &r), &r, &st,
+			   st.operand);
 		ck_assert_int_eq(emit_stage(lane, &r, &st), 0);
 	}
-	ck_assert_int_eq(kb__oplog_finish(log, hex, NULL, &err), 0);
-	if (to_file)
-		check_form_file(&c, oo.path);
-	else
-		ck_assert_int_eq(c.n, 8192);
-	ck_assert_int_eq(c.bad, 0);
-	kb__oplog_destroy(log);
-	tmp_clean(&tf);
+	forms_close(log, &c, &oo, &tf);
 }
 
 START_TEST(stage_steps)
@@ -1342,21 +1345,12 @@ static void shared_forms_run(int to_file)
 	static const char *const ops[3][3] = { { "dma_read", "dma_write", "dma_read" },
 					       { "add", "exp_diff", "rmax" },
 					       { "dispatch", "dispatch", "dispatch" } };
-	kb_oplog_options oo = { 0 };
-	kb_oplog *log = NULL;
+	kb_oplog_options oo;
+	kb_oplog *log;
 	kb_oplog_lane *lane[18];
-	kb_error err;
-	char hex[65];
 	tmpfiles tf = { 0 };
 
-	c.n = c.bad = 0;
-	if (to_file) {
-		oo.path = tmp_path(&tf, "shared.jsonl");
-	} else {
-		oo.callback = check_form;
-		oo.payload = &c;
-	}
-	ck_assert_int_eq(kb__oplog_create(&log, &oo, &err), 0);
+	log = forms_open(&c, to_file, &tf, "shared.jsonl", &oo);
 	ck_assert_int_eq(kb__oplog_serial(log), 0);
 	for (unsigned l = 0; l < 18; l++)
 		ck_assert_ptr_nonnull(lane[l] = kb__oplog_lane(log, l));
@@ -1382,34 +1376,17 @@ static void shared_forms_run(int to_file)
 		}
 		if (i % 7 == 3)
 			st.step = 10 + (uint64_t)i % 2000;   /* long: its digits per record */
-		len = snprintf(w, room,
-			       "{\"t0\":%" PRIu64 ",\"t1\":%" PRIu64 ",\"pe\":%u,\"eng\":\"%s\",\"op\":\"%s\","
-			       "\"cmd\":%" PRIu64,
-			       r.t0_ps, r.t1_ps, r.pe, r.eng, r.op, r.cmd);
+		len = head_want(w, room, &r);
 		if (e == 2) {
 			snprintf(w + len, room - (size_t)len, ",\"kind\":\"%s\",\"lbytes\":%" PRId64 "}", r.kind,
 				 r.lbytes);
 			ck_assert_int_eq(kb__oplog_emit(lane[l], &r, NULL, 0), 0);
 			continue;
 		}
-		if (r.bytes >= 0)
-			len += snprintf(w + len, room - (size_t)len, ",\"bytes\":%" PRId64, r.bytes);
-		len += snprintf(w + len, room - (size_t)len, ",\"step\":%" PRIu64, st.step);
-		if (st.n >= 0)
-			len += snprintf(w + len, room - (size_t)len, ",\"n\":%" PRId64, st.n);
-		if (st.operand)
-			len += snprintf(w + len, room - (size_t)len, ",\"operand\":\"%s\"", st.operand);
-		snprintf(w + len, room - (size_t)len, "}");
+		stage_want(w, room, len, &r, &st, st.operand);
 		ck_assert_int_eq(emit_stage(lane[l], &r, &st), 0);
 	}
-	ck_assert_int_eq(kb__oplog_finish(log, hex, NULL, &err), 0);
-	if (to_file)
-		check_form_file(&c, oo.path);
-	else
-		ck_assert_int_eq(c.n, 8192);
-	ck_assert_int_eq(c.bad, 0);
-	kb__oplog_destroy(log);
-	tmp_clean(&tf);
+	forms_close(log, &c, &oo, &tf);
 }
 
 START_TEST(shared_forms)
