@@ -818,6 +818,7 @@ static void bands_close(kb_worker *w)
 		}
 	}
 	w->nb = 0;
+	w->band[1].time = KB_TIME_INF;
 }
 
 /* The last band of a time at or before t (band[0]: none; its time 0
@@ -874,7 +875,8 @@ static int band_link(kb_worker *w, uint64_t slot, kb_time t, uint64_t pair, uint
 	if (!i || b->time != t) { /* a new band after band i */
 		if (w->nb == KB_BANDS)
 			return -1;
-		memmove(b + 2, b + 1, (w->nb - i) * sizeof(*b));
+		/* the bands after it up one, and the end's time with them */
+		memmove(b + 2, b + 1, (w->nb - i + 1) * sizeof(*b));
 		b[1] = (kb_band){ t, slot, slot, KB_BAND_NO_MID };
 		w->nb++;
 		return 0;
@@ -946,8 +948,10 @@ static inline __attribute__((always_inline)) int put_band_as(kb_lp *lp, kb_worke
 	 * time the PEs step to (78% of the multi-PE opt3's pushes, where
 	 * band_find walked down from the latest through 1.2 bands a push).
 	 * Its times differ from band to band, so the band of time t is
-	 * band_find's, and band_behind's tests of it are passed. */
-	if (__builtin_expect(w->nb >= 2 && b->time == t, 1)) {
+	 * band_find's, and band_behind's tests of it are passed. While the
+	 * loop runs from bands there is one at least, so band[2] is a band
+	 * or the end (time KB_TIME_INF, which no push has). */
+	if (__builtin_expect(b->time == t, 1)) {
 		if (__builtin_expect(!h->n_free || !band_behind_tail(w, b, pair, seq), 0))
 			return put_band_far(lp, w, t, pair, seq, body);
 	} else {
@@ -1412,7 +1416,9 @@ static inline __attribute__((always_inline)) void worker_run(kb_worker *w, kb_ti
 
 			t = b->time;
 			if (slot == b->tail) {
-				memmove(b, b + 1, --w->nb * sizeof(*b));
+				/* the later bands down one, and the end's time
+				 * with them */
+				memmove(b, b + 1, w->nb-- * sizeof(*b));
 				/* The last band's last: the ring takes what the
 				 * handler pushes (the heap is empty while the
 				 * loop runs from bands), so that while nr is
@@ -2018,6 +2024,7 @@ static int build_workers(kb_sim *sim, kb_error *err)
 
 		w->index = i;
 		w->sim = sim;
+		w->band[1].time = KB_TIME_INF;   /* no bands: their end */
 		if (ring_init(w, sim->per_lp ? 2 : KB_RING))
 			return kb__err(err, KB_ENOMEM, "out of memory building workers");
 		__cds_wfcq_init(&sim->workers[i].ret_head, &sim->workers[i].ret_tail);

@@ -162,7 +162,10 @@ struct __attribute__((aligned(64))) kb_worker {
 	uint32_t nb;             /* bands in use: band[1] (the earliest) .. band[nb] */
 	uint32_t band_rest;      /* sequential loops left that do not try bands */
 	uint32_t band_steps;     /* steps this loop's pushes may still walk into bands */
-	kb_band band[KB_BANDS + 1]; /* band[0]: time 0, the end of a scan (core.c band_find) */
+	/* band[0]: time 0, the end of a scan (core.c band_find); band[nb +
+	 * 1]: time KB_TIME_INF, after the last (put_band_as looks at
+	 * band[2] by its time alone) */
+	kb_band band[KB_BANDS + 2];
 	unsigned index;
 	kb_sim *sim;
 	kb_lp **members;         /* its LPs in id order (stable) */
