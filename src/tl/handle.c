@@ -215,7 +215,7 @@ kb_hslot *kb__tl_new_tcm_view(kb_tl *tl, const kb_tview *proto, uint64_t size, k
 
 kb_hslot *kb__tl_new_tcm_temp(kb_tl *tl, const kb_tview *proto, uint64_t size, kb_hslot *tmp)
 {
-	kb_scope *s = &tl->scopes[tl->depth];
+	kb_scope *s = tl->scope;
 	uint64_t off, fence;
 
 	if (kb__tcm_alloc_size(&tl->tcm, size, &off, &fence)) {

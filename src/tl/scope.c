@@ -110,8 +110,9 @@ KB_API int kb_tl_scope_begin_at(kb_tl *tl, const char *file, int line)
 		return kb__tl_fail(tl, KB_V_SCOPE, "scratch scopes nested deeper than %d",
 				   KB_TL_MAX_SCOPES - 1);
 	tl->depth++;
-	tl->scopes[tl->depth].n = 0;
-	tl->scopes[tl->depth].dead = 0;
+	tl->scope++;
+	tl->scope->n = 0;
+	tl->scope->dead = 0;
 	return KB_OK;
 }
 
@@ -130,7 +131,7 @@ KB_API int kb_tl_scope_end_at(kb_tl *tl, const char *file, int line)
 		return KB_EVALIDATE;
 	if (tl->depth == 0)
 		return kb__tl_fail(tl, KB_V_SCOPE, "scope end without a matching scope begin");
-	s = &tl->scopes[tl->depth];
+	s = tl->scope;
 	/* The memory goes back in the order of the releases (it decides how
 	 * freed blocks merge), a batch at a time, all with this fence; a
 	 * slot's release touches no memory but its own. The slots array,
@@ -170,6 +171,7 @@ KB_API int kb_tl_scope_end_at(kb_tl *tl, const char *file, int line)
 	s->n = 0;
 	s->dead = 0;
 	tl->depth--;
+	tl->scope--;
 	return KB_OK;
 }
 

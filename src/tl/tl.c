@@ -18,6 +18,7 @@ kb_tl *kb__tl_create(const kb_tl_config *cfg)
 	if (!tl)
 		return NULL;
 	tl->cfg = *cfg;
+	tl->scope = &tl->scopes[0];
 	tl->tag = cfg->tag & ((1u << KB_TL_TAG_BITS) - 1);
 	tl->tag_bits = (uint64_t)tl->tag << (KB_TL_SLOT_BITS + KB_TL_GEN_BITS);
 	kb__clock_init(&tl->clock, cfg->cost.clock_ghz);

@@ -111,6 +111,9 @@ struct kb_tl {
 	uint16_t mark;           /* the last kb_hslot.mark handed out */
 	kb_scope scopes[KB_TL_MAX_SCOPES];
 	int depth;
+	/* &scopes[depth], kept with depth: each new handle goes into it, and
+	 * the index was three instructions of each (issue 13) */
+	kb_scope *scope;
 	kb_tcm tcm;
 	void *lowering;          /* composite.c's scratch, reused by every composite */
 	/* its consumer's commands (kb__tl_ring; room 0 unless it sets it),
@@ -279,7 +282,7 @@ int kb__scope_grow(kb_scope *s);
  * handle comes here; growing the array is the rare case). */
 static inline int kb__scope_track(kb_tl *tl, kb_hslot *h)
 {
-	kb_scope *s = &tl->scopes[tl->depth];
+	kb_scope *s = tl->scope;
 
 	if (s->n == s->cap && kb__scope_grow(s))
 		return -1;
