@@ -56,24 +56,27 @@ int kb__tl_fail(kb_tl *tl, int detail, const char *fmt, ...)
 	return fail_as(tl, KB_EVALIDATE, detail, msg);
 }
 
-int kb__tl_fail_oom(kb_tl *tl, const char *what)
+/* A failure that is not the kernel's mistake: code, no validation
+ * detail, the message "PRE WHAT POST". */
+static int fail_not_kernel(kb_tl *tl, int code, const char *pre, const char *what, const char *post)
 {
-	char msg[64];
+	char msg[160];
 
 	if (tl->failed)
 		return KB_EVALIDATE;
-	snprintf(msg, sizeof(msg), "out of memory for %s", what);
-	return fail_as(tl, KB_ENOMEM, KB_V_NONE, msg);
+	snprintf(msg, sizeof(msg), "%s%s%s", pre, what, post);
+	return fail_as(tl, code, KB_V_NONE, msg);
+}
+
+int kb__tl_fail_oom(kb_tl *tl, const char *what)
+{
+	return fail_not_kernel(tl, KB_ENOMEM, "out of memory for ", what, "");
 }
 
 int kb__tl_fail_internal(kb_tl *tl, const char *what)
 {
-	char msg[128];
-
-	if (tl->failed)
-		return KB_EVALIDATE;
-	snprintf(msg, sizeof(msg), "internal error: %s (a bug in kernbench: please report it)", what);
-	return fail_as(tl, KB_EINTERNAL, KB_V_NONE, msg);
+	return fail_not_kernel(tl, KB_EINTERNAL, "internal error: ", what,
+			       " (a bug in kernbench: please report it)");
 }
 
 /* Every public operation starts here: counts it, remembers the call site. */
