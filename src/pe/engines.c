@@ -272,14 +272,11 @@ static __attribute__((noinline)) int stage_wait(kb_lp *lp, chan *c, const kb_eve
 	return KB_OK;
 }
 
-/* A STAGE message: it starts at once on an idle channel, else waits in
- * its ring. Out of line as finish is, and with tail calls only: most
- * stages come in without a stack frame. */
-static __attribute__((noinline)) int stage_in(kb_lp *lp, const kb_event *ev)
+/* A STAGE message for channel c of e: it starts at once on an idle
+ * channel, else waits in its ring. */
+static inline __attribute__((always_inline)) int stage_to(kb_lp *lp, kb_engine *e, chan *c,
+							  const kb_event *ev)
 {
-	kb_engine *e = kb__lp_state(lp);
-	chan *c = &e->ch[ev->aux & 1];   /* kb__stage_chan */
-
 	/* c's address in a register from here on: GCC worked it out
 	 * from e and the index again for each group of stores (three
 	 * instructions, three times: ~7 instructions a stage, issue 13). */
@@ -297,15 +294,46 @@ static __attribute__((noinline)) int stage_in(kb_lp *lp, const kb_event *ev)
 	return start(lp, e, c, 1);
 }
 
+/* PE_DMA's STAGE message, on the channel its aux names. Out of line as
+ * finish is, and with tail calls only: most stages come in without a
+ * stack frame. */
+static __attribute__((noinline)) int stage_in(kb_lp *lp, const kb_event *ev)
+{
+	kb_engine *e = kb__lp_state(lp);
+
+	return stage_to(lp, e, &e->ch[ev->aux & 1] /* kb__stage_chan */, ev);
+}
+
+/* The same for an engine of one channel (PE_TCM, PE_GEMM, PE_MATH: only
+ * DMA writes run on channel 1), whose address is then a constant offset
+ * (~4 instructions a stage). */
+static __attribute__((noinline)) int stage_in1(kb_lp *lp, const kb_event *ev)
+{
+	kb_engine *e = kb__lp_state(lp);
+
+	return stage_to(lp, e, &e->ch[0], ev);
+}
+
 /* The engine's state is found by each handler, not here: passed on, it
- * cost a register move an event. */
-static int engine_event(kb_lp *lp, const kb_event *ev)
+ * cost a register move an event. chans: 2 (PE_DMA) or 1, a constant. */
+static inline __attribute__((always_inline)) int engine_event_as(kb_lp *lp, const kb_event *ev,
+								 int chans)
 {
 	if (ev->type == KB_EV_ENG_DONE)
 		return finish(lp, (chan *)(uintptr_t)ev->w[0]);
 	if (ev->type == KB_EV_STAGE)
-		return stage_in(lp, ev);
+		return chans == 2 ? stage_in(lp, ev) : stage_in1(lp, ev);
 	return kb__lp_fail(lp, KB_EINTERNAL, "engine got event type %u", ev->type);
+}
+
+static int engine_event(kb_lp *lp, const kb_event *ev)
+{
+	return engine_event_as(lp, ev, 2);
+}
+
+static int engine_event1(kb_lp *lp, const kb_event *ev)
+{
+	return engine_event_as(lp, ev, 1);
 }
 
 static int engine_pending(kb_lp *lp, char *buf, size_t len)
@@ -355,11 +383,11 @@ static void engine_final(void *st)
 	free(e->ch[1].q);
 }
 
-#define ENGINE_TYPE(name) \
-	{ name, NULL, engine_event, engine_pending, NULL, sizeof(kb_engine), engine_init, engine_final, NULL }
+#define ENGINE_TYPE(name, event) \
+	{ name, NULL, event, engine_pending, NULL, sizeof(kb_engine), engine_init, engine_final, NULL }
 const kb_lp_type kb__engine_types[KB_ENG_COUNT] = {
-	[KB_ENG_DMA] = ENGINE_TYPE("dma"),
-	[KB_ENG_TCM] = ENGINE_TYPE("tcm"),
-	[KB_ENG_GEMM] = ENGINE_TYPE("gemm"),
-	[KB_ENG_MATH] = ENGINE_TYPE("math"),
+	[KB_ENG_DMA] = ENGINE_TYPE("dma", engine_event),
+	[KB_ENG_TCM] = ENGINE_TYPE("tcm", engine_event1),
+	[KB_ENG_GEMM] = ENGINE_TYPE("gemm", engine_event1),
+	[KB_ENG_MATH] = ENGINE_TYPE("math", engine_event1),
 };
