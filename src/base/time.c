@@ -14,29 +14,14 @@ kb_time kb__cycles_to_ps(double cycles, double clock_ghz)
 	return (kb_time)floor(ps + 0.5);
 }
 
-/* Whether P * ghz is 1000 exactly, for a whole P in [1, 2^52): what
- * fma(P, ghz, -1000.0) == 0 says, without libm (the command loads libm
- * only when a run first calls into it, src/cli/libm.c, and every run comes
- * here). 1000 / P in lowest terms has a power of two below only if P's odd
- * part divides 125 (1000 = 2^3 * 5^3); then 1000 / P is 5^i * 2^j, a
- * double, the division returns it exactly, and ghz must be it. Otherwise
- * 1000 / P is no double, so no ghz gives 1000 exactly. */
-static int times_ghz_is_1000(double p, double ghz)
-{
-	uint64_t q = (uint64_t)p;
-
-	q /= q & (~q + 1);   /* the odd part: P over its lowest set bit */
-	return (q == 1 || q == 5 || q == 25 || q == 125) && 1000.0 / p == ghz;
-}
-
 void kb__clock_init(kb_clock *c, double ghz)
 {
 	double p = ghz > 0.0 ? 1000.0 / ghz : 0.0, top;
 
 	*c = (kb_clock){ .ghz = ghz };
-	/* P must be whole and P * ghz exactly 1000: then ghz is 1000 / P
-	 * exactly. */
-	if (!(p >= 1.0 && p < 4503599627370496.0) || p != floor(p) || !times_ghz_is_1000(p, ghz))
+	/* P must be whole and P * ghz exactly 1000 (fma rounds once, so its
+	 * zero means no remainder at all): then ghz is 1000 / P exactly. */
+	if (!(p >= 1.0 && p < 4503599627370496.0) || p != floor(p) || fma(p, ghz, -1000.0) != 0.0)
 		return;
 	c->ps_per_cycle = (uint64_t)p;
 	top = p > 1000.0 ? p : 1000.0;

@@ -26,7 +26,7 @@ kb_time kb__cycles_to_ps(double cycles, double clock_ghz);
 
 /* kb__cycles_to_ps at one clock, without its division where that is sure
  * to change nothing. When 1000 / ghz is a whole number P exactly (1 GHz:
- * 1000; checked exactly, so ghz is 1000 / P exactly):
+ * 1000; checked with fma, so ghz is 1000 / P exactly):
  * - a whole number of cycles x below whole_below converts to x * P. Why
  *   that is the same integer: x * 1000.0 is exact (under 2^52), the exact
  *   quotient x * 1000 / ghz is x * P, a whole number under 2^52, so the
