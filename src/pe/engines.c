@@ -82,16 +82,27 @@ static __attribute__((noinline)) int begin_fail(kb_lp *lp, const kb_engine *e, c
 				 kb__stage_keys(c->st->kind));
 }
 
+/* How a stage's start changes its engine's busy time (begin's fresh). */
+enum {
+	/* it follows the stage that ended on its channel just now (finish),
+	 * which left the engine busy: a stop and a start at one time add
+	 * nothing to its busy time */
+	GOES_ON = 0,
+	FRESH,          /* on an idle channel of PE_DMA (two channels) */
+	FRESH_ONE       /* on the one channel of an idle engine of one */
+};
+
 /* c->run's stage begins now on channel c, costing c->cost: kb__pe_after_ps,
- * whose cycles and keys only its failure reads. fresh 0: it follows the
- * stage that ended on c just now (finish), which left the engine busy:
- * a stop and a start at one time add nothing to its busy time. */
+ * whose cycles and keys only its failure reads. fresh: GOES_ON, FRESH or
+ * FRESH_ONE. */
 static inline __attribute__((always_inline)) int begin(kb_lp *lp, kb_engine *e, chan *c, int fresh)
 {
 	kb_time t = kb__lp_now(lp), d = c->cost->ps;
 
 	c->t0 = t;
-	if (fresh)
+	if (fresh == FRESH_ONE)
+		kb__busy_start_one(&e->busy, t);
+	else if (fresh)
 		kb__busy_start(&e->busy, t);
 	if (kb__lp_past_end(lp, d))
 		return begin_fail(lp, e, c);
@@ -237,7 +248,7 @@ static __attribute__((noinline)) int finish(kb_lp *lp, chan *c)
 	c->head = --c->n ? (c->head + 1) & c->mask : 0;
 	if (rc)
 		return rc;
-	return start(lp, e, c, 0);
+	return start(lp, e, c, GOES_ON);
 }
 
 static int stage_wait(kb_lp *lp, chan *c, const kb_event *ev);
@@ -273,9 +284,10 @@ static __attribute__((noinline)) int stage_wait(kb_lp *lp, chan *c, const kb_eve
 }
 
 /* A STAGE message for channel c of e: it starts at once on an idle
- * channel, else waits in its ring. */
+ * channel (fresh: FRESH, or FRESH_ONE on an engine of one channel, a
+ * constant), else waits in its ring. */
 static inline __attribute__((always_inline)) int stage_to(kb_lp *lp, kb_engine *e, chan *c,
-							  const kb_event *ev)
+							  const kb_event *ev, int fresh)
 {
 	/* c's address in a register from here on: GCC worked it out
 	 * from e and the index again for each group of stores (three
@@ -291,7 +303,7 @@ static inline __attribute__((always_inline)) int stage_to(kb_lp *lp, kb_engine *
 	prepare(c, (const kb_stage_ref *)(uintptr_t)ev->w[2], ev->aux,
 		(const kb_stage_cost *)(uintptr_t)ev->w[4]);
 	c->busy = 1;
-	return start(lp, e, c, 1);
+	return start(lp, e, c, fresh);
 }
 
 /* PE_DMA's STAGE message, on the channel its aux names. Out of line as
@@ -301,17 +313,17 @@ static __attribute__((noinline)) int stage_in(kb_lp *lp, const kb_event *ev)
 {
 	kb_engine *e = kb__lp_state(lp);
 
-	return stage_to(lp, e, &e->ch[ev->aux & 1] /* kb__stage_chan */, ev);
+	return stage_to(lp, e, &e->ch[ev->aux & 1] /* kb__stage_chan */, ev, FRESH);
 }
 
 /* The same for an engine of one channel (PE_TCM, PE_GEMM, PE_MATH: only
  * DMA writes run on channel 1), whose address is then a constant offset
- * (~4 instructions a stage). */
+ * (~4 instructions a stage), and which is idle when that channel is. */
 static __attribute__((noinline)) int stage_in1(kb_lp *lp, const kb_event *ev)
 {
 	kb_engine *e = kb__lp_state(lp);
 
-	return stage_to(lp, e, &e->ch[0], ev);
+	return stage_to(lp, e, &e->ch[0], ev, FRESH_ONE);
 }
 
 /* The engine's state is found by each handler, not here: passed on, it

@@ -184,6 +184,14 @@ static inline void kb__busy_start(kb_busy *b, kb_time now)
 		b->t0 = now;
 }
 
+/* kb__busy_start for the one channel of an engine that has one, idle
+ * now: no other channel to count (the count kb__busy_stop takes back). */
+static inline void kb__busy_start_one(kb_busy *b, kb_time now)
+{
+	b->channels = 1;
+	b->t0 = now;
+}
+
 static inline void kb__busy_stop(kb_busy *b, kb_time now, uint64_t *busy_ps)
 {
 	if (--b->channels == 0)
