@@ -904,12 +904,13 @@ KB_API kb_tl_tensor *kb_tl_composite_at(kb_tl *tl, const kb_tl_composite_desc *d
 	if (!lw && !(lw = lowering_new(tl)))
 		return NULL;
 	/* A call like one lowered before is that lowering replayed. */
-	lw->key.ok = 0;
 	lw->math_call = !tl->replay_off && kb__replay_math_call(d) ? d : NULL;
 	if (lw->math_call && kb__replay_math(&lw->replay, tl, d, &result)) {
 		tl->replays++;
 		return result;
 	}
+	/* no key yet (a MATH replay needs none) */
+	lw->key.ok = 0;
 	if (!tl->replay_off) {
 		if (kb__replay_like(&lw->replay, tl, d, &lw->key, &result)) {
 			tl->replays++;
