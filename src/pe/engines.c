@@ -34,10 +34,13 @@ typedef struct chan {
 	uint32_t busy;
 	uint32_t dst;
 	const kb_event *done;    /* its ENG_DONE self-event (kb_engine done) */
-	kb_time t0;
-	/* Its cost: the plan's memoised one, or `own` worked out at start. */
-	const kb_stage_cost *cost;
+	/* Its stage and cost (the plan's memoised one, or `own` worked out
+	 * at start) apart, t0 between them: side by side, prepare's two
+	 * stores of them were packed into one 16-byte store (GCC's SLP
+	 * vectorizer: movq, movq, punpcklqdq, movups for two movs). */
 	const kb_stage_ref *st;
+	kb_time t0;
+	const kb_stage_cost *cost;
 	/* FIFO ring of the stages waiting behind it, cap a power of two
 	 * (mask = cap - 1). head goes back to 0 whenever the ring empties,
 	 * so the slots in use are its first few, warm, not a cycle through
