@@ -139,6 +139,16 @@ static inline void ev_fill_words_as(kb_event *slot, const kb_event *body, int wh
 		slot->w[0] = body->w[0];
 }
 
+/* Keeps ev_fill_head's stores on either side of it apart: GCC's SLP
+ * vectorizer packed two of them (time and pair, or pair and seq) into
+ * one 16-byte store wherever both came from registers (movq, movq,
+ * punpcklqdq, movups for two movs, issue 13). An asm on the slot's
+ * memory ends the vectorizer's region here; it emits nothing. */
+static inline __attribute__((always_inline)) void slot_apart(kb_event *slot)
+{
+	__asm__("" : "+m"(*slot));
+}
+
 /* The header (time, source, destination, seq) from k, its words stored
  * one by one, as they are read (the loop reads time and dst, a handler
  * its fields): packing them into two 16-byte stores took two more
@@ -147,7 +157,9 @@ static inline void ev_fill_head(kb_event *slot, const kb_evkey *k)
 {
 	slot->time = k->time;
 #ifdef EV_VECTORS
+	slot_apart(slot);
 	memcpy(&slot->src, &k->pair, sizeof(k->pair));
+	slot_apart(slot);
 #else
 	slot->src = (uint32_t)k->pair;
 	slot->dst = (uint32_t)(k->pair >> 32);
