@@ -553,7 +553,8 @@ static __attribute__((noinline)) int cmd_end(kb_lp *lp, kb_plan *p)
 {
 	kb_sched *s = kb__lp_state(lp);
 
-	p->phase = KB_PH_DONE;
+	/* p's phase is left as it is: nothing reads it again before a take
+	 * (kb__plan_take, kb__plan_make) sets it anew. */
 	if (s->q_n)
 		return cmd_end_admit(lp, s, p);
 	return finish_cmd(lp, s, p);
