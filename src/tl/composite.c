@@ -889,7 +889,8 @@ KB_API kb_tl_tensor *kb_tl_composite_at(kb_tl *tl, const kb_tl_composite_desc *d
 					const char *file, int line)
 {
 	lowering *lw;
-	kb_tl_tensor *result = NULL;
+	/* not cleared: each replay that answers 1 sets it (a store a call) */
+	kb_tl_tensor *result;
 
 	if (kb__tl_begin(tl, "kb_tl_composite", file, line))
 		return NULL;
