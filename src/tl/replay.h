@@ -92,7 +92,9 @@ void kb__replay_free(kb_replay *r);
  */
 static inline int kb__replay_math_call(const kb_tl_composite_desc *d)
 {
-	return d->a && !d->n_prologue && !d->n_epilogue && !d->out_hbm && !d->extras[0].name;
+	/* an epilogue first: the calls that are not one (a decode's GEMMs
+	 * and its l update) mostly have one, and stop at the first test */
+	return !d->n_epilogue && d->a && !d->n_prologue && !d->out_hbm && !d->extras[0].name;
 }
 
 /* Lowers and emits d (kb__replay_math_call) like a full lowering of a
