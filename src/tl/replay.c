@@ -1128,18 +1128,21 @@ int kb__replay_math(kb_replay **rp, kb_tl *tl, const kb_tl_composite_desc *d, kb
 	    (d->out && !(o = kb__tl_slot_find(tl, d->out))) || !(m = math_find(r, d, a, b, o)))
 		return 0;
 	r->mhits++;
-	*res = NULL;
 	by_ref = m->ref && tl->cfg.timing_only;
-	/* in the full lowering's order: the command, then the output */
+	/* in the full lowering's order: the command, then the output; *res
+	 * set on each way out, not cleared first (a store a call) */
 	c = kb__tl_cmd_new_n(tl, KB_CMD_COMPOSITE, by_ref ? KB_CMD_OPS_ELSEWHERE : 1, 2);   /* sets of at most two */
-	if (!c)
+	if (!c) {
+		*res = NULL;
 		return 1;
+	}
 	if (m->auto_out) {
 		kb_tl_tensor *t = NULL;
 
 		o = kb__tl_new_tcm_at(tl, &m->out_view, m->out_size, &t);
 		if (!o) {
 			kb__cmd_free(c);
+			*res = NULL;
 			return 1;
 		}
 		*res = t;
