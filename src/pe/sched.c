@@ -343,9 +343,13 @@ static inline int start_kept(kb_lp *lp, kb_sched *s, kb_plan *p)
 static int start_plan(kb_lp *lp, kb_sched *s, kb_plan *p, kb_hazard_sig sig)
 {
 	p->sig = sig;
+	/* p's two links stored with the old tail's between them, which may
+	 * be the same memory as far as GCC knows: side by side, its SLP
+	 * vectorizer packed them into one 16-byte store (movq, movq,
+	 * punpcklqdq, movups for two movs, a command). */
 	p->fl.prev = s->fl.prev;
-	p->fl.next = &s->fl;
 	s->fl.prev->next = &p->fl;
+	p->fl.next = &s->fl;
 	s->fl.prev = &p->fl;
 	if (p->start_eng)
 		return start_kept(lp, s, p);
