@@ -186,6 +186,12 @@ START_TEST(auto_hands_over)
 		unsetenv("KB_EXEC_TRIAL_EVENTS");
 		snprintf(what, sizeof(what), "auto, a stretch every %s events", every[k]);
 		expect_same(m, what, &ref, &f);
+		/* A switch counts a way that then runs: one to one thread is
+		 * never counted when no event ran on it (one at the very end
+		 * of the run was, with a regroup for nothing). */
+		if (f.alone_events == 0)
+			ck_assert_msg(f.switches == 0, "%s, %s: %llu switches and no event on one thread",
+				      m->name, what, (unsigned long long)f.switches);
 		/* Both ways, at least once each, where the run is long enough
 		 * (a stretch on one thread is at least one loop of the
 		 * sequential executor, 1024 events). synthetic's 1 ns windows

@@ -1602,6 +1602,48 @@ START_TEST(handler_error_stops_auto)
 }
 END_TEST
 
+/* An LP of self events at 1 .. count ps, all before any link's latency:
+ * a model of them ends in its first window. */
+static int spurt_event(kb_lp *lp, const kb_event *ev)
+{
+	tlp *s = kb__lp_state(lp);
+
+	(void)ev;
+	return kb__lp_now(lp) < (kb_time)s->count ? self_tag(lp, 1, 0) : KB_OK;
+}
+
+static const kb_lp_type spurt_type = { "spurt", ticker_start, spurt_event, NULL, NULL,
+	0, NULL, NULL, NULL };
+
+/* Auto hands the run over only while something is left to run: a run
+ * that ends in its first window, with a stretch over after every window
+ * (KB_EXEC_TRIAL_EVENTS=1), counts no switch and is not gathered onto
+ * one thread for no event (it was: a switch, a regroup, gathered 2). */
+START_TEST(auto_no_switch_at_end)
+{
+	model m;
+	kb_error err;
+	const kb_sim_stats *st;
+	int rc;
+
+	model_init(&m, KB_SIM_THREADS_AUTO, LAT);
+	for (uint32_t i = 0; i < 8; i++)
+		model_add(&m, &spurt_type)->count = 5;
+	setenv("KB_EXEC_TRIAL_EVENTS", "1", 1);
+	rc = kb__sim_run(m.sim, &err);
+	unsetenv("KB_EXEC_TRIAL_EVENTS");
+	ck_assert_msg(rc == KB_OK, "%s", err.message);
+	st = kb__sim_stats(m.sim);
+	ck_assert_uint_eq(st->events, 8 * 5);
+	ck_assert_uint_eq(st->end_time, 5);
+	ck_assert_msg(st->switches == 0 && st->alone_events == 0 && st->gathered != 2,
+		      "%u workers: %llu switches, %llu events on one thread, gathered %d", st->workers,
+		      (unsigned long long)st->switches, (unsigned long long)st->alone_events,
+		      st->gathered);
+	kb__sim_destroy(m.sim);
+}
+END_TEST
+
 /* A handler returning an error code without kb__lp_fail still stops the run. */
 START_TEST(handler_error_plain_return)
 {
@@ -2111,6 +2153,7 @@ Suite *sim_suite(void)
 	tcase_add_test(errors, handler_error_first_wins);
 	tcase_add_test(errors, handler_error_plain_return);
 	tcase_add_test(errors, handler_error_stops_auto);
+	tcase_add_test(errors, auto_no_switch_at_end);
 	tcase_add_test(errors, start_error_plain_return);
 	tcase_add_test(errors, lp_type_owns_state);
 	suite_add_tcase(s, errors);

@@ -486,6 +486,12 @@ static double window_len(const kb_sim *sim)
 	return sim->rate > 0 ? (double)WINDOW_EVENTS / sim->rate : 64.0 * (double)sim->window;
 }
 
+/* Every worker's heap is empty (the windows' heap keys it at its root). */
+static int run_over(const kb_sim *sim)
+{
+	return !sim->n_workers || sim->wheap[0]->hkey == KB_TIME_INF;
+}
+
 /* The global earliest pending time T (returned), the window's bound B,
  * and the workers with events before B (sim->active). Horizons can make
  * a window the whole run: it is capped near WINDOW_EVENTS events (by the
@@ -1064,6 +1070,11 @@ int kb__exec_parallel(kb_sim *sim, kb_error *err)
 		 * one thread, below); finish reports the first error. */
 		if (any_error(sim))
 			break;
+		/* Nothing left: the next turn ends the run (share_last). Neither
+		 * a starved regroup nor auto's hand-over to one thread would run
+		 * an event; auto's was counted as a switch (gathered 2). */
+		if (run_over(sim))
+			continue;
 		if (starved(sim)) {
 			int alone, ended;
 
