@@ -433,7 +433,7 @@ static inline void sets_distinct(kb_cmd *c, kb_hslot *const *hs, const uint8_t *
  * opt2 tile's five). In hs and tmp; -1: not so, nothing done. */
 static inline int temps_at_once(kb_tl *tl, const tpl *t, kb_hslot **hs, kb_hslot *tmp)
 {
-	kb_scope *s = &tl->scopes[tl->depth];
+	kb_scope *s = tl->scope;
 	uint64_t off, fence;
 
 	if (s->cap - s->n < 2 * (size_t)t->n_alloc ||

@@ -324,6 +324,11 @@ kb__tl_handle(kb_tl *tl, uint64_t addr, const kb_tview *proto, kb_space space, k
 	h->fence = 0;
 	h->owns_alloc = 0;
 	/* next_free is read only while the slot is free: not set here */
+	/* Only id and addr come before shape: a field added there would
+	 * not be copied from proto. */
+	_Static_assert(offsetof(kb_tview, addr) == sizeof(uint64_t) &&
+			       offsetof(kb_tview, shape) == 2 * sizeof(uint64_t),
+		       "a new handle's view copies all but id and addr from its proto");
 	if (proto)   /* but id and addr, set below: a 48-byte copy, not 64 */
 		memcpy(h->view.shape, proto->shape, sizeof(kb_tview) - offsetof(kb_tview, shape));
 	else
