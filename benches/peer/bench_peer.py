@@ -10,7 +10,9 @@ and the ratio of each kernbench run to the peer run after it (median, range).
 Then kernbench alone: opt2 and opt3 at 262144 and 1048576 tokens
 (linearity: wall ratio, goal <= 4.2), and the peak RSS of opt2 and opt3 at both sizes
 (goal: within 1.1x), measured by GNU time (/usr/bin/time, Debian package
-time; without it a SKIP line).
+time; without it a SKIP line). Last, CPU/wall of `kernbench sweep -j 1`
+over eight points (opt2 and opt3 at four sizes up to S_kv): a sweep's
+point runs on one core too (goal <= 1.05).
 
 Without python3-simpy the peer rows print a SKIP line and the kernbench
 figures still print. The machine's noise is why everything is a median of
@@ -30,10 +32,10 @@ PEER = os.path.join(HERE, "simpy_decode.py")
 TIME = "/usr/bin/time"
 
 
-def run(argv):
+def run(argv, stderr=None):
     """Runs argv; returns (stdout, wall_s, cpu_s, maxrss_kb) of that child."""
     t0 = time.perf_counter()
-    p = subprocess.Popen(argv, stdout=subprocess.PIPE)
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=stderr)
     out = p.stdout.read()
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
@@ -113,6 +115,7 @@ def main():
             big.append(kernbench(kb, "gqa_decode_" + b, 1048576))
         print("  linearity %s: %.4f s at 262144, %.4f s at 1048576: %.2fx (goal <= 4.2x)"
               % (b, med(small, "wall"), med(big, "wall"), med(big, "wall") / med(small, "wall")))
+    sweep_one_core(kb, skv, reps)
     # Peak RSS of kernbench itself. A child of this process starts as a
     # copy of the Python interpreter (~11 MB resident), and Linux keeps the
     # larger of that and the exec'd program's peak in ru_maxrss: the figure
@@ -125,6 +128,24 @@ def main():
         rss = [median_rss(kb, "gqa_decode_" + b, n) for n in (262144, 1048576)]
         print("  peak RSS %s: %d kB at 262144, %d kB at 1048576: %.3fx (goal <= 1.1x)"
               % (b, rss[0], rss[1], rss[1] / rss[0]))
+
+
+def sweep_one_core(kb, skv, reps):
+    """CPU/wall of a whole `sweep -j 1` process (median of max(3, reps // 3)
+    runs): each point runs in turn on the sweep's own thread, as one
+    `run --threads 1` does."""
+    sizes = ",".join(str(skv >> k) for k in (3, 2, 1, 0))
+    rows = []
+    for _ in range(max(3, reps // 3)):
+        out, wall, cpu, _ = run([kb, "sweep", "gqa_decode_opt2,gqa_decode_opt3", "--param",
+                                 "S_kv=" + sizes, "-j", "1", "--quiet"],
+                                 stderr=subprocess.DEVNULL)  # its headline
+        points = len(out.decode().strip().splitlines()) - 1
+        rows.append((cpu / wall, wall, points))
+    rows.sort()
+    ratio, wall, points = rows[len(rows) // 2]
+    print("  sweep -j 1, %d points (opt2, opt3 at S_kv=%s): %.4f s, CPU/wall %.2f "
+          "(range %.2f-%.2f, goal <= 1.05)" % (points, sizes, wall, ratio, rows[0][0], rows[-1][0]))
 
 
 def median_rss(kb, bench, skv):
