@@ -15,6 +15,7 @@
 
 #include <kernbench.h>
 
+#include "deep_stack.h"
 #include "suites.h"
 #include "testutil.h"
 
@@ -1088,44 +1089,53 @@ END_TEST
 #else
 #define KB_TEST_SANITIZED 0
 #endif
-
-/* Uses about `kib` KiB of its stack. */
-static int deep(int kib)
-{
-	volatile char frame[1024];
-
-	frame[0] = (char)kib;
-	frame[sizeof(frame) - 1] = 1;
-	return kib <= 1 ? frame[0] : deep(kib - 1) + frame[sizeof(frame) - 1];
-}
+#if defined(__SANITIZE_THREAD__)
+#define KB_TEST_TSAN 1
+#else
+#define KB_TEST_TSAN 0
+#endif
 
 static void stack_kernel(kb_tl *tl, void *p)
 {
 	int *kib = p;
 
-	if (deep(*kib) > 0)
+	if (kbt_deep(*kib) > 0)
 		kb_tl_cpu_overhead(tl, 10);
 }
 
-static int run_stack_kernel(size_t stack_bytes, int kib, kb_error *err)
+/* Runs fn(args) on PEs 0..pes-1 of the default machine widened to them. */
+static int run_kernel_on(const kb_sim_options *so, kb_kernel_fn fn, void *args, uint32_t pes,
+			 kb_error *err)
 {
-	kb_sim_options so = KB_SIM_OPTIONS_INIT;
+	kb_topology *t = NULL;
 	kb_simulation *sim = NULL;
 	kb_result res = KB_RESULT_INIT;
-	int rc;
+	char n[16];
+	int rc = kb_topology_default(&t, err);
 
-	so.threads = 1;
-	so.kernel_stack_bytes = stack_bytes;
-	rc = kb_simulation_create(&sim, NULL, &so, err);
-	if (rc)
-		return rc;
-	rc = kb_simulation_launch(sim, stack_kernel, &kib, 0, 1, err);
+	snprintf(n, sizeof(n), "%u", (unsigned)pes);
+	if (!rc)
+		rc = kb_topology_set(t, "pes_per_cluster", n, err);
+	if (!rc)
+		rc = kb_simulation_create(&sim, t, so, err);
+	kb_topology_destroy(t);
+	if (!rc)
+		rc = kb_simulation_launch(sim, fn, args, 0, pes, err);
 	if (!rc)
 		rc = kb_simulation_run(sim, &res, err);
 	if (!rc)
 		kb_result_clear(&res);
 	kb_simulation_destroy(sim);
 	return rc;
+}
+
+static int run_stack_kernel(size_t stack_bytes, int kib, kb_error *err)
+{
+	kb_sim_options so = KB_SIM_OPTIONS_INIT;
+
+	so.threads = 1;
+	so.kernel_stack_bytes = stack_bytes;
+	return run_kernel_on(&so, stack_kernel, &kib, 1, err);
 }
 
 START_TEST(kernel_stack_size)
@@ -1153,6 +1163,142 @@ START_TEST(kernel_stack_overflow_faults)
 }
 END_TEST
 
+/* ---- kb_kernel_stack_fault ---- */
+
+#define FAULT_STACK ((size_t)64 << 10)
+
+/* The three ways a kernel runs: _i 0 as a coroutine on the calling
+ * thread (threads 1), 1 as a coroutine on the parallel executor's threads
+ * (threads 2, 4 PEs), 2 on a thread of its own (kernel_threads). */
+static void fault_options(int mode, kb_sim_options *so, uint32_t *pes)
+{
+	*so = (kb_sim_options)KB_SIM_OPTIONS_INIT;
+	so->kernel_stack_bytes = FAULT_STACK;
+	so->threads = mode == 1 ? 2 : 1;
+	so->kernel_threads = mode == 2;
+	*pes = mode == 1 ? 4 : 1;
+}
+
+typedef struct probe {
+	int below, n_ok, own_frame, far_below;
+	const char *guard;   /* an address in the guard region */
+} probe;
+
+/* Asks about addresses relative to its own first frame, which lies less
+ * than the 64 KiB of the guard region below the stack's top: its frame
+ * minus the stack's size is in the guard; its frame, and an address a
+ * guard's width further down, are not. */
+static void probe_kernel(kb_tl *tl, void *p)
+{
+	probe *pr = (probe *)p + kb_tl_program_id(tl);
+	const char *f = __builtin_frame_address(0);
+	size_t n = 0;
+
+	pr->guard = f - FAULT_STACK - 1;
+	pr->below = kb_kernel_stack_fault(pr->guard, &n);
+	pr->n_ok = n == FAULT_STACK;
+	pr->own_frame = kb_kernel_stack_fault(f, NULL);
+	pr->far_below = kb_kernel_stack_fault(f - FAULT_STACK - (128 << 10), NULL);
+	kb_tl_cpu_overhead(tl, 10);
+}
+
+/* Without a fault, in every build (sanitizers, CK_FORK=no): what the
+ * query answers inside a kernel, and that it answers 0 on a thread that
+ * runs none, before and after (also for the guard of the kernel that ran
+ * on this thread with threads 1: the record went with the switch back). */
+START_TEST(kernel_stack_fault_query)
+{
+	kb_sim_options so;
+	probe pr[4];
+	uint32_t pes;
+	kb_error err;
+	int here = 0;
+	size_t n = 7;
+
+	memset(pr, 0, sizeof(pr));
+	fault_options(_i, &so, &pes);
+	ck_assert_int_eq(kb_kernel_stack_fault(&here, &n), 0);
+	ck_assert_int_eq(kb_kernel_stack_fault(NULL, NULL), 0);
+	ck_assert_int_eq(run_kernel_on(&so, probe_kernel, pr, pes, &err), KB_OK);
+	for (uint32_t i = 0; i < pes; i++) {
+		ck_assert_int_ne(pr[i].below, 0);
+		ck_assert_int_ne(pr[i].n_ok, 0);
+		ck_assert_int_eq(pr[i].own_frame, 0);
+		ck_assert_int_eq(pr[i].far_below, 0);
+	}
+	ck_assert_int_eq(kb_kernel_stack_fault(&here, &n), 0);
+	ck_assert_int_eq(kb_kernel_stack_fault(pr[0].guard, &n), 0);
+	ck_assert_uint_eq(n, 7);
+}
+END_TEST
+
+static pthread_t fault_thread;   /* the test's own */
+static int fault_off_thread;     /* the fault must come on another thread */
+static char fault_alt[64 << 10];
+
+/* The application's handler: exit status 42 when kb_kernel_stack_fault
+ * knows the fault for an overflow of the configured stack (on another
+ * thread than the test's where the test asks for one), 43 otherwise. */
+static void on_stack_fault(int sig, siginfo_t *si, void *uctx)
+{
+	size_t n = 0;
+	int known = kb_kernel_stack_fault(si->si_addr, &n);
+
+	(void)sig;
+	(void)uctx;
+	_exit(known && n == FAULT_STACK &&
+	      (!fault_off_thread || !pthread_equal(pthread_self(), fault_thread)) ? 42 : 43);
+}
+
+/* pthread_self is declared const: a loop that asks it could be given the
+ * first answer again after the kernel moved to another thread. */
+static pthread_t (*volatile self_now)(void) = pthread_self;
+
+/* Queues commands until it runs on a thread other than the test's (a
+ * worker: the executor moves PE_CPUs between windows), then overflows its
+ * stack there. One that never gets there ends, and the test fails. */
+static void roaming_kernel(kb_tl *tl, void *p)
+{
+	(void)p;
+	for (int i = 0; i < 200000; i++) {
+		if (!pthread_equal(self_now(), fault_thread) && kbt_deep(4096) > 0)
+			break;
+		kb_tl_cpu_overhead(tl, 10);
+	}
+}
+
+/* An overflow in each of fault_options' modes, caught by a SIGSEGV handler
+ * on an alternate stack: the test's own for its thread, the library's on
+ * the executor's workers and kernel threads (a handler on the overflowed
+ * stack could not run). Check runs it in a child: exit status 42. */
+START_TEST(kernel_stack_fault_handler)
+{
+	kb_sim_options so;
+	struct sigaction sa;
+	stack_t ss;
+	uint32_t pes;
+	kb_error err;
+	int kib = 4096;
+
+	fault_options(_i, &so, &pes);
+	fault_thread = pthread_self();
+	fault_off_thread = _i != 0;
+	ss.ss_sp = fault_alt;
+	ss.ss_size = sizeof(fault_alt);
+	ss.ss_flags = 0;
+	ck_assert_int_eq(sigaltstack(&ss, NULL), 0);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_stack_fault;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+	sigemptyset(&sa.sa_mask);
+	ck_assert_int_eq(sigaction(SIGSEGV, &sa, NULL), 0);
+	if (_i == 1)
+		run_kernel_on(&so, roaming_kernel, NULL, pes, &err);
+	else
+		run_kernel_on(&so, stack_kernel, &kib, pes, &err);
+}
+END_TEST
+
 Suite *api_suite(void)
 {
 	Suite *s = suite_create("api");
@@ -1176,10 +1322,27 @@ Suite *api_suite(void)
 	tcase_add_test(sim, threads_independent);
 	tcase_add_loop_test(sim, kernel_stopped_half_way_finishes, 0, 6);
 	tcase_add_test(sim, kernel_stack_size);
-	/* Sanitizers catch the fault themselves (and report it as an error);
-	 * without fork mode the fault would take the runner down. */
-	if (!KB_TEST_SANITIZED && !(getenv("CK_FORK") && strcmp(getenv("CK_FORK"), "no") == 0))
-		tcase_add_test_raise_signal(sim, kernel_stack_overflow_faults, SIGSEGV);
+	/* Not kernel_threads under TSan: its per-thread state lives in static
+	 * TLS, which glibc carves from the top of a thread's stack (TSan
+	 * enlarges the stack to fit), so the kernel's first frame lies some
+	 * 800 KiB below the top, not within a guard's width of it. */
+	tcase_add_loop_test(sim, kernel_stack_fault_query, 0, KB_TEST_TSAN ? 2 : 3);
+	/* Without fork mode the fault, or the handler's _exit, would take the
+	 * runner down. */
+	if (!(getenv("CK_FORK") && strcmp(getenv("CK_FORK"), "no") == 0)) {
+		/* Sanitizers catch the fault themselves (and report it as an
+		 * error) where the program has no handler of its own... */
+		if (!KB_TEST_SANITIZED)
+			tcase_add_test_raise_signal(sim, kernel_stack_overflow_faults, SIGSEGV);
+		/* ...and leave it to the program's where it has one (ASan and
+		 * TSan of GCC 12: these pass there too). */
+		tcase_add_loop_exit_test(sim, kernel_stack_fault_handler, 42, 0, 1);
+		tcase_add_loop_exit_test(sim, kernel_stack_fault_handler, 42, 2, 3);
+		/* On one core the executor runs every window alone, on the
+		 * test's thread: no worker would ever run the kernel. */
+		if (kbt_cores() >= 2)
+			tcase_add_loop_exit_test(sim, kernel_stack_fault_handler, 42, 1, 2);
+	}
 	suite_add_tcase(s, sim);
 
 	tcase_set_timeout(errs, 60);

@@ -9,7 +9,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sched.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -260,9 +259,7 @@ START_TEST(workers_used)
 	ck_assert_msg(kbt_run("synthetic", p, NULL, KB_THREADS_AUTO, 0, &r, &err) == 0, "%s",
 		      err.message);
 	{
-		cpu_set_t set;
-		long cores = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set)
-									: sysconf(_SC_NPROCESSORS_ONLN);
+		long cores = kbt_cores();
 
 		if (cores < 2)
 			ck_assert_uint_eq(r.workers, 1);

@@ -1,8 +1,10 @@
 #include "testutil.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int kbt_run(const char *bench, const char *const *params, const char *const *sets, int threads,
 	    int data, kb_result *res, kb_error *err)
@@ -65,4 +67,12 @@ char *kbt_slurp(const char *path, size_t *len)
 	}
 	fclose(f);
 	return buf;
+}
+
+long kbt_cores(void)
+{
+	cpu_set_t set;
+
+	return sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set)
+							    : sysconf(_SC_NPROCESSORS_ONLN);
 }

@@ -13,5 +13,8 @@ int kbt_run(const char *bench, const char *const *params, const char *const *set
 char *kbt_tmpdir(void);
 /* Reads a whole file; NULL when it cannot; *len receives its size. */
 char *kbt_slurp(const char *path, size_t *len);
+/* The cores this process may run on (its affinity mask), as the library
+ * counts them for its executors. */
+long kbt_cores(void);
 
 #endif

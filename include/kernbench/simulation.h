@@ -40,7 +40,8 @@ typedef struct kb_sim_options {
 				     * (provenance, e.g. kb_provenance_json); NULL: none */
 	/* Stack of each kernel instance, in bytes; 0: 1 MiB; else at least
 	 * 16 KiB. Kernels run as coroutines on that stack; one that overflows
-	 * it faults (SIGSEGV) on a guard region below it, never corrupts. */
+	 * it faults (SIGSEGV) on a guard region below it, never corrupts
+	 * (kb_kernel_stack_fault tells that fault apart). */
 	size_t kernel_stack_bytes;
 	/* Nonzero: each kernel instance on a thread of its own instead of a
 	 * coroutine on its PE's thread, for kernels that need one (a kernel
@@ -77,6 +78,14 @@ KB_API int kb_simulation_launch(kb_simulation *sim, kb_kernel_fn fn, void *args,
  * res->size with KB_RESULT_INIT, clear it with kb_result_clear). A
  * simulation runs once; a res of a bad size is refused before it runs. */
 KB_API int kb_simulation_run(kb_simulation *sim, kb_result *res, kb_error *err);
+
+/* For an application's SIGSEGV handler (on an alternate signal stack,
+ * SA_ONSTACK; the threads the library starts have one): nonzero when addr
+ * (siginfo's si_addr) lies in the guard region below the stack of the
+ * kernel the calling thread runs now, i.e. that kernel overflowed its
+ * stack; then *stack_bytes (if not NULL) is that stack's size. 0 for any
+ * other address, and on a thread that runs no kernel. Async-signal-safe. */
+KB_API int kb_kernel_stack_fault(const void *addr, size_t *stack_bytes);
 
 #ifdef __cplusplus
 }

@@ -35,7 +35,15 @@
  * stack faults on the guard deterministically (SIGSEGV) instead of writing
  * over other memory. The library does not install a signal handler (that
  * belongs to the application), so the process dies with SIGSEGV at the
- * first touch of the guard region: deterministic, nothing overwritten.
+ * first touch of the guard region: deterministic, nothing overwritten. An
+ * application's handler can tell that fault from others with
+ * kb_kernel_stack_fault: each thread keeps, in a thread-local, the stack
+ * of the kernel it runs now (set just before each switch into the
+ * coroutine, on the resuming thread, since the coroutine may move between
+ * threads; restored right after the switch back), and the threads the
+ * library starts have an alternate signal stack (base/altstack.h) for a
+ * handler to run on. A kernel thread (kernel_threads) sets its record once,
+ * to its own stack's guard, which is as wide as a coroutine's.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1   /* RTLD_NEXT, under ASan */
@@ -50,8 +58,10 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "base/altstack.h"
 #include "base/err.h"
 #include "base/tsan.h"
+#include "kernbench/simulation.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define KB_ASAN 1
@@ -161,6 +171,19 @@ static int kb_swapcontext(ucontext_t *from, const ucontext_t *to)
  * page still lands on it. */
 #define GUARD_BYTES ((size_t)64 << 10)
 
+/* A kernel's stack as kb_kernel_stack_fault sees it. */
+typedef struct kb_stack_span {
+	const char *guard;       /* lowest address of the guard region; NULL: unknown */
+	size_t guard_bytes;
+	size_t stack_bytes;      /* usable, above the guard */
+} kb_stack_span;
+
+/* The stack of the kernel the calling thread runs now (NULL: none).
+ * initial-exec, as the command cache (pe/cmd.h): one %fs-relative access,
+ * and the read in kb_kernel_stack_fault stays async-signal-safe (a TLS
+ * descriptor call may allocate the block on a thread's first use). */
+static _Thread_local const kb_stack_span *running_stack __attribute__((tls_model("initial-exec")));
+
 struct kb_kernel_run {
 	kb_kernel_fn fn;
 	void *args;
@@ -174,6 +197,7 @@ struct kb_kernel_run {
 	size_t stack_bytes;
 	char *map;               /* guard + stack */
 	size_t map_bytes;
+	kb_stack_span span;      /* running_stack while it runs */
 #ifdef KB_FIBER_ASM
 	void *self, *caller;     /* saved stack pointers (fiber_switch's frames) */
 #else
@@ -209,6 +233,7 @@ static void pass_turn(kb_kernel_run *k, int to_kernel, int last)
 /* Consumer side: runs the kernel until it yields or ends. */
 static void resume(kb_kernel_run *k)
 {
+	const kb_stack_span *outer;
 #ifdef KB_ASAN
 	void *fake = NULL;
 #endif
@@ -225,7 +250,10 @@ static void resume(kb_kernel_run *k)
 #ifdef KB_ASAN
 	__sanitizer_start_switch_fiber(&fake, k->map + GUARD_BYTES, k->stack_bytes);
 #endif
+	outer = running_stack;   /* NULL unless a kernel here drives another simulation */
+	running_stack = &k->span;
 	SWITCH(k->caller, k->self);
+	running_stack = outer;
 #ifdef KB_ASAN
 	__sanitizer_finish_switch_fiber(fake, NULL, NULL);
 #endif
@@ -295,11 +323,36 @@ static void ucontext_main(unsigned hi, unsigned lo)
 }
 #endif
 
+/* A kernel thread's own stack and guard (glibc's, as pthread_create made
+ * them): the guard lies right below the usable stack. Left unknown if the
+ * system does not say. */
+static void thread_span(kb_stack_span *s, size_t stack_bytes)
+{
+	pthread_attr_t a;
+	void *lo;
+	size_t size, guard;
+
+	if (pthread_getattr_np(pthread_self(), &a) != 0)
+		return;
+	if (pthread_attr_getstack(&a, &lo, &size) == 0 &&
+	    pthread_attr_getguardsize(&a, &guard) == 0 && guard > 0) {
+		s->guard = (const char *)lo - guard;
+		s->guard_bytes = guard;
+		s->stack_bytes = stack_bytes;
+	}
+	pthread_attr_destroy(&a);
+}
+
 static void *kernel_thread(void *arg)
 {
 	kb_kernel_run *k = arg;
+	kb_altstack alt;
 	int quit;
 
+	/* The thread runs nothing but its kernel: the record is set once. */
+	kb__altstack_init(&alt);
+	thread_span(&k->span, k->stack_bytes);
+	running_stack = &k->span;
 	pthread_mutex_lock(&k->mu);
 	while (!k->kernel_turn && !k->quit)
 		pthread_cond_wait(&k->cv, &k->mu);
@@ -307,6 +360,8 @@ static void *kernel_thread(void *arg)
 	pthread_mutex_unlock(&k->mu);
 	if (!quit)
 		kernel_main(k);
+	running_stack = NULL;
+	kb__altstack_fini(&alt);
 	return NULL;
 }
 
@@ -397,9 +452,13 @@ int kb__kernel_start(kb_kernel_run *k, kb_error *err)
 		pthread_attr_t a;
 		int rc = pthread_attr_init(&a);
 
-		/* The thread's own stack, with the system's guard page. */
+		/* The thread's own stack, with a guard as wide as a
+		 * coroutine's (the system's is one page, which a frame of a
+		 * few KiB steps over). */
 		if (!rc)
 			rc = pthread_attr_setstacksize(&a, k->stack_bytes);
+		if (!rc)
+			rc = pthread_attr_setguardsize(&a, GUARD_BYTES);
 		if (!rc)
 			rc = pthread_create(&k->thread, &a, kernel_thread, k);
 		pthread_attr_destroy(&a);
@@ -416,6 +475,9 @@ int kb__kernel_start(kb_kernel_run *k, kb_error *err)
 		k->map = NULL;
 		return kb__err(err, KB_ENOMEM, "cannot map a %zu-byte kernel stack", k->stack_bytes);
 	}
+	k->span.guard = k->map;
+	k->span.guard_bytes = GUARD_BYTES;
+	k->span.stack_bytes = k->stack_bytes;
 #ifdef KB_FIBER_ASM
 	if (mprotect(k->map, GUARD_BYTES, PROT_NONE))
 		return kb__err(err, KB_ENOMEM, "cannot set up a kernel stack");
@@ -497,6 +559,21 @@ void kb__kernel_destroy(kb_kernel_run *k)
 		munmap(k->map, k->map_bytes);
 	}
 	free(k);
+}
+
+/* Async-signal-safe: a thread-local read (initial-exec) and a few loads
+ * of the record, which lives as long as its kernel runs. */
+KB_API int kb_kernel_stack_fault(const void *addr, size_t *stack_bytes)
+{
+	const kb_stack_span *s = running_stack;
+	uintptr_t a = (uintptr_t)addr;
+
+	if (!s || !s->guard || a < (uintptr_t)s->guard ||
+	    a - (uintptr_t)s->guard >= s->guard_bytes)
+		return 0;
+	if (stack_bytes)
+		*stack_bytes = s->stack_bytes;
+	return 1;
 }
 
 uint64_t kb__kernel_commands(const kb_kernel_run *k)

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/altstack.h"
 #include "base/err.h"
 #include "sim/core_impl.h"
 
@@ -341,7 +342,11 @@ static void *worker_main(void *arg)
 {
 	kb_sim *sim = ((kb_worker *)arg)->sim;
 	unsigned seen = 0, me = ((kb_worker *)arg)->index;
+	kb_altstack alt;
 
+	/* Kernels run here: an application's SA_ONSTACK handler must be able
+	 * to run when one overflows its stack (kb_kernel_stack_fault). */
+	kb__altstack_init(&alt);
 	for (;;) {
 		seen = wait_job(sim, seen);
 		if (atomic_load(&sim->quit))
@@ -349,6 +354,7 @@ static void *worker_main(void *arg)
 		if (take_ticket(sim, seen))
 			help(sim, me, seen);
 	}
+	kb__altstack_fini(&alt);
 	return NULL;
 }
 

@@ -38,6 +38,7 @@
 
 #include <jansson.h>
 
+#include "base/altstack.h"
 #include "base/err.h"
 #include "sweep/sweep_impl.h"
 
@@ -251,9 +252,8 @@ static size_t claim_queued(run_ctx *c)
 	return c->queue[c->q_head++ % c->q_cap];
 }
 
-static void *serve_worker(void *arg)
+static void serve_worker(run_ctx *c)
 {
-	run_ctx *c = arg;
 	const char **values = calloc(c->s->n_keys + 1, sizeof(*values));
 	size_t i;
 
@@ -286,17 +286,17 @@ static void *serve_worker(void *arg)
 	pthread_cond_signal(&c->cv_ready);
 	pthread_mutex_unlock(&c->mu);
 	free(values);
-	return NULL;
 }
 
-static void *worker(void *arg)
+static void work(run_ctx *c)
 {
-	run_ctx *c = arg;
 	const char **values;
 	size_t i;
 
-	if (c->serve)
-		return serve_worker(c);
+	if (c->serve) {
+		serve_worker(c);
+		return;
+	}
 	values = calloc(c->s->n_keys + 1, sizeof(*values));
 	pthread_mutex_lock(&c->mu);
 	while (values && (i = claim(c)) < c->total) {
@@ -315,6 +315,18 @@ static void *worker(void *arg)
 	pthread_cond_signal(&c->cv_ready);
 	pthread_mutex_unlock(&c->mu);
 	free(values);
+}
+
+/* A pool thread. Its points' kernels may run on it (a sequential point
+ * runs its kernels on the calling thread): an application's SA_ONSTACK
+ * handler must be able to run when one overflows its stack. */
+static void *worker(void *arg)
+{
+	kb_altstack alt;
+
+	kb__altstack_init(&alt);
+	work(arg);
+	kb__altstack_fini(&alt);
 	return NULL;
 }
 
