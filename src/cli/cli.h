@@ -126,6 +126,13 @@ void cli_progress_show(cli_progress *p, const char *fmt, ...)
 /* Erases the line if one is shown. */
 void cli_progress_clear(cli_progress *p);
 
+/* ---- death by a fault (fault.c) ---------------------------------------- */
+
+/* Gives this thread an alternate signal stack and installs the SIGSEGV and
+ * SIGBUS handler that says in one line why the command dies (a kernel that
+ * overflowed its stack, or the faulting address), then dies of the signal. */
+void cli_fault_handlers(void);
+
 /* ---- subcommands (cmd_*.c) --------------------------------------------- */
 
 int cli_cmd_list(int argc, char **argv);

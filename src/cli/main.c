@@ -95,6 +95,8 @@ int main(int argc, char **argv)
 	/* A closed pipe on an output is a write error with a message and exit
 	 * status 1 (doc/sweep.md), not death by SIGPIPE. */
 	signal(SIGPIPE, SIG_IGN);
+	/* A kernel that overflows its stack says so, not "Segmentation fault". */
+	cli_fault_handlers();
 	if (!plugins || !rest) {
 		free(plugins);
 		free(rest);
