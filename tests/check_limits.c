@@ -16,6 +16,7 @@
 #include "base/grow.h"
 #include "base/memlimit.h"
 #include "base/outfile.h"
+#include "base/str.h"
 #include "base/threadlimit.h"
 #include "suites.h"
 #include "testutil.h"
@@ -474,6 +475,40 @@ END_TEST
 /* kb__grow_to: one realloc to the first doubling that holds the index,
  * the old elements kept, the new ones zero; a size that cannot be reached
  * leaves the array and its capacity as they were. */
+/* The cgroup and /proc numbers (memory.max, pids.max, "Threads:"): a
+ * number with blanks around it, or nothing (a "max", a sign, junk after
+ * it, one past UINT64_MAX). */
+START_TEST(test_parse_u64)
+{
+	static const struct {
+		const char *s;
+		int rc;
+		uint64_t v;
+	} cases[] = {
+		{ "123\n", 0, 123 },
+		{ "\t 42 \r\n", 0, 42 },
+		{ "0", 0, 0 },
+		{ "18446744073709551615\n", 0, UINT64_MAX },
+		{ "18446744073709551616\n", -1, 0 },
+		{ "max\n", -1, 0 },
+		{ "", -1, 0 },
+		{ "-1", -1, 0 },
+		{ "+7", -1, 0 },
+		{ "12x", -1, 0 },
+		{ "12 34", -1, 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint64_t v = 99;
+		int rc = kb__parse_u64(cases[i].s, &v);
+
+		ck_assert_msg(rc == cases[i].rc, "\"%s\": rc %d", cases[i].s, rc);
+		ck_assert_msg(v == (rc ? 99 : cases[i].v), "\"%s\": %llu", cases[i].s,
+			      (unsigned long long)v);
+	}
+}
+END_TEST
+
 START_TEST(test_grow_to)
 {
 	size_t cap = 0;
@@ -513,6 +548,7 @@ Suite *limits_suite(void)
 	tcase_add_test(tc, test_outfile_whole_or_absent);
 	tcase_add_test(tc, test_mem_need);
 	tcase_add_test(tc, test_grow_to);
+	tcase_add_test(tc, test_parse_u64);
 	tcase_add_test(tc, test_threads_fit_rule);
 	tcase_add_test(tc, test_kernel_threads_limit);
 	suite_add_tcase(s, tc);

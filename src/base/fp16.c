@@ -363,12 +363,34 @@ static void store_f16_f16c(unsigned char *p, const float *src, size_t n)
 	}
 }
 
+#if defined(__clang__)
+#include <cpuid.h>
+
+/* Clang before 16 takes no "f16c" in __builtin_cpu_supports (the build
+ * failed there): CPUID leaf 1, ECX bit 29, asked once (in a VM each CPUID
+ * exits to the hypervisor). */
+static int has_f16c(void)
+{
+	static _Atomic int known = -1;
+	int k = known;
+
+	if (k < 0) {
+		unsigned a, b, c, d;
+
+		k = __builtin_cpu_supports("avx2") && __get_cpuid(1, &a, &b, &c, &d) &&
+		    (c & bit_F16C);
+		known = k;
+	}
+	return k;
+}
+#else
 /* cpuid, as read at load time (base/cpu_model.c): a load and a test per
  * call. */
 static int has_f16c(void)
 {
 	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
 }
+#endif
 #endif
 
 void kb__load_f32(float *dst, const void *src, kb_dtype dt, size_t n)

@@ -4,6 +4,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "base/str.h"
+
 static void lower(uint64_t *limit, const char **what, uint64_t v, const char *name)
 {
 	if (v < *limit) {
@@ -30,16 +32,16 @@ int kb__cgroup_file(const char *name, char *path, size_t n)
 /* memory.max of the process's cgroup (v2); UINT64_MAX for "max" or none. */
 static uint64_t cgroup_max(void)
 {
-	char path[512];
-	unsigned long long v = 0;
+	char path[512], line[64];
+	uint64_t v = 0;
 	FILE *f;
 
 	if (!kb__cgroup_file("memory.max", path, sizeof(path)) || !(f = fopen(path, "r")))
 		return UINT64_MAX;
-	if (fscanf(f, "%llu", &v) != 1)
-		v = 0;
+	if (!fgets(line, sizeof(line), f) || kb__parse_u64(line, &v) != 0)
+		v = 0;   /* "max", or unreadable: no limit */
 	fclose(f);
-	return v ? (uint64_t)v : UINT64_MAX;
+	return v ? v : UINT64_MAX;
 }
 
 uint64_t kb__mem_limit(const char **what)

@@ -49,7 +49,7 @@ static const uint32_t round_k[64] = {
 #define SSIG1(x) (ROR(x, 17) ^ ROR(x, 19) ^ (x) >> 10)
 /* Message word i (0-63) of the block: the schedule kept in 16 words. */
 #define WORD(i)                                                                  \
-	((i) < 16 ? w[i] : (w[(i) & 15] += SSIG1(w[((i) - 2) & 15]) + w[((i) - 7) & 15] + \
+	((i) < 16 ? w[(i) & 15] : (w[(i) & 15] += SSIG1(w[((i) - 2) & 15]) + w[((i) - 7) & 15] + \
 					   SSIG0(w[((i) - 15) & 15])))
 /* Round i, the eight variables named in their rotated order: no moves. */
 #define ROUND(a, b, c, d, e, f, g, h, i)                                                \

@@ -4,6 +4,7 @@
 #ifndef KB_BASE_STR_H
 #define KB_BASE_STR_H
 
+#include <stdint.h>
 #include <string.h>
 
 /* A malloc'd copy of s, or NULL when s is NULL (an optional string: a path,
@@ -19,5 +20,10 @@ static inline int kb__same_name(const char *a, const char *b)
 {
 	return a == b || strcmp(a, b) == 0;
 }
+
+/* The unsigned decimal that s holds (leading blanks, then digits, then
+ * only blanks or a line end), into *out: 0, or -1 when s holds none or one
+ * past UINT64_MAX (a cgroup's "max" is none). */
+int kb__parse_u64(const char *s, uint64_t *out);
 
 #endif

@@ -6,23 +6,24 @@
 #include <unistd.h>
 
 #include "base/memlimit.h"
+#include "base/str.h"
 
 /* The number after key at the start of a line of path; 0 when none (also
  * for "max", which is no limit). */
 static uint64_t read_number(const char *path, const char *key)
 {
 	char line[512];
-	unsigned long long v = 0;
+	uint64_t v = 0;
 	size_t klen = strlen(key);
 	FILE *f = fopen(path, "r");
 
 	if (!f)
 		return 0;
 	while (fgets(line, sizeof(line), f))
-		if (strncmp(line, key, klen) == 0 && sscanf(line + klen, "%llu", &v) == 1)
+		if (strncmp(line, key, klen) == 0 && kb__parse_u64(line + klen, &v) == 0)
 			break;
 	fclose(f);
-	return (uint64_t)v;
+	return v;
 }
 
 void kb__thread_limit(kb_thread_limit *out)

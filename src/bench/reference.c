@@ -158,12 +158,14 @@ int kb__ref_attention_rows(const double *q, kb_ref_rows_fn rows, void *payload, 
 {
 	int64_t g4 = (g + 2 * LANES - 1) / (2 * LANES) * (2 * LANES);
 	double *mx = malloc((size_t)(2 * g + g4 * d + (g + 1) * REF_CHUNK) * sizeof(double));
-	double *sum = mx + g, *qt = sum + g, *sc = qt + g4 * d, *wt = sc + g * REF_CHUNK, w;
+	double *sum, *qt, *sc, *wt, w;
 	const double *k, *v;
 	int64_t i, j, j0, n, c;
 
 	if (!mx)
 		return -1;
+	/* carved out after the test: arithmetic on a null pointer is undefined */
+	sum = mx + g, qt = sum + g, sc = qt + g4 * d, wt = sc + g * REF_CHUNK;
 	for (i = 0; i < g; i++) {
 		mx[i] = -INFINITY;
 		sum[i] = 0.0;

@@ -28,7 +28,7 @@ static int push(kb_plan *p, kb_stage_ref *v, uint16_t *n, uint32_t max, kb_stage
 		return -1;
 	}
 	if (s.kind == KB_ST_MATH)
-		p->last_op = s.op;
+		p->last_op = s.op; /* NOLINT(bugprone-signed-char-misuse): an op index, sign kept */
 	v[(*n)++] = s;
 	return 0;
 }

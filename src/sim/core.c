@@ -1405,6 +1405,7 @@ static inline __attribute__((always_inline)) void worker_run(kb_worker *w, kb_ti
 		/* a count of ring events: KB_RING_BANDS and the like read
 		 * negative, as 0 does not read positive */
 		if ((int32_t)n > 0) {
+			/* cppcheck-suppress arrayIndexOutOfBounds ; n is 1..KB_RING here: KB_RING_BANDS reads negative above */
 			kb_event **r = &w->ring[n - 1], *ev = *r;
 
 			t = ev->time;

@@ -966,7 +966,9 @@ static int alone_stretches(kb_sim *sim, auto_choice *c, int *ended, kb_error *er
 	for (;;) {
 		over = 0;
 		rc = run_alone(sim, w0, c, &over, err);
-		if (rc || !over)
+		/* without c (the rest of a run, to its end) over stays 0;
+		 * the test says so where next_stretch reads c */
+		if (rc || !over || !c)
 			break;
 		next_stretch(sim, c);
 		if (!c->alone) {
