@@ -5,13 +5,18 @@
 #ifndef KB_TESTS_DEEP_STACK_H
 #define KB_TESTS_DEEP_STACK_H
 
-static inline int kbt_deep(int kib)
+static inline __attribute__((noinline)) int kbt_deep(int kib)
 {
 	volatile char frame[1024];
+	int r;
 
 	frame[0] = (char)kib;
 	frame[sizeof(frame) - 1] = 1;
-	return kib <= 1 ? frame[0] : kbt_deep(kib - 1) + frame[sizeof(frame) - 1];
+	r = kib <= 1 ? frame[0] : kbt_deep(kib - 1);
+	/* The frame in use after the call: Clang turned `kbt_deep(kib - 1) +
+	 * frame[...]` into a loop (tail recursion with an accumulator). */
+	__asm__ volatile("" : : "r"(frame) : "memory");
+	return r + frame[sizeof(frame) - 1];
 }
 
 #endif
