@@ -5,7 +5,7 @@
 #ifndef KB_TESTS_DEEP_STACK_H
 #define KB_TESTS_DEEP_STACK_H
 
-static inline __attribute__((noinline)) int kbt_deep(int kib)
+static __attribute__((noinline, unused)) int kbt_deep(int kib)
 {
 	volatile char frame[1024];
 	int r;
