@@ -36,7 +36,8 @@ static const char help_main[] =
 	"                             (colon-separated files, or directories of *.so)\n"
 	"\n"
 	"Exit status: 0 success, 1 a simulation, validation, topology or I/O error,\n"
-	"2 a usage error.\n";
+	"2 a usage error; 139 (SIGSEGV) when a kernel overflowed its stack, after a\n"
+	"line saying so (kernbench(1), EXIT STATUS).\n";
 
 static const char help_list[] =
 	"Usage: kernbench list [--json]\n"
