@@ -13,12 +13,8 @@ if ! command -v "$CLANG" >/dev/null 2>&1; then
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-if git -C "$top" rev-parse --git-dir >/dev/null 2>&1; then
-	# The tree as git sees it: tracked files and new files not ignored.
-	(cd "$top" && git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf -) | tar -xf - -C "$work"
-else
-	cp -a "$top/." "$work"
-fi
+. "$top/tests/build/copy_tree.sh"
+copy_tree "$top" "$work"
 cd "$work"
 step() { # name, log, command...
 	local name=$1 log=$2

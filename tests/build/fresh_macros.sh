@@ -12,12 +12,8 @@ mkdir "$work/acdir" "$work/src"
 for f in "$sysdir"/*; do
 	case ${f##*/} in ax_*) ;; *) ln -s "$f" "$work/acdir/" ;; esac
 done
-if git -C "$top" rev-parse --git-dir >/dev/null 2>&1; then
-	# The tree as git sees it: tracked files and new files not ignored.
-	(cd "$top" && git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf -) | tar -xf - -C "$work/src"
-else
-	cp -a "$top/." "$work/src"
-fi
+. "$top/tests/build/copy_tree.sh"
+copy_tree "$top" "$work/src"
 cd "$work/src"
 rm -f m4/libtool.m4 m4/lt*.m4 configure aclocal.m4
 if ! ACLOCAL="aclocal --system-acdir=$work/acdir" autoreconf --install --force >"$work/autoreconf.log" 2>&1; then
